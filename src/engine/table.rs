@@ -1,0 +1,538 @@
+//! The typed view of `transitions/loop.toml`.
+//!
+//! [`Table::load`] parses the TOML, resolves names and rejects what the engine cannot run
+//! (unknown states, events, facts or counters; duplicate ids; bad guards; unknown reasons).
+//! The deeper proofs (reachability, termination, guard exclusivity) belong to `audit`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::engine::guard::{Guard, GuardError};
+use crate::engine::reason::{ContinueReason, TerminalReason};
+
+/// The shipped table, embedded at build time.
+pub const SHIPPED_TABLE: &str = include_str!("../../transitions/loop.toml");
+
+/// The shipped table, parsed once.
+pub fn shipped() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| Table::load("transitions/loop.toml", SHIPPED_TABLE).expect("the shipped table is valid"))
+}
+
+/// What kind of node a state is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKind {
+    /// A leaf the machine can be in.
+    Leaf,
+    /// A grouping state; edges from it apply to every state below it.
+    Superstate,
+    /// The final state.
+    Terminal,
+}
+
+/// One declared state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateDecl {
+    /// Name, as in the trace.
+    pub name: String,
+    /// Leaf, superstate or terminal.
+    pub kind: StateKind,
+    /// Enclosing superstate.
+    pub parent: Option<String>,
+    /// What the state does.
+    pub doc: String,
+    /// Line in the table file.
+    pub line: usize,
+}
+
+/// One declared event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventDecl {
+    /// Name.
+    pub name: String,
+    /// What it means.
+    pub doc: String,
+}
+
+/// One declared fact that guards read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactDecl {
+    /// Name.
+    pub name: String,
+    /// For enumerated facts, the values; empty for booleans.
+    pub values: Vec<String>,
+    /// What it means.
+    pub doc: String,
+}
+
+/// One declared counter: a bounded budget that edges consume and reset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterDecl {
+    /// Name; guards read it as `NAME_left`.
+    pub name: String,
+    /// The default bound.
+    pub bound: u32,
+    /// The run option that overrides the bound, if any.
+    pub option: Option<String>,
+    /// Taken off the bound at the start of a run.
+    pub spent_at_start: u32,
+    /// What it bounds.
+    pub doc: String,
+}
+
+/// What taking an edge means for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// A step inside one turn (stream opened, retry, fallback, tools done, ...).
+    Internal,
+    /// One of the seven named continue transitions.
+    Continue(ContinueReason),
+    /// The end of the run.
+    Terminal(TerminalReason),
+}
+
+impl EdgeKind {
+    /// `internal`, `continue` or `terminal`, as in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::Internal => "internal",
+            EdgeKind::Continue(_) => "continue",
+            EdgeKind::Terminal(_) => "terminal",
+        }
+    }
+
+    /// The continue or terminal reason, if any.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            EdgeKind::Internal => None,
+            EdgeKind::Continue(r) => Some(r.as_str()),
+            EdgeKind::Terminal(r) => Some(r.as_str()),
+        }
+    }
+}
+
+/// One declared edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeDecl {
+    /// Unique id, as in the trace.
+    pub id: String,
+    /// Source state (a leaf or a superstate).
+    pub from: String,
+    /// Event that triggers it.
+    pub on: String,
+    /// Guard text, if any.
+    pub guard_text: Option<String>,
+    /// Parsed guard.
+    pub guard: Option<Guard>,
+    /// Target state.
+    pub to: String,
+    /// Internal, continue or terminal.
+    pub kind: EdgeKind,
+    /// Counters decremented.
+    pub consumes: Vec<String>,
+    /// Counters restored to their bound.
+    pub resets: Vec<String>,
+    /// What the edge means.
+    pub doc: String,
+    /// Line in the table file.
+    pub line: usize,
+}
+
+/// The whole table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// Format version.
+    pub schema: u32,
+    /// The state a run starts in.
+    pub initial: String,
+    /// States in file order.
+    pub states: Vec<StateDecl>,
+    /// Events in file order.
+    pub events: Vec<EventDecl>,
+    /// Facts in file order.
+    pub facts: Vec<FactDecl>,
+    /// Counters in file order.
+    pub counters: Vec<CounterDecl>,
+    /// The termination ranking, highest first.
+    pub ranking: Vec<String>,
+    /// Edges in file order.
+    pub edges: Vec<EdgeDecl>,
+    /// SHA-256 of the file text, hex.
+    pub sha256: String,
+}
+
+/// Why a table cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// The file is not valid TOML for the format.
+    #[error("{path}: {message}")]
+    Toml {
+        /// File name.
+        path: String,
+        /// The parser's message (it names the line).
+        message: String,
+    },
+    /// A declaration refers to something undeclared or breaks a rule.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// File name.
+        path: String,
+        /// Line of the offending declaration.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    schema: u32,
+    initial: String,
+    #[serde(default)]
+    state: Vec<toml::Spanned<RawState>>,
+    #[serde(default)]
+    event: Vec<RawEvent>,
+    #[serde(default)]
+    fact: Vec<RawFact>,
+    #[serde(default)]
+    counter: Vec<RawCounter>,
+    #[serde(default)]
+    termination: RawTermination,
+    #[serde(default)]
+    edge: Vec<toml::Spanned<RawEdge>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    name: String,
+    #[serde(default)]
+    kind: Option<StateKind>,
+    #[serde(default)]
+    parent: Option<String>,
+    #[serde(default)]
+    doc: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    name: String,
+    #[serde(default)]
+    doc: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFact {
+    name: String,
+    #[serde(default)]
+    values: Vec<String>,
+    #[serde(default)]
+    doc: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCounter {
+    name: String,
+    bound: u32,
+    #[serde(default)]
+    option: Option<String>,
+    #[serde(default)]
+    spent_at_start: u32,
+    #[serde(default)]
+    doc: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTermination {
+    #[serde(default)]
+    ranking: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEdge {
+    id: String,
+    from: String,
+    on: String,
+    #[serde(default)]
+    guard: Option<String>,
+    to: String,
+    #[serde(default, rename = "continue")]
+    continue_reason: Option<String>,
+    #[serde(default)]
+    terminal: Option<String>,
+    #[serde(default)]
+    consumes: Vec<String>,
+    #[serde(default)]
+    resets: Vec<String>,
+    #[serde(default)]
+    doc: String,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+impl Table {
+    /// Parse and resolve a table. `path` is only used in messages.
+    ///
+    /// # Errors
+    /// [`TableError`] naming the file, the line and the problem.
+    pub fn load(path: &str, text: &str) -> Result<Table, TableError> {
+        let raw: RawTable = toml::from_str(text)
+            .map_err(|e| TableError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
+        let invalid = |line: usize, message: String| TableError::Invalid { path: path.to_owned(), line, message };
+
+        let states: Vec<StateDecl> = raw
+            .state
+            .into_iter()
+            .map(|s| {
+                let line = line_of(text, s.span().start);
+                let s = s.into_inner();
+                StateDecl { name: s.name, kind: s.kind.unwrap_or(StateKind::Leaf), parent: s.parent, doc: s.doc, line }
+            })
+            .collect();
+        let state_names: BTreeSet<&str> = states.iter().map(|s| s.name.as_str()).collect();
+        for s in &states {
+            if let Some(parent) = &s.parent {
+                match states.iter().find(|p| &p.name == parent) {
+                    Some(p) if p.kind == StateKind::Superstate => {}
+                    Some(_) => {
+                        return Err(invalid(s.line, format!("parent `{parent}` of `{}` is not a superstate", s.name)));
+                    }
+                    None => return Err(invalid(s.line, format!("state `{}` has unknown parent `{parent}`", s.name))),
+                }
+            }
+        }
+        if states.len() != state_names.len() {
+            return Err(invalid(1, "a state name is declared twice".into()));
+        }
+        if !state_names.contains(raw.initial.as_str()) {
+            return Err(invalid(1, format!("initial state `{}` is not declared", raw.initial)));
+        }
+
+        let events: Vec<EventDecl> = raw.event.into_iter().map(|e| EventDecl { name: e.name, doc: e.doc }).collect();
+        let facts: Vec<FactDecl> =
+            raw.fact.into_iter().map(|f| FactDecl { name: f.name, values: f.values, doc: f.doc }).collect();
+        let counters: Vec<CounterDecl> = raw
+            .counter
+            .into_iter()
+            .map(|c| CounterDecl {
+                name: c.name,
+                bound: c.bound,
+                option: c.option,
+                spent_at_start: c.spent_at_start,
+                doc: c.doc,
+            })
+            .collect();
+        let counter_names: BTreeSet<&str> = counters.iter().map(|c| c.name.as_str()).collect();
+        for name in &raw.termination.ranking {
+            if !counter_names.contains(name.as_str()) {
+                return Err(invalid(1, format!("ranking names unknown counter `{name}`")));
+            }
+        }
+
+        let mut edges = Vec::with_capacity(raw.edge.len());
+        let mut ids = BTreeSet::new();
+        for spanned in raw.edge {
+            let line = line_of(text, spanned.span().start);
+            let e = spanned.into_inner();
+            if !ids.insert(e.id.clone()) {
+                return Err(invalid(line, format!("edge id `{}` is declared twice", e.id)));
+            }
+            for (what, state) in [("from", &e.from), ("to", &e.to)] {
+                if !state_names.contains(state.as_str()) {
+                    return Err(invalid(line, format!("edge `{}`: `{what}` names unknown state `{state}`", e.id)));
+                }
+            }
+            if !events.iter().any(|ev| ev.name == e.on) {
+                return Err(invalid(line, format!("edge `{}`: unknown event `{}`", e.id, e.on)));
+            }
+            for c in e.consumes.iter().chain(&e.resets) {
+                if !counter_names.contains(c.as_str()) {
+                    return Err(invalid(line, format!("edge `{}`: unknown counter `{c}`", e.id)));
+                }
+            }
+            let kind = match (&e.continue_reason, &e.terminal) {
+                (None, None) => EdgeKind::Internal,
+                (Some(r), None) => EdgeKind::Continue(
+                    ContinueReason::parse(r)
+                        .ok_or_else(|| invalid(line, format!("edge `{}`: unknown continue reason `{r}`", e.id)))?,
+                ),
+                (None, Some(r)) => EdgeKind::Terminal(
+                    TerminalReason::parse(r)
+                        .ok_or_else(|| invalid(line, format!("edge `{}`: unknown terminal reason `{r}`", e.id)))?,
+                ),
+                (Some(_), Some(_)) => {
+                    return Err(invalid(line, format!("edge `{}` is both a continue and a terminal edge", e.id)));
+                }
+            };
+            let guard = match &e.guard {
+                Some(g) => Some(Guard::parse(g).map_err(|err| invalid(line, format!("edge `{}`: {err}", e.id)))?),
+                None => None,
+            };
+            if let Some(g) = &guard {
+                check_guard_names(g, &facts, &counter_names)
+                    .map_err(|err| invalid(line, format!("edge `{}`: {err}", e.id)))?;
+            }
+            edges.push(EdgeDecl {
+                id: e.id,
+                from: e.from,
+                on: e.on,
+                guard_text: e.guard,
+                guard,
+                to: e.to,
+                kind,
+                consumes: e.consumes,
+                resets: e.resets,
+                doc: e.doc,
+                line,
+            });
+        }
+
+        Ok(Table {
+            schema: raw.schema,
+            initial: raw.initial,
+            states,
+            events,
+            facts,
+            counters,
+            ranking: raw.termination.ranking,
+            edges,
+            sha256: sha256_hex(text),
+        })
+    }
+
+    /// The edge with this id.
+    pub fn edge(&self, id: &str) -> Option<&EdgeDecl> {
+        self.edges.iter().find(|e| e.id == id)
+    }
+
+    /// The state with this name.
+    pub fn state(&self, name: &str) -> Option<&StateDecl> {
+        self.states.iter().find(|s| s.name == name)
+    }
+
+    /// The counter with this name.
+    pub fn counter(&self, name: &str) -> Option<&CounterDecl> {
+        self.counters.iter().find(|c| c.name == name)
+    }
+
+    /// `state` followed by its superstates, innermost first.
+    pub fn ancestry<'a>(&'a self, state: &'a str) -> Vec<&'a str> {
+        let mut chain = vec![state];
+        let mut current = state;
+        while let Some(parent) = self.state(current).and_then(|s| s.parent.as_deref()) {
+            chain.push(parent);
+            current = parent;
+        }
+        chain
+    }
+
+    /// Edges that leave `state` (directly or from one of its superstates) on `event`,
+    /// innermost state first, file order within a state.
+    pub fn edges_from<'a>(&'a self, state: &'a str, event: &'a str) -> Vec<&'a EdgeDecl> {
+        self.ancestry(state)
+            .into_iter()
+            .flat_map(|s| self.edges.iter().filter(move |e| e.from == s && e.on == event))
+            .collect()
+    }
+}
+
+fn check_guard_names(guard: &Guard, facts: &[FactDecl], counters: &BTreeSet<&str>) -> Result<(), GuardError> {
+    for (name, values) in guard.atoms() {
+        if let Some(fact) = facts.iter().find(|f| f.name == name) {
+            let enumerated = !fact.values.is_empty();
+            for v in &values {
+                if !fact.values.contains(v) {
+                    return Err(GuardError::Syntax {
+                        text: name.clone(),
+                        reason: format!("`{v}` is not a value of fact `{name}`"),
+                    });
+                }
+            }
+            if enumerated && values.is_empty() {
+                return Err(GuardError::Syntax {
+                    text: name.clone(),
+                    reason: format!("enumerated fact `{name}` must be compared with `==`"),
+                });
+            }
+            if !enumerated && !values.is_empty() {
+                return Err(GuardError::Syntax {
+                    text: name.clone(),
+                    reason: format!("boolean fact `{name}` cannot be compared with a value"),
+                });
+            }
+        } else if let Some(counter) = name.strip_suffix("_left") {
+            if !counters.contains(counter) {
+                return Err(GuardError::Missing(name));
+            }
+        } else {
+            return Err(GuardError::Missing(name));
+        }
+    }
+    Ok(())
+}
+
+/// Lowercase hex SHA-256 of `text`.
+pub fn sha256_hex(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// Counter values by name, as in the trace.
+pub type Counters = BTreeMap<String, u32>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_table_loads_with_every_reason() {
+        let t = shipped();
+        let continues: BTreeSet<&str> = t
+            .edges
+            .iter()
+            .filter_map(|e| matches!(e.kind, EdgeKind::Continue(_)).then(|| e.kind.reason().unwrap()))
+            .collect();
+        let terminals: BTreeSet<&str> = t
+            .edges
+            .iter()
+            .filter_map(|e| matches!(e.kind, EdgeKind::Terminal(_)).then(|| e.kind.reason().unwrap()))
+            .collect();
+        assert_eq!(continues, ContinueReason::ALL.iter().map(|r| r.as_str()).collect());
+        assert_eq!(terminals, TerminalReason::ALL.iter().map(|r| r.as_str()).collect());
+        assert_eq!(t.ancestry("Request"), vec!["Request", "Sampling", "Loop"]);
+        let abort: Vec<&str> = t.edges_from("Consume", "abort").iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(abort, vec!["sampling.abort"]);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let text = "schema = 1\ninitial = \"A\"\n[[state]]\nname = \"A\"\n[[event]]\nname = \"go\"\n\n[[edge]]\nid = \"x\"\nfrom = \"A\"\non = \"go\"\nto = \"B\"\n";
+        let err = Table::load("t.toml", text).unwrap_err();
+        assert_eq!(err.to_string(), "t.toml:8: edge `x`: `to` names unknown state `B`");
+        let err = Table::load("t.toml", "schema = 1\ninitial = \"A\"\n[[state]]\nname = 3\n").unwrap_err();
+        assert!(err.to_string().contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn guards_must_name_declared_facts() {
+        let text = "schema = 1\ninitial = \"A\"\n[[state]]\nname = \"A\"\n[[event]]\nname = \"go\"\n[[edge]]\nid = \"x\"\nfrom = \"A\"\non = \"go\"\nguard = \"mystery\"\nto = \"A\"\n";
+        let err = Table::load("t.toml", text).unwrap_err();
+        assert!(err.to_string().contains("mystery"), "{err}");
+    }
+}

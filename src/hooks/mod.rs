@@ -1,0 +1,107 @@
+//! Hooks: the [`Hooks`] seam the engine calls at the end of a turn (Stop) and around each
+//! tool call (PreToolUse, PostToolUse), and [`command::CommandHooks`], which runs hook
+//! commands from Claude Code's settings format so hooks users already have work unchanged.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// What the Stop hooks decided at the end of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopDecision {
+    /// Let the turn end.
+    Pass,
+    /// Keep the model working; the feedback becomes a user message.
+    Block {
+        /// What the hook wants the model to read.
+        feedback: String,
+    },
+    /// End the run now (`continue: false`).
+    Prevent {
+        /// The hook's `stopReason`, or a default.
+        reason: String,
+    },
+}
+
+/// What PreToolUse hooks decided for one call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PreToolDecision {
+    /// `Some(reason)`: do not run the tool; the reason becomes its error result.
+    pub deny: Option<String>,
+    /// `Some(reason)`: the run ends as `hook_stopped` after this tool phase.
+    pub stop: Option<String>,
+}
+
+/// What PostToolUse hooks decided for one call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PostToolDecision {
+    /// Extra text for the model, appended to the tool result.
+    pub feedback: Option<String>,
+    /// `Some(reason)`: the run ends as `hook_stopped` after this tool phase.
+    pub stop: Option<String>,
+}
+
+/// What a hook call sees besides its own input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEnv {
+    /// Session (run) id.
+    pub session_id: String,
+    /// Working directory the hook runs in.
+    pub cwd: std::path::PathBuf,
+}
+
+/// The hooks of a run. Warnings (a hook that failed or timed out without blocking) are
+/// returned beside the decision so the engine can show them.
+pub trait Hooks: Send + Sync {
+    /// Run the Stop hooks. `stop_hook_active` is true when a Stop hook already blocked in this run.
+    fn stop<'a>(&'a self, env: &'a HookEnv, stop_hook_active: bool) -> BoxFuture<'a, (StopDecision, Vec<String>)>;
+    /// Run the PreToolUse hooks whose matcher matches `tool_name`.
+    fn pre_tool_use<'a>(
+        &'a self,
+        env: &'a HookEnv,
+        tool_name: &'a str,
+        tool_use_id: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, (PreToolDecision, Vec<String>)>;
+    /// Run the PostToolUse hooks whose matcher matches `tool_name`.
+    fn post_tool_use<'a>(
+        &'a self,
+        env: &'a HookEnv,
+        tool_name: &'a str,
+        tool_use_id: &'a str,
+        input: &'a Value,
+        response: &'a str,
+        is_error: bool,
+    ) -> BoxFuture<'a, (PostToolDecision, Vec<String>)>;
+}
+
+/// No hooks at all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {
+    fn stop<'a>(&'a self, _env: &'a HookEnv, _active: bool) -> BoxFuture<'a, (StopDecision, Vec<String>)> {
+        Box::pin(async { (StopDecision::Pass, Vec::new()) })
+    }
+
+    fn pre_tool_use<'a>(
+        &'a self,
+        _env: &'a HookEnv,
+        _tool_name: &'a str,
+        _tool_use_id: &'a str,
+        _input: &'a Value,
+    ) -> BoxFuture<'a, (PreToolDecision, Vec<String>)> {
+        Box::pin(async { (PreToolDecision::default(), Vec::new()) })
+    }
+
+    fn post_tool_use<'a>(
+        &'a self,
+        _env: &'a HookEnv,
+        _tool_name: &'a str,
+        _tool_use_id: &'a str,
+        _input: &'a Value,
+        _response: &'a str,
+        _is_error: bool,
+    ) -> BoxFuture<'a, (PostToolDecision, Vec<String>)> {
+        Box::pin(async { (PostToolDecision::default(), Vec::new()) })
+    }
+}

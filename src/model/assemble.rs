@@ -1,0 +1,328 @@
+//! Assembly of [`StreamEvent`]s into one assistant message.
+//!
+//! The rules are those of `fixtures/anthropic-sse/SOURCES.md`: blocks start at consecutive
+//! indexes, deltas append (signatures set), a tool input's JSON is gathered per block and parsed
+//! strictly at `content_block_stop`, unknown events, deltas and block types are tolerated, and
+//! usage counts from `message_delta` overwrite those of `message_start`. A tool_use whose JSON
+//! never completed is marked `input_complete: false` and is never executed.
+
+use serde_json::{Map, Value};
+
+use crate::model::ModelError;
+use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReason, StreamEvent, Usage};
+
+/// What one pushed event changed, for callers that show progress or start tools early.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Nothing a caller needs to see.
+    Quiet,
+    /// Text appended to block `index`.
+    Text {
+        /// Block index.
+        index: usize,
+        /// The appended text.
+        text: String,
+    },
+    /// Thinking text appended.
+    Thinking {
+        /// The appended thinking.
+        text: String,
+    },
+    /// Block `index` is complete.
+    BlockDone(usize),
+    /// `message_stop` arrived: the message is complete.
+    Stopped,
+    /// An `error` event ended the stream.
+    Failed(ApiErrorBody),
+}
+
+/// Gathers the events of one reply.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    blocks: Vec<Map<String, Value>>,
+    json_buffers: Vec<String>,
+    closed: Vec<bool>,
+    stop_reason: Option<StopReason>,
+    stop_sequence: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+    started: bool,
+    stopped: bool,
+    error: Option<ApiErrorBody>,
+}
+
+/// The assembled reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assembled {
+    /// The blocks, as JSON objects with every key the stream gave.
+    pub content: Vec<Value>,
+    /// Why the model stopped, if it said.
+    pub stop_reason: Option<StopReason>,
+    /// Which stop sequence matched.
+    pub stop_sequence: Option<String>,
+    /// Merged usage.
+    pub usage: Usage,
+    /// The model that answered, from `message_start`.
+    pub model: Option<String>,
+    /// Whether `message_stop` arrived.
+    pub complete: bool,
+    /// The `error` event that ended the stream, if any.
+    pub error: Option<ApiErrorBody>,
+}
+
+impl Assembler {
+    /// A fresh assembler.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Apply one event.
+    ///
+    /// # Errors
+    /// [`ModelError::Protocol`] when a block starts out of order or a delta names no block.
+    pub fn push(&mut self, event: StreamEvent) -> Result<Step, ModelError> {
+        match event {
+            StreamEvent::MessageStart { message } => {
+                self.started = true;
+                self.model = message.model;
+                for block in message.content {
+                    self.open_block(block)?;
+                }
+                if let Some(usage) = message.usage {
+                    self.usage.merge(&usage);
+                }
+                if message.stop_reason.is_some() {
+                    self.stop_reason = message.stop_reason;
+                }
+                Ok(Step::Quiet)
+            }
+            StreamEvent::ContentBlockStart { index, content_block } => {
+                if index != self.blocks.len() {
+                    return Err(ModelError::Protocol(format!(
+                        "content_block_start index {index}, expected {}",
+                        self.blocks.len()
+                    )));
+                }
+                self.open_block(content_block)?;
+                Ok(Step::Quiet)
+            }
+            StreamEvent::ContentBlockDelta { index, delta } => self.apply_delta(index, delta),
+            StreamEvent::ContentBlockStop { index } => {
+                self.check_index(index)?;
+                if self.closed[index] {
+                    return Ok(Step::Quiet);
+                }
+                self.close_block(index);
+                Ok(Step::BlockDone(index))
+            }
+            StreamEvent::MessageDelta { delta, usage } => {
+                if delta.stop_reason.is_some() {
+                    self.stop_reason = delta.stop_reason;
+                }
+                if delta.stop_sequence.is_some() {
+                    self.stop_sequence = delta.stop_sequence;
+                }
+                if let Some(usage) = usage {
+                    self.usage.merge(&usage);
+                }
+                Ok(Step::Quiet)
+            }
+            StreamEvent::MessageStop => {
+                self.stopped = true;
+                Ok(Step::Stopped)
+            }
+            StreamEvent::Error { error } => {
+                self.error = Some(error.clone());
+                Ok(Step::Failed(error))
+            }
+            StreamEvent::Ping | StreamEvent::Unknown => Ok(Step::Quiet),
+        }
+    }
+
+    /// Block `index` as a typed block, once it is complete. `None` for a tool_use whose input
+    /// never became valid JSON: such a call must not run.
+    pub fn finished_block(&self, index: usize) -> Option<ContentBlock> {
+        let block = self.blocks.get(index)?;
+        if !self.closed[index] || block.get("input_complete") == Some(&Value::Bool(false)) {
+            return None;
+        }
+        serde_json::from_value(Value::Object(block.clone())).ok()
+    }
+
+    /// Whether `message_stop` has arrived.
+    pub fn is_complete(&self) -> bool {
+        self.stopped
+    }
+
+    /// Number of blocks started so far.
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Close every open block and return the result.
+    pub fn finish(mut self) -> Assembled {
+        for index in 0..self.blocks.len() {
+            if !self.closed[index] {
+                self.close_block(index);
+            }
+        }
+        Assembled {
+            content: self.blocks.into_iter().map(Value::Object).collect(),
+            stop_reason: self.stop_reason,
+            stop_sequence: self.stop_sequence,
+            usage: self.usage,
+            model: self.model,
+            complete: self.stopped,
+            error: self.error,
+        }
+    }
+
+    fn open_block(&mut self, block: Value) -> Result<(), ModelError> {
+        let Value::Object(map) = block else {
+            return Err(ModelError::Protocol("content block is not an object".into()));
+        };
+        self.blocks.push(map);
+        self.json_buffers.push(String::new());
+        self.closed.push(false);
+        Ok(())
+    }
+
+    fn check_index(&self, index: usize) -> Result<(), ModelError> {
+        if index < self.blocks.len() {
+            Ok(())
+        } else {
+            Err(ModelError::Protocol(format!("event names block {index}, which never started")))
+        }
+    }
+
+    fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step, ModelError> {
+        self.check_index(index)?;
+        let block = &mut self.blocks[index];
+        let step = match delta {
+            Delta::TextDelta { text } => {
+                append_str(block, "text", &text);
+                Step::Text { index, text }
+            }
+            Delta::ThinkingDelta { thinking } => {
+                append_str(block, "thinking", &thinking);
+                Step::Thinking { text: thinking }
+            }
+            Delta::SignatureDelta { signature } => {
+                block.insert("signature".into(), Value::String(signature));
+                Step::Quiet
+            }
+            Delta::CitationsDelta { citation } => {
+                let list = block.entry("citations").or_insert_with(|| Value::Array(Vec::new()));
+                if !list.is_array() {
+                    *list = Value::Array(Vec::new());
+                }
+                if let Value::Array(items) = list {
+                    items.push(citation);
+                }
+                Step::Quiet
+            }
+            Delta::InputJsonDelta { partial_json } => {
+                self.json_buffers[index].push_str(&partial_json);
+                Step::Quiet
+            }
+            Delta::Unknown => Step::Quiet,
+        };
+        Ok(step)
+    }
+
+    fn close_block(&mut self, index: usize) {
+        self.closed[index] = true;
+        let block = &mut self.blocks[index];
+        let takes_input =
+            matches!(block.get("type").and_then(Value::as_str), Some("tool_use" | "server_tool_use" | "mcp_tool_use"));
+        let buffer = std::mem::take(&mut self.json_buffers[index]);
+        if !takes_input || buffer.is_empty() {
+            return;
+        }
+        match serde_json::from_str::<Value>(&buffer) {
+            Ok(input) => {
+                block.insert("input".into(), input);
+            }
+            Err(_) => {
+                block.insert("input".into(), Value::Null);
+                block.insert("partial_json".into(), Value::String(buffer));
+                block.insert("input_complete".into(), Value::Bool(false));
+            }
+        }
+    }
+}
+
+fn append_str(block: &mut Map<String, Value>, key: &str, piece: &str) {
+    match block.get_mut(key) {
+        Some(Value::String(s)) => s.push_str(piece),
+        _ => {
+            block.insert(key.into(), Value::String(piece.to_owned()));
+        }
+    }
+}
+
+impl Assembled {
+    /// The reply as an assistant message. Tool calls whose input never completed are left
+    /// out (they never run, so they need no result); their ids are returned beside it.
+    pub fn into_message(self) -> (Message, Vec<String>) {
+        let mut dropped = Vec::new();
+        let mut content = Vec::with_capacity(self.content.len());
+        for raw in self.content {
+            if raw.get("input_complete") == Some(&Value::Bool(false)) {
+                let id = raw.get("id").and_then(Value::as_str).unwrap_or_default();
+                dropped.push(id.to_owned());
+                continue;
+            }
+            match serde_json::from_value::<ContentBlock>(raw.clone()) {
+                Ok(block) => content.push(block),
+                Err(_) => content.push(ContentBlock::Other(raw)),
+            }
+        }
+        (Message { role: Role::Assistant, content }, dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(v: Value) -> StreamEvent {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn gathers_tool_json_and_marks_truncated_input() {
+        let mut a = Assembler::new();
+        a.push(ev(json!({"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}))).unwrap();
+        a.push(ev(json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"Read","input":{}}}))).unwrap();
+        a.push(ev(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\":"}}))).unwrap();
+        a.push(ev(json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":" \"a.txt\"}"}}))).unwrap();
+        assert_eq!(a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap(), Step::BlockDone(0));
+        assert_eq!(
+            a.finished_block(0),
+            Some(ContentBlock::ToolUse { id: "t1".into(), name: "Read".into(), input: json!({"file_path": "a.txt"}) })
+        );
+        a.push(ev(json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t2","name":"Read","input":{}}}))).unwrap();
+        a.push(ev(json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"file_pa"}}))).unwrap();
+        a.push(ev(json!({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}})))
+            .unwrap();
+        let done = a.finish();
+        assert!(!done.complete);
+        assert_eq!(done.usage.input_tokens, Some(5));
+        assert_eq!(done.usage.output_tokens, Some(9));
+        assert_eq!(done.content[1]["input_complete"], json!(false));
+        let (message, dropped) = done.into_message();
+        assert_eq!(dropped, vec!["t2".to_string()]);
+        assert_eq!(message.tool_uses().count(), 1);
+    }
+
+    #[test]
+    fn out_of_order_block_is_a_protocol_error() {
+        let mut a = Assembler::new();
+        let err = a
+            .push(ev(json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}})))
+            .unwrap_err();
+        assert!(matches!(err, ModelError::Protocol(_)));
+    }
+}

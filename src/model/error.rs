@@ -1,0 +1,167 @@
+//! Model errors and the one classification the engine's edges are chosen from.
+
+use std::time::Duration;
+
+/// How the engine treats a failed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Try again after a backoff (429, 5xx, 529, dropped or idle stream).
+    Retryable,
+    /// The prompt is over the context window: withheld and sent to `Recover`.
+    PromptTooLong,
+    /// Nothing to retry: the run ends as `model_error`.
+    Fatal,
+}
+
+/// Why a model request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The server answered with an HTTP error status.
+    #[error("HTTP {status} {kind}: {message}{}", request_id.as_deref().map(|r| format!(" (request id {r})")).unwrap_or_default())]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// The API's error type, e.g. `overloaded_error`.
+        kind: String,
+        /// The server's message.
+        message: String,
+        /// The `request-id` header, when present.
+        request_id: Option<String>,
+        /// The `retry-after` delay, when present.
+        retry_after: Option<Duration>,
+    },
+    /// The stream carried an `error` event after it started.
+    #[error("stream error {kind}: {message}")]
+    Stream {
+        /// The API's error type.
+        kind: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The connection failed or dropped.
+    #[error("connection error: {0}")]
+    Connection(String),
+    /// No event arrived for longer than the idle timeout.
+    #[error("stream idle for {0:?}")]
+    Idle(Duration),
+    /// The stream ended before `message_stop`.
+    #[error("stream ended before message_stop")]
+    Incomplete,
+    /// The stream broke the protocol (bad JSON, out-of-order block index).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The scripted model's script is wrong or exhausted, or an `expect` did not hold.
+    #[error("scripted model: {0}")]
+    Script(String),
+    /// No credentials or another local configuration problem.
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+impl ModelError {
+    /// The one decision the engine's guards read. Every variant is sorted here, so a new
+    /// variant does not compile until someone decides how the loop treats it.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ModelError::Http { status, kind, message, retry_after, .. } => {
+                classify_http(*status, kind, message, retry_after.is_some())
+            }
+            ModelError::Stream { kind, message } => {
+                if is_prompt_too_long(message) {
+                    ErrorClass::PromptTooLong
+                } else if matches!(kind.as_str(), "overloaded_error" | "api_error" | "rate_limit_error") {
+                    ErrorClass::Retryable
+                } else {
+                    ErrorClass::Fatal
+                }
+            }
+            ModelError::Connection(_) | ModelError::Idle(_) | ModelError::Incomplete => ErrorClass::Retryable,
+            ModelError::Protocol(_) | ModelError::Script(_) | ModelError::Config(_) => ErrorClass::Fatal,
+        }
+    }
+
+    /// Whether this is an overload (HTTP 529 or `overloaded_error`), counted towards fallback.
+    pub fn is_overloaded(&self) -> bool {
+        match self {
+            ModelError::Http { status, kind, .. } => *status == 529 || kind == "overloaded_error",
+            ModelError::Stream { kind, .. } => kind == "overloaded_error",
+            _ => false,
+        }
+    }
+
+    /// The server-requested delay before a retry, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// Whether a message is the API's "prompt is too long" refusal.
+pub fn is_prompt_too_long(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("prompt is too long")
+}
+
+fn classify_http(status: u16, kind: &str, message: &str, has_retry_after: bool) -> ErrorClass {
+    match status {
+        400 | 413 if is_prompt_too_long(message) => ErrorClass::PromptTooLong,
+        429 => {
+            // A 429 that names a spend limit and gives no retry-after will not clear by waiting.
+            let lower = message.to_ascii_lowercase();
+            let spend_limit =
+                lower.contains("spend limit") || lower.contains("usage limit") || lower.contains("credit");
+            if spend_limit && !has_retry_after { ErrorClass::Fatal } else { ErrorClass::Retryable }
+        }
+        408 | 409 | 500 | 502 | 503 | 504 | 529 => ErrorClass::Retryable,
+        _ if kind == "overloaded_error" => ErrorClass::Retryable,
+        _ => ErrorClass::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, kind: &str, message: &str) -> ModelError {
+        ModelError::Http { status, kind: kind.into(), message: message.into(), request_id: None, retry_after: None }
+    }
+
+    #[test]
+    fn classification_follows_the_api_contract() {
+        let cases = [
+            (
+                http(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+                ErrorClass::PromptTooLong,
+            ),
+            (http(400, "invalid_request_error", "messages: field required"), ErrorClass::Fatal),
+            (http(401, "authentication_error", "invalid x-api-key"), ErrorClass::Fatal),
+            (http(403, "permission_error", "nope"), ErrorClass::Fatal),
+            (http(404, "not_found_error", "model"), ErrorClass::Fatal),
+            (http(429, "rate_limit_error", "slow down"), ErrorClass::Retryable),
+            (http(429, "rate_limit_error", "You have reached your spend limit"), ErrorClass::Fatal),
+            (http(500, "api_error", "boom"), ErrorClass::Retryable),
+            (http(503, "api_error", "boom"), ErrorClass::Retryable),
+            (http(529, "overloaded_error", "Overloaded"), ErrorClass::Retryable),
+            (ModelError::Incomplete, ErrorClass::Retryable),
+            (ModelError::Script("past the end".into()), ErrorClass::Fatal),
+        ];
+        for (err, class) in cases {
+            assert_eq!(err.class(), class, "{err}");
+        }
+        assert!(http(529, "overloaded_error", "x").is_overloaded());
+        assert!(!http(500, "api_error", "x").is_overloaded());
+    }
+
+    #[test]
+    fn display_names_the_request_id() {
+        let err = ModelError::Http {
+            status: 401,
+            kind: "authentication_error".into(),
+            message: "invalid x-api-key".into(),
+            request_id: Some("req_1".into()),
+            retry_after: None,
+        };
+        assert_eq!(err.to_string(), "HTTP 401 authentication_error: invalid x-api-key (request id req_1)");
+    }
+}

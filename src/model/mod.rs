@@ -1,0 +1,66 @@
+//! The model seam: the [`Model`] trait, the request it receives, the stream it returns
+//! and the errors it can fail with.
+//!
+//! Providers (`scripted`, later `anthropic`) only produce [`StreamEvent`]s; the shared
+//! [`assemble`] module turns those into messages, so the engine never knows which
+//! provider it talks to.
+
+pub mod assemble;
+pub mod error;
+
+use std::pin::Pin;
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use crate::protocol::{Message, StreamEvent, ToolDefinition};
+
+pub use error::{ErrorClass, ModelError};
+
+/// The default output cap of a request.
+pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
+/// The output cap after `max_output_tokens_escalate`.
+pub const ESCALATED_MAX_TOKENS: u32 = 64_000;
+
+/// What a request is for: the main loop, or a side request such as a compaction summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A request of the agent loop itself.
+    Main,
+    /// A side request (summaries for compaction).
+    Aux,
+}
+
+/// One Messages API request, provider-neutral.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRequest {
+    /// Model name.
+    pub model: String,
+    /// System prompt.
+    pub system: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+    /// Output cap.
+    pub max_tokens: u32,
+    /// Main loop or side request.
+    #[serde(skip)]
+    pub purpose: Purpose,
+}
+
+/// A stream of events for one reply. It ends after `message_stop`, an `error` event, or
+/// early when the connection drops (which the assembler reports as incomplete).
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
+
+/// A language model that answers Messages requests with a stream of events.
+///
+/// Implementations do no retrying of their own: the engine's `Request` state owns retries,
+/// backoff and fallback so that each one is an edge in the trace.
+pub trait Model: Send + Sync {
+    /// Open a streamed reply to `request`. An error here is an HTTP-level failure
+    /// (the request was refused or the connection failed before any event arrived).
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ModelError>>;
+}

@@ -1,0 +1,415 @@
+//! Wire types of the Anthropic Messages API, and nothing else.
+//!
+//! These structs mirror the JSON the API sends and accepts. They carry no loop
+//! logic: the engine converts them into its own decisions at one boundary
+//! (`model::assemble`), and the providers (`model::scripted`, `model::anthropic`)
+//! produce the same [`StreamEvent`]s so everything after the model is shared.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user, or the engine speaking for the user (tool results, hook feedback).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Author of the message.
+    pub role: Role,
+    /// The blocks of the message, in order.
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    /// A user message holding one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message { role: Role::User, content: vec![ContentBlock::text(text)] }
+    }
+
+    /// All text of the message: text blocks and the text of tool results, joined by newlines.
+    pub fn all_text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            let piece = match block {
+                ContentBlock::Text { text, .. } => text.as_str(),
+                ContentBlock::ToolResult { content, .. } => content.as_str(),
+                _ => continue,
+            };
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(piece);
+        }
+        out
+    }
+
+    /// The `tool_use` blocks of the message, in call order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = ToolUse<'_>> {
+        self.content.iter().filter_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input } => Some(ToolUse { id, name, input }),
+            _ => None,
+        })
+    }
+}
+
+/// A borrowed view of one `tool_use` block.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolUse<'a> {
+    /// The id the matching `tool_result` must carry.
+    pub id: &'a str,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The tool's input, as the model wrote it.
+    pub input: &'a Value,
+}
+
+/// One block of a message.
+///
+/// Block types the engine does not act on (server tool blocks, `compaction`, future types)
+/// are kept verbatim in [`ContentBlock::Other`] so they round-trip to the API unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+        /// Citations attached by server tools, kept as the API sent them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        citations: Option<Vec<Value>>,
+    },
+    /// Extended thinking.
+    Thinking {
+        /// The thinking text.
+        thinking: String,
+        /// Opaque signature the API needs back.
+        #[serde(default)]
+        signature: String,
+    },
+    /// Thinking the API chose to encrypt.
+    RedactedThinking {
+        /// Opaque payload.
+        data: String,
+    },
+    /// A call of one of our tools.
+    ToolUse {
+        /// Unique id of the call.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Tool input.
+        input: Value,
+    },
+    /// The answer to one `tool_use`.
+    ToolResult {
+        /// The id of the `tool_use` this answers.
+        tool_use_id: String,
+        /// What the tool returned.
+        content: ToolResultContent,
+        /// Whether the call failed.
+        #[serde(default, skip_serializing_if = "is_false")]
+        is_error: bool,
+    },
+    /// Any other block, kept as sent.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl ContentBlock {
+    /// A text block without citations.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into(), citations: None }
+    }
+
+    /// A tool result block.
+    pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: ToolResultContent::Text(content.into()),
+            is_error,
+        }
+    }
+
+    /// Characters of payload in the block, used for token estimates.
+    pub fn char_len(&self) -> usize {
+        match self {
+            ContentBlock::Text { text, .. } => text.len(),
+            ContentBlock::Thinking { thinking, .. } => thinking.len(),
+            ContentBlock::RedactedThinking { data } => data.len(),
+            ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            ContentBlock::ToolResult { content, .. } => content.as_str().len(),
+            ContentBlock::Other(v) => v.to_string().len(),
+        }
+    }
+}
+
+/// The content of a tool result: the API accepts a string or a list of blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    /// A plain string (what our tools produce).
+    Text(String),
+    /// Blocks, kept as sent.
+    Blocks(Vec<Value>),
+}
+
+impl ToolResultContent {
+    /// The text of the result; for block lists, an empty string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ToolResultContent::Text(s) => s,
+            ToolResultContent::Blocks(_) => "",
+        }
+    }
+}
+
+/// Token usage reported by the API. Every count is optional: streams may omit any of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: Option<u64>,
+    /// Generated tokens.
+    pub output_tokens: Option<u64>,
+    /// Prompt tokens written to the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Prompt tokens read from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Overwrite each count that `newer` reports (the API's counts are cumulative).
+    pub fn merge(&mut self, newer: &Usage) {
+        fn take(old: &mut Option<u64>, new: Option<u64>) {
+            if new.is_some() {
+                *old = new;
+            }
+        }
+        take(&mut self.input_tokens, newer.input_tokens);
+        take(&mut self.output_tokens, newer.output_tokens);
+        take(&mut self.cache_creation_input_tokens, newer.cache_creation_input_tokens);
+        take(&mut self.cache_read_input_tokens, newer.cache_read_input_tokens);
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A natural end of turn.
+    EndTurn,
+    /// The model wants tools run.
+    ToolUse,
+    /// The output cap was hit: the reply is truncated.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// A server tool paused the turn; send the reply back to continue.
+    PauseTurn,
+    /// The model declined.
+    Refusal,
+    /// The context window filled while generating: treated like `max_tokens`.
+    ModelContextWindowExceeded,
+    /// A reason this version does not know.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl StopReason {
+    /// Whether the reply was cut off by an output or context limit.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, StopReason::MaxTokens | StopReason::ModelContextWindowExceeded)
+    }
+}
+
+/// The `error` object of an API error body or an SSE `error` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiErrorBody {
+    /// The error type, e.g. `overloaded_error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Human-readable message.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// One server-sent event of a streamed Messages response, dispatched on its JSON `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// The message begins.
+    MessageStart {
+        /// The message skeleton (content is normally empty).
+        message: MessageStart,
+    },
+    /// A content block begins at `index`.
+    ContentBlockStart {
+        /// Position of the block.
+        index: usize,
+        /// The block as started, extra keys included.
+        content_block: Value,
+    },
+    /// A piece of a block.
+    ContentBlockDelta {
+        /// Position of the block.
+        index: usize,
+        /// The piece.
+        delta: Delta,
+    },
+    /// A block is complete.
+    ContentBlockStop {
+        /// Position of the block.
+        index: usize,
+    },
+    /// Top-level message changes (stop reason, usage).
+    MessageDelta {
+        /// Stop reason and sequence.
+        #[serde(default)]
+        delta: MessageDeltaBody,
+        /// Cumulative usage.
+        #[serde(default)]
+        usage: Option<Usage>,
+    },
+    /// The message is complete.
+    MessageStop,
+    /// Keep-alive.
+    Ping,
+    /// The stream failed.
+    Error {
+        /// What failed.
+        error: ApiErrorBody,
+    },
+    /// An event type this version does not know: ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The `message` of a `message_start` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageStart {
+    /// Message id.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Model that answers.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Content already present (normally empty).
+    #[serde(default)]
+    pub content: Vec<Value>,
+    /// Stop reason, normally null here.
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    /// Stop sequence, normally null here.
+    #[serde(default)]
+    pub stop_sequence: Option<String>,
+    /// Initial usage.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// The `delta` of a `content_block_delta` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    /// Text appended to a text block.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A piece of a tool input's JSON.
+    InputJsonDelta {
+        /// Raw JSON fragment.
+        partial_json: String,
+    },
+    /// Thinking text appended.
+    ThinkingDelta {
+        /// The text.
+        thinking: String,
+    },
+    /// Sets the thinking block's signature.
+    SignatureDelta {
+        /// The signature.
+        signature: String,
+    },
+    /// Appends one citation.
+    CitationsDelta {
+        /// The citation.
+        citation: Value,
+    },
+    /// A delta type this version does not know: ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The `delta` of a `message_delta` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageDeltaBody {
+    /// Why the model stopped.
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    /// Which stop sequence matched.
+    #[serde(default)]
+    pub stop_sequence: Option<String>,
+}
+
+/// A tool definition as sent to the API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Tool name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the input.
+    pub input_schema: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_blocks_round_trip_verbatim() {
+        let raw = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}});
+        let block: ContentBlock = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(block, ContentBlock::Other(raw.clone()));
+        assert_eq!(serde_json::to_value(&block).unwrap(), raw);
+    }
+
+    #[test]
+    fn tool_result_omits_false_is_error() {
+        let block = ContentBlock::tool_result("toolu_1", "ok", false);
+        assert_eq!(
+            serde_json::to_value(&block).unwrap(),
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"})
+        );
+    }
+
+    #[test]
+    fn unknown_event_and_delta_types_parse() {
+        let ev: StreamEvent = serde_json::from_str(r#"{"type":"brand_new","x":1}"#).unwrap();
+        assert_eq!(ev, StreamEvent::Unknown);
+        let ev: StreamEvent =
+            serde_json::from_str(r#"{"type":"content_block_delta","index":0,"delta":{"type":"odd_delta"}}"#).unwrap();
+        assert_eq!(ev, StreamEvent::ContentBlockDelta { index: 0, delta: Delta::Unknown });
+    }
+
+    #[test]
+    fn stop_reason_keeps_unknown_values() {
+        let r: StopReason = serde_json::from_str(r#""something_new""#).unwrap();
+        assert_eq!(r, StopReason::Other("something_new".into()));
+        assert!(StopReason::ModelContextWindowExceeded.is_truncation());
+    }
+}

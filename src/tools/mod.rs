@@ -1,0 +1,142 @@
+//! Tools the model can call: the [`Tool`] trait, the [`Registry`] that finds them by name,
+//! and the checks every call passes through before it runs.
+//!
+//! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
+//! become an `is_error` tool_result that the model reads, and the loop goes on.
+
+pub mod read;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::ToolDefinition;
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput { content: content.into(), is_error: false }
+    }
+
+    /// A failed result the model can read and act on.
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput { content: content.into(), is_error: true }
+    }
+}
+
+/// What the run knows about a file a tool read: used to refuse blind or stale writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// Modification time when it was read.
+    pub modified: Option<SystemTime>,
+}
+
+/// Everything a tool call may use besides its input.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The run's working directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Cancelled on abort (and, for sibling Bash calls, on a failing sibling).
+    pub cancel: CancellationToken,
+    /// Files read in this run, by canonical path.
+    pub reads: Arc<Mutex<BTreeMap<PathBuf, ReadRecord>>>,
+}
+
+impl ToolContext {
+    /// A context for `cwd` with a fresh cancellation token and no reads.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        ToolContext { cwd: cwd.into(), cancel: CancellationToken::new(), reads: Arc::default() }
+    }
+}
+
+/// One tool.
+///
+/// Implementations validate their input by deserialising it into a typed struct; a failure
+/// becomes an error result naming the field (see [`parse_input`]).
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by (Claude Code's names).
+    fn name(&self) -> &'static str;
+    /// What the tool does, for the model.
+    fn description(&self) -> &'static str;
+    /// JSON schema of the input.
+    fn input_schema(&self) -> Value;
+    /// Whether this call may run at the same time as other concurrency-safe calls.
+    fn is_concurrency_safe(&self, input: &Value) -> bool;
+    /// Run the call. The future owns what it needs, so it can be spawned.
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
+}
+
+/// Deserialise a tool's input, turning a serde error into a readable message.
+///
+/// # Errors
+/// A [`ToolOutput::error`] saying which tool got which bad input.
+pub fn parse_input<T: serde::de::DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
+    serde_json::from_value(input).map_err(|e| {
+        ToolOutput::error(format!(
+            "<tool_use_error>InputValidationError: {tool} failed due to the following issue: {e}</tool_use_error>"
+        ))
+    })
+}
+
+/// The tools of a run, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The tools every run has.
+    pub fn standard() -> Self {
+        let mut r = Self::new();
+        r.register(Arc::new(read::Read));
+        r
+    }
+
+    /// Add a tool; a tool with the same name is replaced.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+    }
+
+    /// The tool with this name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    /// Definitions to send to the model, in registration order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.iter().map(|t| t.name())).finish()
+    }
+}

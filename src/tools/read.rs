@@ -1,0 +1,199 @@
+//! `Read`: a file's lines, numbered like `cat -n`, with Claude Code's input schema.
+
+use std::path::{Path, PathBuf};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ReadRecord, Tool, ToolContext, ToolOutput, parse_input};
+
+/// Lines returned when the call gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// Characters kept of one line; the rest is cut with a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Bytes sniffed for NUL to decide that a file is binary.
+const SNIFF_BYTES: usize = 8192;
+
+/// The `Read` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Read;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    file_path: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl Tool for Read {
+    fn name(&self) -> &'static str {
+        "Read"
+    }
+
+    fn description(&self) -> &'static str {
+        "Reads a file from the local filesystem. Returns its lines numbered like `cat -n` \
+         (line number, tab, line). By default up to 2000 lines from the start; use offset \
+         (1-based line number to start at) and limit (number of lines) for long files. \
+         Lines longer than 2000 characters are cut. Binary files and directories are refused."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The path of the file to read (absolute, or relative to the working directory)"},
+                "offset": {"type": "integer", "minimum": 1, "description": "The line number to start reading from. Only provide if the file is too large to read at once"},
+                "limit": {"type": "integer", "minimum": 1, "description": "The number of lines to read. Only provide if the file is too large to read at once."}
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        async move {
+            let input: Input = match parse_input("Read", input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            read(input, &ctx).await.unwrap_or_else(|e| e)
+        }
+        .boxed()
+    }
+}
+
+/// Resolve `path` against the working directory and refuse paths that leave it.
+///
+/// # Errors
+/// An error result when the path does not exist or resolves outside `cwd`.
+pub fn resolve_inside(cwd: &Path, path: &str) -> Result<PathBuf, ToolOutput> {
+    let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { cwd.join(path) };
+    let canonical = joined
+        .canonicalize()
+        .map_err(|e| ToolOutput::error(format!("File does not exist or cannot be opened: {path} ({e})")))?;
+    let root = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    if !canonical.starts_with(&root) {
+        return Err(ToolOutput::error(format!(
+            "Permission denied: {path} resolves to {} which is outside the working directory {}",
+            canonical.display(),
+            root.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+async fn read(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    if input.offset == Some(0) || input.limit == Some(0) {
+        return Err(ToolOutput::error("offset and limit start at 1"));
+    }
+    let path = resolve_inside(&ctx.cwd, &input.file_path)?;
+    let meta = tokio::fs::metadata(&path)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", input.file_path)))?;
+    if meta.is_dir() {
+        return Err(ToolOutput::error(format!(
+            "{} is a directory, not a file. Use Glob or Bash `ls` to list it.",
+            input.file_path
+        )));
+    }
+    let bytes =
+        tokio::fs::read(&path).await.map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", input.file_path)))?;
+    if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+        return Err(ToolOutput::error(format!(
+            "{} looks like a binary file ({} bytes); Read only shows text.",
+            input.file_path,
+            bytes.len()
+        )));
+    }
+    ctx.reads
+        .lock()
+        .expect("reads lock is never poisoned: no code panics while holding it")
+        .insert(path, ReadRecord { modified: meta.modified().ok() });
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(ToolOutput::ok(number_lines(&text, input.offset.unwrap_or(1), input.limit.unwrap_or(DEFAULT_LIMIT))))
+}
+
+/// Number the lines `offset..offset+limit` (1-based) of `text` like `cat -n`.
+pub fn number_lines(text: &str, offset: usize, limit: usize) -> String {
+    if text.is_empty() {
+        return "(the file exists but is empty)".to_owned();
+    }
+    let total = text.lines().count();
+    if offset > total {
+        return format!("(the file has {total} lines; offset {offset} is past the end)");
+    }
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        out.push_str(&format!("{:>6}\t", i + 1));
+        match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                out.push_str(&line[..cut]);
+                out.push_str("… [line truncated]");
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    let shown_end = (offset - 1 + limit).min(total);
+    if shown_end < total {
+        out.push_str(&format!("… ({} more lines; use offset {} to read on)\n", total - shown_end, shown_end + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn call(dir: &Path, input: Value) -> ToolOutput {
+        Read.call(input, ToolContext::new(dir)).await
+    }
+
+    #[tokio::test]
+    async fn numbers_lines_with_offset_and_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let out = call(dir.path(), json!({"file_path": "a.txt"})).await;
+        assert_eq!(out, ToolOutput::ok("     1\tone\n     2\ttwo\n     3\tthree\n"));
+        let out = call(dir.path(), json!({"file_path": "a.txt", "offset": 2, "limit": 1})).await;
+        assert_eq!(out, ToolOutput::ok("     2\ttwo\n… (1 more lines; use offset 3 to read on)\n"));
+    }
+
+    #[tokio::test]
+    async fn refuses_bad_input_binary_directories_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bin"), [0u8, 1, 2]).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let missing = call(dir.path(), json!({})).await;
+        assert!(missing.is_error && missing.content.contains("missing field `file_path`"), "{missing:?}");
+        let wrong = call(dir.path(), json!({"file_path": 7})).await;
+        assert!(wrong.is_error && wrong.content.contains("invalid type"), "{wrong:?}");
+        let bin = call(dir.path(), json!({"file_path": "bin"})).await;
+        assert!(bin.is_error && bin.content.contains("binary"), "{bin:?}");
+        let sub = call(dir.path(), json!({"file_path": "sub"})).await;
+        assert!(sub.is_error && sub.content.contains("directory"), "{sub:?}");
+        let outside = call(dir.path(), json!({"file_path": "/etc/hostname"})).await;
+        assert!(outside.is_error && outside.content.contains("outside the working directory"), "{outside:?}");
+        let absent = call(dir.path(), json!({"file_path": "nope.txt"})).await;
+        assert!(absent.is_error && absent.content.contains("does not exist"), "{absent:?}");
+    }
+
+    #[test]
+    fn cuts_long_lines_and_reports_empty_files() {
+        let long = "x".repeat(MAX_LINE_CHARS + 5);
+        let out = number_lines(&long, 1, 10);
+        assert!(out.ends_with("… [line truncated]\n"));
+        assert_eq!(out.chars().filter(|&c| c == 'x').count(), MAX_LINE_CHARS);
+        assert_eq!(number_lines("", 1, 10), "(the file exists but is empty)");
+    }
+}
