@@ -1,6 +1,21 @@
 //! The loop machine and the table it is checked against.
+//!
+//! - [`table`] and [`guard`]: the typed view of `transitions/loop.toml`.
+//! - [`machine`]: the statig machine and the per-transition table check;
+//!   [`sampling`], [`acting`] and [`decide`] hold the state handlers.
+//! - [`state`]: the loop's data; [`trace`]: the transition records; [`run`]: the driver.
 
+pub mod acting;
+pub mod clock;
+pub mod decide;
 pub mod edge;
+pub mod events;
 pub mod guard;
+pub mod machine;
+pub mod options;
 pub mod reason;
+pub mod run;
+pub mod sampling;
+pub mod state;
 pub mod table;
+pub mod trace;

@@ -4,6 +4,7 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod orchestrate;
 pub mod read;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,17 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolDefinition;
+
+/// One call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The tool_use id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Tool input.
+    pub input: Value,
+}
 
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,163 @@
+//! Context management: token estimates, the window's thresholds, collapse of old tool
+//! results, and the messages compaction and recovery add to the conversation.
+
+use crate::protocol::{ContentBlock, Message, Role, ToolResultContent};
+
+/// Characters per token in our estimates (the usual rough rule for English and code).
+pub const CHARS_PER_TOKEN: usize = 4;
+
+/// Marker prefix of a collapsed tool result.
+pub const COLLAPSED_PREFIX: &str = "[collapsed: ";
+
+/// Estimated tokens of a request: system prompt, tool definitions and messages.
+pub fn estimate_tokens(system: &str, tools_chars: usize, messages: &[Message]) -> u64 {
+    let chars: usize = system.len() + tools_chars + messages.iter().map(message_chars).sum::<usize>();
+    chars.div_ceil(CHARS_PER_TOKEN) as u64
+}
+
+fn message_chars(m: &Message) -> usize {
+    m.content.iter().map(ContentBlock::char_len).sum()
+}
+
+/// The thresholds of a context window, scaled down for small windows so that small
+/// scenarios reach them. For 200_000 tokens: autocompact at 167_000, blocking at 177_000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    /// Above this, Prepare compacts the history before the call.
+    pub autocompact: u64,
+    /// Above this, the call is not made (`blocking_limit`).
+    pub blocking: u64,
+}
+
+impl Thresholds {
+    /// Thresholds for a window of `window` tokens.
+    pub fn for_window(window: u64) -> Self {
+        let reserve = (window / 10).min(20_000);
+        let effective = window - reserve;
+        Thresholds {
+            autocompact: effective - (window / 15).min(13_000),
+            blocking: effective - (window / 60).min(3_000),
+        }
+    }
+}
+
+/// Number of tool results that a collapse drain would replace: every tool result outside
+/// the last user message that is not collapsed already.
+pub fn staged_collapses(messages: &[Message]) -> usize {
+    let last_user = messages.iter().rposition(|m| m.role == Role::User);
+    messages
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != last_user)
+        .flat_map(|(_, m)| &m.content)
+        .filter(|b| matches!(b, ContentBlock::ToolResult { content, .. } if !is_collapsed(content)))
+        .count()
+}
+
+fn is_collapsed(content: &ToolResultContent) -> bool {
+    content.as_str().starts_with(COLLAPSED_PREFIX)
+}
+
+/// Commit every staged collapse: the content of each older tool result becomes a short marker.
+/// The blocks stay, so every tool_use keeps its tool_result. Returns how many were collapsed.
+pub fn commit_collapses(messages: &mut [Message]) -> usize {
+    let last_user = messages.iter().rposition(|m| m.role == Role::User);
+    let mut committed = 0;
+    for (i, message) in messages.iter_mut().enumerate() {
+        if Some(i) == last_user {
+            continue;
+        }
+        for block in &mut message.content {
+            if let ContentBlock::ToolResult { content, .. } = block
+                && !is_collapsed(content)
+            {
+                let chars = match content {
+                    ToolResultContent::Text(s) => s.len(),
+                    ToolResultContent::Blocks(b) => b.iter().map(|v| v.to_string().len()).sum(),
+                };
+                *content =
+                    ToolResultContent::Text(format!("{COLLAPSED_PREFIX}older tool result of {chars} characters]"));
+                committed += 1;
+            }
+        }
+    }
+    committed
+}
+
+/// The instruction of a compaction (aux) request.
+pub const COMPACT_INSTRUCTION: &str = "Summarize the conversation so far for a fresh start: the user's request, \
+what has been done, the files involved, what remains. Be complete but brief. Reply with the summary only.";
+
+/// System prompt of a compaction request.
+pub const COMPACT_SYSTEM: &str = "You write summaries of coding-agent conversations.";
+
+/// The messages of a compaction request: the history, then the instruction.
+/// A trailing user message is merged with the instruction so roles keep alternating.
+pub fn compaction_request_messages(history: &[Message]) -> Vec<Message> {
+    let mut messages = history.to_vec();
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push(ContentBlock::text(COMPACT_INSTRUCTION)),
+        _ => messages.push(Message::user_text(COMPACT_INSTRUCTION)),
+    }
+    messages
+}
+
+/// The history after a compaction: one user message holding the summary.
+pub fn compacted_history(summary: &str) -> Vec<Message> {
+    vec![Message::user_text(format!(
+        "This session continues an earlier conversation that was compacted. Summary of it:\n\n{summary}\n\n\
+Continue the task from where it was left, without asking the user again."
+    ))]
+}
+
+/// The hidden message of `max_output_tokens_recovery`.
+pub const RESUME_MESSAGE: &str = "Output token limit hit. Resume directly from where you stopped: no apology, no \
+recap. If the cut came mid-thought, continue mid-thought. Break the remaining work into smaller pieces.";
+
+/// The nudge of `token_budget_continuation`.
+pub fn budget_nudge(used: u64, budget: u64) -> String {
+    let pct = (used as f64 / budget as f64 * 100.0).round() as u64;
+    format!("Stopped at {pct}% of token target ({used} / {budget}). Keep working — do not summarize.")
+}
+
+/// The message a blocking Stop hook's feedback becomes.
+pub fn stop_hook_feedback(feedback: &str) -> String {
+    format!("Stop hook feedback:\n{feedback}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_match_claude_code_for_a_full_window_and_scale_down() {
+        assert_eq!(Thresholds::for_window(200_000), Thresholds { autocompact: 167_000, blocking: 177_000 });
+        assert_eq!(Thresholds::for_window(6_000), Thresholds { autocompact: 5_000, blocking: 5_300 });
+    }
+
+    #[test]
+    fn collapse_keeps_blocks_and_the_last_results() {
+        let mut history = vec![
+            Message::user_text("go"),
+            Message { role: Role::User, content: vec![ContentBlock::tool_result("a", "x".repeat(40), false)] },
+            Message { role: Role::User, content: vec![ContentBlock::tool_result("b", "recent", false)] },
+        ];
+        assert_eq!(staged_collapses(&history), 1);
+        assert_eq!(commit_collapses(&mut history), 1);
+        assert_eq!(
+            history[1].content[0],
+            ContentBlock::tool_result("a", "[collapsed: older tool result of 40 characters]", false)
+        );
+        assert_eq!(history[2].content[0], ContentBlock::tool_result("b", "recent", false));
+        assert_eq!(staged_collapses(&history), 0);
+    }
+
+    #[test]
+    fn estimates_round_up() {
+        assert_eq!(estimate_tokens("abcde", 0, &[]), 2);
+        assert_eq!(
+            budget_nudge(450, 1000),
+            "Stopped at 45% of token target (450 / 1000). Keep working — do not summarize."
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! What the engine tells its caller while it runs.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::engine::trace::TraceRecord;
+use crate::protocol::Message;
+
+/// One thing that happened in a run, streamed to the caller as it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    /// The machine took an edge.
+    Transition(TraceRecord),
+    /// Model text arrived.
+    TextDelta(String),
+    /// Model thinking arrived.
+    ThinkingDelta(String),
+    /// A message was appended to the conversation.
+    Message(Message),
+    /// The tool phase of a reply begins.
+    ToolPhaseStarted {
+        /// Number of calls in the phase.
+        calls: usize,
+    },
+    /// A tool call started.
+    ToolStarted {
+        /// The tool_use id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Tool input.
+        input: Value,
+    },
+    /// A tool call finished.
+    ToolFinished {
+        /// The tool_use id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// How long it ran.
+        duration: Duration,
+    },
+    /// Something the user should know that does not end the run.
+    Warning(String),
+}
+
+/// Receives [`EngineEvent`]s. Closures `FnMut(&EngineEvent)` are sinks.
+pub trait EventSink {
+    /// Handle one event. Must not block for long: the machine waits for it.
+    fn event(&mut self, event: &EngineEvent);
+}
+
+impl<F: FnMut(&EngineEvent)> EventSink for F {
+    fn event(&mut self, event: &EngineEvent) {
+        self(event)
+    }
+}

@@ -1,0 +1,71 @@
+//! Options of one run, validated once.
+
+use std::time::Duration;
+
+/// Everything that shapes one run besides its dependencies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOptions {
+    /// Model name for main requests.
+    pub model: String,
+    /// Model to switch to after three overloads in a row.
+    pub fallback_model: Option<String>,
+    /// System prompt.
+    pub system: String,
+    /// Turns before the run ends as `max_turns` (checked after the tool phase). Default 100.
+    pub max_turns: u32,
+    /// Output-token target for `token_budget_continuation`.
+    pub token_budget: Option<u64>,
+    /// Context window in tokens. Default 200_000.
+    pub context_window: u64,
+    /// Retries of one request. Default 10.
+    pub max_retries: u32,
+    /// First backoff delay; doubles per attempt. Default 500 ms.
+    pub retry_base_delay: Duration,
+    /// Longest backoff delay. Default 32 s.
+    pub retry_max_delay: Duration,
+    /// Stop-hook blocks in a row before the engine overrides them. Default 8.
+    pub stop_hook_block_cap: u32,
+    /// Session id handed to hooks and written in the trace header.
+    pub run_id: String,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            model: "claude-sonnet-4-5".into(),
+            fallback_model: None,
+            system: DEFAULT_SYSTEM_PROMPT.into(),
+            max_turns: 100,
+            token_budget: None,
+            context_window: 200_000,
+            max_retries: 10,
+            retry_base_delay: Duration::from_millis(500),
+            retry_max_delay: Duration::from_secs(32),
+            stop_hook_block_cap: 8,
+            run_id: String::new(),
+        }
+    }
+}
+
+/// The system prompt used when none is given.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are agentloop, a coding agent. Use the tools to inspect and change files \
+in the working directory. Be concise.";
+
+impl EngineOptions {
+    /// Check the combinations that cannot run.
+    ///
+    /// # Errors
+    /// A message naming the bad option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_turns == 0 {
+            return Err("max_turns must be at least 1".into());
+        }
+        if self.context_window < 1_000 {
+            return Err(format!("context_window {} is too small (at least 1000 tokens)", self.context_window));
+        }
+        if self.token_budget == Some(0) {
+            return Err("token_budget must be positive".into());
+        }
+        Ok(())
+    }
+}

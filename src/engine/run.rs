@@ -1,0 +1,129 @@
+//! The driver: builds the machine, feeds it `Step` (or `Abort` once cancelled while a model
+//! call or a tool phase is open) until it reaches `Done`, and returns what happened.
+
+use serde::Serialize;
+use statig::prelude::*;
+
+use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::machine::{Ctx, Deps, Event, Machine, State};
+use crate::engine::options::EngineOptions;
+use crate::engine::reason::TerminalReason;
+use crate::engine::state::{LoopState, UsageTotals};
+use crate::engine::table::{self, Counters};
+use crate::engine::trace::{TRACE_SCHEMA, TraceHeader, TraceRecord};
+use crate::protocol::Message;
+use crate::tools::ToolContext;
+
+/// Dispatches after which a run is declared stuck (far above any bounded run).
+const MAX_DISPATCHES: usize = 1_000_000;
+
+/// Why a run could not be carried out at all (as opposed to ending with a terminal reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The options cannot run.
+    #[error("invalid options: {0}")]
+    Options(String),
+    /// The machine took a transition the table does not declare: a bug.
+    #[error("undeclared transition: {0}")]
+    UndeclaredTransition(String),
+    /// A state handled `Step` without moving and without an abort: a bug.
+    #[error("the machine stalled in {0}")]
+    Stalled(&'static str),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    /// The terminal reason.
+    pub terminal: TerminalReason,
+    /// What went wrong, for endings other than `completed`.
+    pub error: Option<String>,
+    /// The final conversation.
+    pub messages: Vec<Message>,
+    /// Text of the last assistant message.
+    pub final_text: String,
+    /// Token totals.
+    pub usage: UsageTotals,
+    /// Main model requests sent (retries included).
+    pub model_calls: u32,
+    /// Turns taken.
+    pub turns: u32,
+    /// Every transition, in order.
+    pub trace: Vec<TraceRecord>,
+}
+
+impl RunOutcome {
+    /// The edge ids of the trace, in order.
+    pub fn edge_ids(&self) -> Vec<&str> {
+        self.trace.iter().map(|r| r.edge.as_str()).collect()
+    }
+}
+
+/// The trace header a run with these options starts with.
+pub fn header(options: &EngineOptions) -> TraceHeader {
+    let table = table::shipped();
+    let st = LoopState::new(options.clone(), "", Vec::new(), table);
+    TraceHeader {
+        record_type: "header",
+        schema: TRACE_SCHEMA,
+        table_sha256: table.sha256.clone(),
+        run_id: options.run_id.clone(),
+        bounds: st.bounds,
+        counters: st.counters,
+    }
+}
+
+/// Run the loop on `prompt` to a terminal reason.
+///
+/// # Errors
+/// [`EngineError`] when the options are invalid or the machine breaks its table.
+pub async fn run(
+    deps: Deps,
+    options: EngineOptions,
+    prompt: &str,
+    sink: Box<dyn EventSink>,
+) -> Result<RunOutcome, EngineError> {
+    options.validate().map_err(EngineError::Options)?;
+    let table = table::shipped();
+    let tool_ctx = ToolContext { cwd: deps.cwd.clone(), cancel: deps.cancel.clone(), reads: Default::default() };
+    let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
+    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx };
+    let counters: Counters = st.counters.clone();
+    let span = tracing::info_span!("run", run_id = %st.options.run_id);
+    let _enter = span.enter();
+    ctx.emit(EngineEvent::Message(st.messages[0].clone()));
+    tracing::debug!(?counters, "run starts");
+
+    let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;
+    let mut dispatches = 0;
+    let terminal = loop {
+        if let Some(violation) = ctx.violation.take() {
+            return Err(EngineError::UndeclaredTransition(violation));
+        }
+        let state = machine.state().clone();
+        if let State::Done { reason } = state {
+            break reason;
+        }
+        let cancelled = ctx.deps.cancel.is_cancelled();
+        let abortable = matches!(state, State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. });
+        let event = if cancelled && abortable { Event::Abort } else { Event::Step };
+        let before = ctx.records.len();
+        machine.handle_with_context(&event, &mut ctx).await;
+        dispatches += 1;
+        let moved = ctx.records.len() != before || ctx.violation.is_some();
+        if (!moved && !ctx.deps.cancel.is_cancelled()) || dispatches > MAX_DISPATCHES {
+            return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
+        }
+    };
+    let st = &machine.inner().st;
+    Ok(RunOutcome {
+        terminal,
+        error: if terminal == TerminalReason::Completed { None } else { st.error.clone() },
+        messages: st.messages.clone(),
+        final_text: st.final_text(),
+        usage: st.usage,
+        model_calls: st.model_calls,
+        turns: st.turn(),
+        trace: ctx.records,
+    })
+}

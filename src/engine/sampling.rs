@@ -1,0 +1,342 @@
+//! The handlers of the model-call states: Prepare, Request, Consume, and the abort of the
+//! `Sampling` superstate.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use statig::prelude::*;
+
+use crate::context::{self, Thresholds};
+use crate::engine::edge::Edge;
+use crate::engine::events::EngineEvent;
+use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::state::{PendingCall, Withheld, counter};
+use crate::model::assemble::{Assembler, Step};
+use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
+use crate::protocol::{ContentBlock, Message, Role};
+
+/// Text appended when the user interrupts a model call.
+pub const INTERRUPTED: &str = "[Request interrupted by user]";
+
+impl Machine {
+    /// Prepare: autocompact when over the threshold, then the blocking-limit check.
+    pub(crate) async fn prepare_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let thresholds = Thresholds::for_window(self.st.options.context_window);
+        let mut tokens = self.estimate();
+        let has_history = self.st.messages.iter().any(|m| m.role == Role::Assistant);
+        if tokens > thresholds.autocompact
+            && has_history
+            && self.st.autocompact_failures < 3
+            && !ctx.deps.cancel.is_cancelled()
+        {
+            match self.compact(ctx).await {
+                Ok(()) => {
+                    let after = self.estimate();
+                    ctx.emit(EngineEvent::Warning(format!("autocompact: about {tokens} → {after} tokens")));
+                    tokens = after;
+                    self.st.autocompact_failures = 0;
+                }
+                Err(e) => {
+                    self.st.autocompact_failures += 1;
+                    ctx.emit(EngineEvent::Warning(format!("autocompact failed: {e}")));
+                }
+            }
+        }
+        let over = tokens > thresholds.blocking;
+        let f = facts([("over_blocking_limit", yes(over))]);
+        if over {
+            self.st.error = Some(format!(
+                "Prompt is too long: about {tokens} tokens, over the blocking limit of {} for a {}-token window, \
+and nothing is left to compact",
+                thresholds.blocking, self.st.options.context_window
+            ));
+            return self.finish(ctx, Edge::PrepareBlockingLimit, "context_ready", f);
+        }
+        self.st.request = Some(self.st.build_request());
+        self.go(Edge::PrepareRequest, "context_ready", f, State::Request {})
+    }
+
+    fn estimate(&self) -> u64 {
+        context::estimate_tokens(&self.st.options.system, self.st.tools_chars, &self.st.messages)
+    }
+
+    /// Replace the history with a summary written by an aux request.
+    pub(crate) async fn compact(&mut self, ctx: &mut Ctx) -> Result<(), ModelError> {
+        let request = ModelRequest {
+            model: self.st.model().to_owned(),
+            system: context::COMPACT_SYSTEM.to_owned(),
+            messages: context::compaction_request_messages(&self.st.messages),
+            tools: Vec::new(),
+            max_tokens: crate::model::DEFAULT_MAX_TOKENS,
+            purpose: Purpose::Aux,
+        };
+        let stream = ctx.deps.model.stream(request).await?;
+        let mut asm = Assembler::new();
+        let mut stream = stream;
+        while let Some(event) = stream.next().await {
+            if let Step::Failed(e) = asm.push(event?)? {
+                return Err(ModelError::Stream { kind: e.kind, message: e.message });
+            }
+        }
+        if !asm.is_complete() {
+            return Err(ModelError::Incomplete);
+        }
+        let done = asm.finish();
+        self.st.usage.add(&done.usage);
+        let (message, _) = done.into_message();
+        let summary: String = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if summary.trim().is_empty() {
+            return Err(ModelError::Protocol("the compaction summary was empty".into()));
+        }
+        self.st.messages = context::compacted_history(&summary);
+        Ok(())
+    }
+
+    /// Request: wait out any backoff, then open the stream.
+    pub(crate) async fn request_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let cancel = ctx.deps.cancel.clone();
+        if let Some(delay) = self.st.backoff.take() {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Handled,
+                _ = ctx.deps.clock.sleep(delay) => {}
+            }
+        }
+        let Some(mut request) = self.st.request.clone() else {
+            self.st.request = Some(self.st.build_request());
+            return Handled;
+        };
+        request.model = self.st.model().to_owned();
+        request.max_tokens = self.st.max_tokens();
+        debug_assert_eq!(crate::engine::state::pairing_violation(&request.messages), None);
+        self.st.model_calls += 1;
+        let model = ctx.deps.model.clone();
+        let opened = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Handled,
+            opened = model.stream(request) => opened,
+        };
+        match opened {
+            Ok(stream) => {
+                self.st.stream = Some(stream);
+                self.go(Edge::RequestStreamOpened, "stream_opened", facts([]), State::Consume {})
+            }
+            Err(error) => self.request_failed(ctx, error),
+        }
+    }
+
+    fn request_failed(&mut self, ctx: &mut Ctx, error: ModelError) -> Outcome<State> {
+        let class = error.class();
+        self.note_overload(&error);
+        let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
+        let f = facts([("error", value(class_name(class))), ("fallback_due", yes(fallback_due))]);
+        match class {
+            ErrorClass::Retryable if fallback_due && self.st.left(counter::FALLBACKS) > 0 => {
+                self.st.overload_streak = 0;
+                let to = self.st.options.fallback_model.clone().unwrap_or_default();
+                let from = self.st.options.model.clone();
+                ctx.emit(EngineEvent::Warning(format!("switched to {to} due to high demand for {from}")));
+                let outcome = self.go(Edge::RequestFallback, "request_failed", f, State::Request {});
+                self.annotate(None, Some(format!("{error}; switching to {to}")));
+                outcome
+            }
+            ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
+                let outcome = self.go(Edge::RequestRetry, "request_failed", f, State::Request {});
+                self.schedule_retry(&error);
+                outcome
+            }
+            ErrorClass::Retryable => {
+                self.st.error = Some(format!("retries exhausted: {error}"));
+                self.finish(ctx, Edge::RequestRetriesExhausted, "request_failed", f)
+            }
+            ErrorClass::PromptTooLong => {
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+                self.go(Edge::RequestPromptTooLong, "request_failed", f, State::Recover {})
+            }
+            ErrorClass::Fatal => {
+                self.st.error = Some(error.to_string());
+                self.finish(ctx, Edge::RequestModelError, "request_failed", f)
+            }
+        }
+    }
+
+    fn note_overload(&mut self, error: &ModelError) {
+        if error.is_overloaded() {
+            self.st.overload_streak += 1;
+        } else {
+            self.st.overload_streak = 0;
+        }
+    }
+
+    /// Set the backoff of the retry just chosen and note it in its trace record.
+    fn schedule_retry(&mut self, error: &ModelError) {
+        let attempt = self.st.used(counter::RETRIES) + 1;
+        let delay = error.retry_after().unwrap_or_else(|| {
+            backoff(attempt, self.st.options.retry_base_delay, self.st.options.retry_max_delay, rand::random::<f64>())
+        });
+        self.st.backoff = Some(delay);
+        self.annotate(Some(delay.as_millis() as u64), Some(error.to_string()));
+    }
+
+    /// Consume: read the stream to its end and decide what the reply asks for.
+    pub(crate) async fn consume_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let cancel = ctx.deps.cancel.clone();
+        let Some(mut stream) = self.st.stream.take() else {
+            return self.stream_failed(ctx, Assembler::new(), ModelError::Incomplete);
+        };
+        let mut asm = Assembler::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    self.st.partial = Some(asm);
+                    return Handled;
+                }
+                next = stream.next() => next,
+            };
+            let event = match next {
+                None => break,
+                Some(Ok(event)) => event,
+                Some(Err(error)) => return self.stream_failed(ctx, asm, error),
+            };
+            match asm.push(event) {
+                Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text)),
+                Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text)),
+                Ok(Step::Stopped) => break,
+                Ok(Step::Failed(e)) => {
+                    let error = ModelError::Stream { kind: e.kind, message: e.message };
+                    return self.stream_failed(ctx, asm, error);
+                }
+                Ok(Step::Quiet | Step::BlockDone(_)) => {}
+                Err(error) => return self.stream_failed(ctx, asm, error),
+            }
+        }
+        if !asm.is_complete() {
+            return self.stream_failed(ctx, asm, ModelError::Incomplete);
+        }
+        self.st.overload_streak = 0;
+        let done = asm.finish();
+        self.st.usage.add(&done.usage);
+        let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
+        let (message, dropped) = done.into_message();
+        if !dropped.is_empty() {
+            ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
+        }
+        let calls: Vec<PendingCall> = message
+            .tool_uses()
+            .map(|t| PendingCall { id: t.id.to_owned(), name: t.name.to_owned(), input: t.input.clone() })
+            .collect();
+        let has_tool_use = !calls.is_empty();
+        let f = facts([("has_tool_use", yes(has_tool_use)), ("truncated", yes(truncated))]);
+        if has_tool_use {
+            self.append(ctx, message);
+            self.st.calls = calls;
+            self.go(Edge::ConsumeTools, "message_complete", f, State::ExecuteTools {})
+        } else if truncated {
+            let max_tokens = self.st.max_tokens();
+            self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });
+            self.go(Edge::ConsumeTruncated, "message_complete", f, State::Recover {})
+        } else {
+            self.append(ctx, message);
+            self.go(Edge::ConsumeEndTurn, "message_complete", f, State::Checkpoint {})
+        }
+    }
+
+    fn stream_failed(&mut self, ctx: &mut Ctx, partial: Assembler, error: ModelError) -> Outcome<State> {
+        let class = error.class();
+        self.note_overload(&error);
+        let f = facts([("error", value(class_name(class)))]);
+        match class {
+            ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
+                // The partial reply is dropped: none of its tools ran, so nothing needs a result.
+                let outcome = self.go(Edge::ConsumeRetry, "stream_failed", f, State::Request {});
+                self.schedule_retry(&error);
+                outcome
+            }
+            ErrorClass::Retryable => {
+                self.keep_partial(ctx, partial, &format!("Error: {error}"));
+                self.st.error = Some(format!("retries exhausted: {error}"));
+                self.finish(ctx, Edge::ConsumeRetriesExhausted, "stream_failed", f)
+            }
+            ErrorClass::PromptTooLong => {
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+                self.go(Edge::ConsumePromptTooLong, "stream_failed", f, State::Recover {})
+            }
+            ErrorClass::Fatal => {
+                self.keep_partial(ctx, partial, &format!("Error: {error}"));
+                self.st.error = Some(error.to_string());
+                self.finish(ctx, Edge::ConsumeModelError, "stream_failed", f)
+            }
+        }
+    }
+
+    /// Keep the finished part of an interrupted reply, answering each of its tool calls with
+    /// a synthetic error so the transcript stays valid.
+    fn keep_partial(&mut self, ctx: &mut Ctx, partial: Assembler, reason: &str) {
+        let (message, _) = partial.finish().into_message();
+        let results: Vec<ContentBlock> =
+            message.tool_uses().map(|t| ContentBlock::tool_result(t.id, reason.to_owned(), true)).collect();
+        self.append(ctx, message);
+        if !results.is_empty() {
+            self.append(ctx, Message { role: Role::User, content: results });
+        }
+    }
+
+    /// Append a message to the conversation and show it to the caller.
+    pub(crate) fn append(&mut self, ctx: &mut Ctx, message: Message) {
+        if let Some(m) = self.st.push_message(message) {
+            ctx.emit(EngineEvent::Message(m.clone()));
+        }
+    }
+
+    /// The `Sampling` superstate's abort: keep what streamed, answer its calls, end.
+    pub(crate) fn abort_sampling(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        self.st.stream = None;
+        if let Some(partial) = self.st.partial.take() {
+            self.keep_partial(ctx, partial, "Interrupted by user");
+        }
+        self.append(ctx, Message::user_text(INTERRUPTED));
+        self.st.error = Some("interrupted by the user while the model was answering".into());
+        self.finish(ctx, Edge::SamplingAbort, "abort", facts([]))
+    }
+}
+
+/// The guard value of an error class.
+fn class_name(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Retryable => "retryable",
+        ErrorClass::PromptTooLong => "prompt_too_long",
+        ErrorClass::Fatal => "fatal",
+    }
+}
+
+/// Exponential backoff: `base · 2^(attempt-1)`, capped at `max`, plus up to 25% jitter
+/// (`jitter` in `0.0..1.0`).
+pub fn backoff(attempt: u32, base: Duration, max: Duration, jitter: f64) -> Duration {
+    let exp = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+    let capped = exp.min(max);
+    capped + capped.mul_f64(0.25 * jitter.clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_jitters() {
+        let base = Duration::from_millis(500);
+        let max = Duration::from_secs(32);
+        assert_eq!(backoff(1, base, max, 0.0), Duration::from_millis(500));
+        assert_eq!(backoff(2, base, max, 0.0), Duration::from_millis(1000));
+        assert_eq!(backoff(4, base, max, 0.0), Duration::from_millis(4000));
+        assert_eq!(backoff(10, base, max, 0.0), Duration::from_secs(32));
+        assert_eq!(backoff(1, base, max, 1.0), Duration::from_millis(625));
+    }
+}

@@ -1,0 +1,314 @@
+//! The loop's data: the conversation, the counters the table declares, and what one
+//! state hands to the next. The machine's handlers read and write it; nothing else does.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::options::EngineOptions;
+use crate::engine::table::{Counters, Table};
+use crate::model::assemble::Assembler;
+use crate::model::{DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS, EventStream, ModelRequest, Purpose};
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Usage};
+
+/// Counter names used by the handlers (declared in the table).
+pub mod counter {
+    /// Token-budget continuations.
+    pub const BUDGET_CONTINUATIONS: &str = "budget_continuations";
+    /// Stop-hook blocks in a row.
+    pub const STOP_HOOK_BLOCKS: &str = "stop_hook_blocks";
+    /// Turns left.
+    pub const TURNS: &str = "turns";
+    /// Collapse drains this turn.
+    pub const COLLAPSE_DRAINS: &str = "collapse_drains";
+    /// Reactive compactions this turn.
+    pub const REACTIVE_COMPACTS: &str = "reactive_compacts";
+    /// Output-cap escalations this turn.
+    pub const ESCALATIONS: &str = "escalations";
+    /// Max-output recoveries this turn.
+    pub const RECOVERIES: &str = "recoveries";
+    /// Fallback switches this run.
+    pub const FALLBACKS: &str = "fallbacks";
+    /// Retries of this request.
+    pub const RETRIES: &str = "retries";
+}
+
+/// A tool call waiting for its result.
+pub type PendingCall = crate::tools::ToolCall;
+
+/// An error held back from the caller while recovery may still fix it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Withheld {
+    /// The API refused the prompt as too long.
+    PromptTooLong(String),
+    /// The reply was cut at the output cap.
+    Truncated {
+        /// The reply as received (without any unfinished tool call).
+        reply: Message,
+        /// The output cap it hit.
+        max_tokens: u32,
+    },
+}
+
+/// Token totals of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct UsageTotals {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_creation_input_tokens: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl UsageTotals {
+    /// Add one reply's usage.
+    pub fn add(&mut self, u: &Usage) {
+        self.input_tokens += u.input_tokens.unwrap_or(0);
+        self.output_tokens += u.output_tokens.unwrap_or(0);
+        self.cache_creation_input_tokens += u.cache_creation_input_tokens.unwrap_or(0);
+        self.cache_read_input_tokens += u.cache_read_input_tokens.unwrap_or(0);
+    }
+}
+
+/// The loop's data.
+pub struct LoopState {
+    /// Options of the run.
+    pub options: EngineOptions,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tool definitions sent with every main request.
+    pub tools: Vec<ToolDefinition>,
+    /// Characters of the serialized tool definitions, for estimates.
+    pub tools_chars: usize,
+    /// Counter values (what is left).
+    pub counters: Counters,
+    /// Counter bounds in force.
+    pub bounds: Counters,
+    /// The request Prepare built; Request sends it (again on retries and escalation).
+    pub request: Option<ModelRequest>,
+    /// The open reply stream.
+    pub stream: Option<EventStream>,
+    /// A reply interrupted mid-stream, kept for the abort handler.
+    pub partial: Option<Assembler>,
+    /// Tool calls of the current reply, in call order.
+    pub calls: Vec<PendingCall>,
+    /// Results gathered by an interrupted tool phase.
+    pub interrupted_results: Option<Vec<ContentBlock>>,
+    /// The withheld error Recover works on.
+    pub withheld: Option<Withheld>,
+    /// Set by ExecuteTools, read and cleared by Checkpoint.
+    pub tools_ran: bool,
+    /// A tool hook's `continue: false` reason.
+    pub hook_stop: Option<String>,
+    /// Wait before the next attempt (set by retry edges).
+    pub backoff: Option<Duration>,
+    /// Overloaded errors in a row.
+    pub overload_streak: u32,
+    /// Consecutive autocompact failures (circuit breaker at 3).
+    pub autocompact_failures: u32,
+    /// Output tokens at the last budget check.
+    pub budget_last_used: u64,
+    /// Output tokens added between the last two budget checks.
+    pub budget_last_delta: u64,
+    /// The message that explains a failed ending.
+    pub error: Option<String>,
+    /// Token totals.
+    pub usage: UsageTotals,
+    /// Main requests sent (retries included).
+    pub model_calls: u32,
+}
+
+impl LoopState {
+    /// The state at the start of a run on `prompt`.
+    pub fn new(options: EngineOptions, prompt: &str, tools: Vec<ToolDefinition>, table: &Table) -> Self {
+        let mut bounds = Counters::new();
+        let mut counters = Counters::new();
+        for c in &table.counters {
+            let bound = match c.option.as_deref() {
+                Some("max_turns") => options.max_turns,
+                Some("max_retries") => options.max_retries,
+                _ if c.name == counter::STOP_HOOK_BLOCKS => options.stop_hook_block_cap,
+                _ => c.bound,
+            };
+            bounds.insert(c.name.clone(), bound);
+            counters.insert(c.name.clone(), bound.saturating_sub(c.spent_at_start));
+        }
+        let tools_chars = serde_json::to_string(&tools).map(|s| s.len()).unwrap_or(0);
+        LoopState {
+            options,
+            messages: vec![Message::user_text(prompt)],
+            tools,
+            tools_chars,
+            counters,
+            bounds,
+            request: None,
+            stream: None,
+            partial: None,
+            calls: Vec::new(),
+            interrupted_results: None,
+            withheld: None,
+            tools_ran: false,
+            hook_stop: None,
+            backoff: None,
+            overload_streak: 0,
+            autocompact_failures: 0,
+            budget_last_used: 0,
+            budget_last_delta: 0,
+            error: None,
+            usage: UsageTotals::default(),
+            model_calls: 0,
+        }
+    }
+
+    /// What is left of counter `name`.
+    pub fn left(&self, name: &str) -> u32 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// How much of counter `name` has been used since its last reset.
+    pub fn used(&self, name: &str) -> u32 {
+        self.bounds.get(name).copied().unwrap_or(0) - self.left(name)
+    }
+
+    /// The current turn, 1-based (derived from the turns counter).
+    pub fn turn(&self) -> u32 {
+        self.used(counter::TURNS)
+    }
+
+    /// The output cap of the next request: escalated once `escalations` is spent this turn.
+    pub fn max_tokens(&self) -> u32 {
+        if self.used(counter::ESCALATIONS) > 0 { ESCALATED_MAX_TOKENS } else { DEFAULT_MAX_TOKENS }
+    }
+
+    /// The model of the next request: the fallback once a fallback was taken.
+    pub fn model(&self) -> &str {
+        match (&self.options.fallback_model, self.used(counter::FALLBACKS)) {
+            (Some(fallback), n) if n > 0 => fallback,
+            _ => &self.options.model,
+        }
+    }
+
+    /// Build the main request from the conversation.
+    pub fn build_request(&self) -> ModelRequest {
+        ModelRequest {
+            model: self.model().to_owned(),
+            system: self.options.system.clone(),
+            messages: self.messages.clone(),
+            tools: self.tools.clone(),
+            max_tokens: self.max_tokens(),
+            purpose: Purpose::Main,
+        }
+    }
+
+    /// Append a message, merging into the previous one when both are user messages
+    /// (the API wants roles to alternate). Empty messages are not appended.
+    pub fn push_message(&mut self, message: Message) -> Option<&Message> {
+        if message.content.is_empty() {
+            return None;
+        }
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User && message.role == Role::User => {
+                last.content.extend(message.content);
+            }
+            _ => self.messages.push(message),
+        }
+        self.messages.last()
+    }
+
+    /// The text of the last assistant message.
+    pub fn final_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| {
+                m.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("")
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The first violation of the pairing invariant in `messages`, if any: every `tool_use`
+/// must have exactly one `tool_result` in the very next message, which must be a user message,
+/// and no `tool_result` may answer a call that message does not follow.
+pub fn pairing_violation(messages: &[Message]) -> Option<String> {
+    for (i, message) in messages.iter().enumerate() {
+        let results: Vec<&str> = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let calls: Vec<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
+            Some(prev) if prev.role == Role::Assistant => prev.tool_uses().map(|t| t.id).collect(),
+            _ => Vec::new(),
+        };
+        if message.role == Role::User || !results.is_empty() {
+            if calls != results {
+                return Some(format!(
+                    "message {i}: tool_results {results:?} do not answer the calls {calls:?} before it"
+                ));
+            }
+        } else if message.role == Role::Assistant && !calls.is_empty() {
+            return Some(format!("message {i}: assistant follows tool calls {calls:?} that got no results"));
+        }
+    }
+    if let Some(last) = messages.last()
+        && last.role == Role::Assistant
+        && last.tool_uses().next().is_some()
+    {
+        return Some("the last message has tool calls with no results".into());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse { id: id.into(), name: "Read".into(), input: json!({}) }
+    }
+
+    #[test]
+    fn pairing_is_checked_in_order() {
+        let assistant = Message { role: Role::Assistant, content: vec![call("a"), call("b")] };
+        let good = Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("a", "x", false), ContentBlock::tool_result("b", "y", true)],
+        };
+        let swapped = Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("b", "y", false), ContentBlock::tool_result("a", "x", false)],
+        };
+        let user = Message::user_text("go");
+        assert_eq!(pairing_violation(&[user.clone(), assistant.clone(), good]), None);
+        assert!(pairing_violation(&[user.clone(), assistant.clone(), swapped]).is_some());
+        assert!(pairing_violation(&[user, assistant]).is_some());
+    }
+
+    #[test]
+    fn user_messages_merge() {
+        let table = crate::engine::table::shipped();
+        let mut st = LoopState::new(EngineOptions::default(), "hi", Vec::new(), table);
+        st.push_message(Message::user_text("more"));
+        assert_eq!(st.messages.len(), 1);
+        assert_eq!(st.messages[0].all_text(), "hi\nmore");
+        assert_eq!(st.turn(), 1);
+        assert_eq!(st.left(counter::TURNS), 99);
+        assert_eq!(st.max_tokens(), DEFAULT_MAX_TOKENS);
+    }
+}

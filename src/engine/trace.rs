@@ -1,0 +1,256 @@
+//! The transition trace: one record per edge taken, written as readable lines (`pretty`)
+//! or as JSON Lines (`jsonl`, the format `agentloop audit --trace` replays).
+//!
+//! Records carry edge ids, states, facts and counters only: never prompts, tool output or
+//! credentials, so a trace is safe to share.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::engine::guard::Facts;
+use crate::engine::table::Counters;
+
+/// Schema version of the JSONL trace.
+pub const TRACE_SCHEMA: u32 = 1;
+
+/// One transition, as written to the trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceRecord {
+    /// Always `"transition"`.
+    #[serde(rename = "type")]
+    pub record_type: &'static str,
+    /// 1 for the first transition of the run, then +1 each.
+    pub seq: u64,
+    /// Milliseconds since the run started.
+    pub t_ms: f64,
+    /// The turn the transition happened in (1-based).
+    pub turn: u32,
+    /// Leaf state left.
+    pub from: &'static str,
+    /// Leaf state entered.
+    pub to: &'static str,
+    /// Edge id from the table.
+    pub edge: String,
+    /// `internal`, `continue` or `terminal`.
+    pub kind: &'static str,
+    /// Continue or terminal reason.
+    pub reason: Option<&'static str>,
+    /// The table event that fired.
+    pub event: String,
+    /// The facts the guards of this state and event read, with their values.
+    pub guards: Facts,
+    /// Every counter after the transition.
+    pub counters: Counters,
+    /// Backoff before the next attempt, on retry edges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// A short human note (the error behind a retry, the model switched to).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The first line of a JSONL trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceHeader {
+    /// Always `"header"`.
+    #[serde(rename = "type")]
+    pub record_type: &'static str,
+    /// [`TRACE_SCHEMA`].
+    pub schema: u32,
+    /// SHA-256 of the table the run was checked against.
+    pub table_sha256: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Counter bounds in force for this run.
+    pub bounds: Counters,
+    /// Counter values at the start.
+    pub counters: Counters,
+}
+
+/// How a trace is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// One readable line per transition.
+    Pretty,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// Writes a trace to any `Write`.
+pub struct TraceWriter {
+    out: Box<dyn Write + Send>,
+    format: TraceFormat,
+    color: bool,
+    previous: Option<Counters>,
+}
+
+impl std::fmt::Debug for TraceWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceWriter").field("format", &self.format).field("color", &self.color).finish()
+    }
+}
+
+impl TraceWriter {
+    /// A writer in `format`; `color` adds ANSI colours to the pretty format.
+    pub fn new(out: Box<dyn Write + Send>, format: TraceFormat, color: bool) -> Self {
+        TraceWriter { out, format, color, previous: None }
+    }
+
+    /// Write the header (JSONL) or a one-line banner (pretty).
+    ///
+    /// # Errors
+    /// Any I/O error of the output.
+    pub fn header(&mut self, header: &TraceHeader) -> io::Result<()> {
+        self.previous = Some(header.counters.clone());
+        match self.format {
+            TraceFormat::Jsonl => {
+                serde_json::to_writer(&mut self.out, header)?;
+                self.out.write_all(b"\n")
+            }
+            TraceFormat::Pretty => {
+                let banner = format!(
+                    "trace  run {}  table {}  {}",
+                    header.run_id,
+                    &header.table_sha256[..12.min(header.table_sha256.len())],
+                    format_counters(&header.counters)
+                );
+                writeln!(self.out, "{}", self.paint(DIM, &banner))
+            }
+        }
+    }
+
+    /// Write one record.
+    ///
+    /// # Errors
+    /// Any I/O error of the output.
+    pub fn record(&mut self, record: &TraceRecord) -> io::Result<()> {
+        match self.format {
+            TraceFormat::Jsonl => {
+                serde_json::to_writer(&mut self.out, record)?;
+                self.out.write_all(b"\n")?;
+            }
+            TraceFormat::Pretty => {
+                let line = self.pretty_line(record);
+                writeln!(self.out, "{line}")?;
+            }
+        }
+        self.previous = Some(record.counters.clone());
+        self.out.flush()
+    }
+
+    fn pretty_line(&self, r: &TraceRecord) -> String {
+        let time = self.paint(DIM, &format!("{:>9.1}ms", r.t_ms));
+        let turn = self.paint(DIM, &format!("t{:<2}", r.turn));
+        let states = format!("{:>12} → {:<12}", r.from, r.to);
+        let (marker, colour) = match (r.kind, r.reason) {
+            ("continue", Some(reason)) => (format!("↻ {reason}"), YELLOW),
+            ("terminal", Some("completed")) => ("■ completed".to_owned(), GREEN),
+            ("terminal", Some(reason)) => (format!("■ {reason}"), RED),
+            _ => (String::new(), ""),
+        };
+        let mut line = format!("{time}  {turn} {states}  {:<36}", r.edge);
+        if !marker.is_empty() {
+            line.push_str(&self.paint(colour, &format!("{marker:<28}")));
+        }
+        let mut notes = Vec::new();
+        if let Some(delay) = r.delay_ms {
+            notes.push(format!("wait {delay}ms"));
+        }
+        if let Some(previous) = &self.previous {
+            for (name, after) in &r.counters {
+                let before = previous.get(name).copied().unwrap_or(*after);
+                if before != *after {
+                    notes.push(format!("{name} {before}→{after}"));
+                }
+            }
+        }
+        if let Some(detail) = &r.detail {
+            notes.push(format!("({detail})"));
+        }
+        if !notes.is_empty() {
+            line.push(' ');
+            line.push_str(&self.paint(DIM, &notes.join("  ")));
+        }
+        line.trim_end().to_owned()
+    }
+
+    fn paint(&self, colour: &str, text: &str) -> String {
+        if self.color && !colour.is_empty() { format!("{colour}{text}{RESET}") } else { text.to_owned() }
+    }
+}
+
+const DIM: &str = "\x1b[2m";
+const YELLOW: &str = "\x1b[33m";
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const RESET: &str = "\x1b[0m";
+
+fn format_counters(counters: &Counters) -> String {
+    counters.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::guard::FactValue;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn record() -> TraceRecord {
+        TraceRecord {
+            record_type: "transition",
+            seq: 5,
+            t_ms: 12.25,
+            turn: 1,
+            from: "Checkpoint",
+            to: "Prepare",
+            edge: "checkpoint.next_turn".into(),
+            kind: "continue",
+            reason: Some("next_turn"),
+            event: "turn_checked".into(),
+            guards: [("tools_ran".to_string(), FactValue::Bool(true))].into_iter().collect(),
+            counters: [("turns".to_string(), 98)].into_iter().collect(),
+            delay_ms: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn jsonl_record_has_the_documented_shape() {
+        let buf = Shared::default();
+        let mut w = TraceWriter::new(Box::new(buf.clone()), TraceFormat::Jsonl, false);
+        w.record(&record()).unwrap();
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "{\"type\":\"transition\",\"seq\":5,\"t_ms\":12.25,\"turn\":1,\"from\":\"Checkpoint\",\"to\":\"Prepare\",\
+\"edge\":\"checkpoint.next_turn\",\"kind\":\"continue\",\"reason\":\"next_turn\",\"event\":\"turn_checked\",\
+\"guards\":{\"tools_ran\":true},\"counters\":{\"turns\":98}}\n"
+        );
+    }
+
+    #[test]
+    fn pretty_line_shows_reason_and_changed_counters() {
+        let buf = Shared::default();
+        let mut w = TraceWriter::new(Box::new(buf.clone()), TraceFormat::Pretty, false);
+        w.previous = Some([("turns".to_string(), 99)].into_iter().collect());
+        w.record(&record()).unwrap();
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "     12.2ms  t1    Checkpoint → Prepare       checkpoint.next_turn                ↻ next_turn                  turns 99→98\n"
+        );
+    }
+}
