@@ -2,6 +2,10 @@
 //! tool call (PreToolUse, PostToolUse), and [`command::CommandHooks`], which runs hook
 //! commands from Claude Code's settings format so hooks users already have work unchanged.
 
+pub mod command;
+mod run;
+pub mod settings;
+
 use futures::future::BoxFuture;
 use serde_json::Value;
 

@@ -1,0 +1,249 @@
+//! Running one hook command as a process: `bash -c` (or `sh -c`) in its own process group,
+//! input on stdin, output captured, killed with its whole group on timeout or when the caller
+//! drops the future. What the exit code and output mean is [`super::command`]'s job.
+
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+/// How a hook process ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+    /// It ran past its time limit; its process group was killed.
+    TimedOut,
+    /// It could not be started or waited for.
+    Failed(io::Error),
+}
+
+/// A finished hook process.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// How it ended.
+    pub ending: Ending,
+    /// Everything it wrote to stdout, lossily decoded.
+    pub stdout: String,
+    /// Everything it wrote to stderr, lossily decoded.
+    pub stderr: String,
+}
+
+impl Ran {
+    fn without_output(ending: Ending) -> Ran {
+        Ran { ending, stdout: String::new(), stderr: String::new() }
+    }
+}
+
+/// Run `command` with `bash -c` in `cwd` (env `CLAUDE_PROJECT_DIR` = `cwd`), `input` on stdin.
+///
+/// After `limit`, the process group is killed and the result is [`Ending::TimedOut`]. Output is
+/// read until both pipes close, so a background process that keeps stdout open counts as
+/// running: redirect its output if it should outlive the hook.
+pub(crate) async fn run(command: &str, cwd: &Path, input: &[u8], limit: Duration) -> Ran {
+    let mut child = match spawn(command, cwd) {
+        Ok(child) => child,
+        Err(e) => return Ran::without_output(Ending::Failed(e)),
+    };
+    // Declared after `child` so it drops first: the group dies before the leader is reaped,
+    // which keeps the group id from being reused while we still might signal it.
+    let mut group = GroupGuard(child.id());
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let work = async {
+        let write = async move {
+            if let Some(mut stdin) = stdin {
+                // A hook that never reads its input closes the pipe early; that is not an error.
+                let _ = stdin.write_all(input).await;
+            }
+        };
+        let (_, out, err, status) = tokio::join!(write, read_all(stdout), read_all(stderr), child.wait());
+        (out, err, status)
+    };
+    match tokio::time::timeout(limit, work).await {
+        Ok((stdout, stderr, status)) => {
+            group.disarm();
+            let ending = match status {
+                Ok(status) => ending_of(status),
+                Err(e) => Ending::Failed(e),
+            };
+            Ran { ending, stdout, stderr }
+        }
+        Err(_elapsed) => {
+            group.kill().await;
+            let _ = child.wait().await;
+            Ran::without_output(Ending::TimedOut)
+        }
+    }
+}
+
+fn spawn(command: &str, cwd: &Path) -> io::Result<Child> {
+    match shell("bash", command, cwd).spawn() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => shell("sh", command, cwd).spawn(),
+        other => other,
+    }
+}
+
+fn shell(program: &str, command: &str, cwd: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("CLAUDE_PROJECT_DIR", cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(mut pipe) = pipe {
+        // A read error ends the output early; what was read so far is still worth showing.
+        let _ = pipe.read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn ending_of(status: std::process::ExitStatus) -> Ending {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ending::Code(code),
+        (None, Some(signal)) => Ending::Signal(signal),
+        // Stopped or continued: `wait` does not report those, so this is unreachable in practice.
+        (None, None) => Ending::Failed(io::Error::other(format!("unexpected wait status {status}"))),
+    }
+}
+
+/// Kills the hook's process group (group id = the shell's pid) unless disarmed.
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    async fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // No libc dependency: the `kill` utility signals a whole group given `-pgid`.
+            let _ = Command::new("kill")
+                .args(kill_args(pgid))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await;
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // The future was dropped mid-run (an abort): blocking for one short `kill` is fine.
+            let _ = std::process::Command::new("kill")
+                .args(kill_args(pgid))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn kill_args(pgid: u32) -> [String; 3] {
+    ["-KILL".to_owned(), "--".to_owned(), format!("-{pgid}")]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Whether `pid` is gone or a zombie (killed, waiting for a parent that may never reap it).
+    pub(crate) async fn is_dead(pid: &str) -> bool {
+        for _ in 0..50 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => return true,
+                // The state follows the parenthesised command name.
+                Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])) => {
+                    return true;
+                }
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn captures_stdin_stdout_stderr_and_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran =
+            run("read x; echo \"got $x\"; echo oops >&2; exit 3", dir.path(), b"hello\n", Duration::from_secs(10))
+                .await;
+        assert!(matches!(ran.ending, Ending::Code(3)), "{:?}", ran.ending);
+        assert_eq!(ran.stdout, "got hello\n");
+        assert_eq!(ran.stderr, "oops\n");
+    }
+
+    #[tokio::test]
+    async fn runs_in_cwd_with_project_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run("pwd; echo \"$CLAUDE_PROJECT_DIR\"", dir.path(), b"", Duration::from_secs(10)).await;
+        let real = dir.path().canonicalize().unwrap();
+        assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
+        assert_eq!(ran.stdout, format!("{}\n{}\n", real.display(), dir.path().display()));
+    }
+
+    #[tokio::test]
+    async fn hook_that_ignores_a_large_input_still_finishes() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = vec![b'x'; 1 << 20];
+        let ran = run("exit 0", dir.path(), &input, Duration::from_secs(10)).await;
+        assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
+    }
+
+    #[tokio::test]
+    async fn signal_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run("kill -TERM $$", dir.path(), b"", Duration::from_secs(10)).await;
+        assert!(matches!(ran.ending, Ending::Signal(15)), "{:?}", ran.ending);
+    }
+
+    #[tokio::test]
+    async fn missing_cwd_fails_to_start() {
+        let ran = run("true", Path::new("/nonexistent/agentloop-hooks"), b"", Duration::from_secs(10)).await;
+        match ran.ending {
+            Ending::Failed(e) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let ran = run("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_millis(500)).await;
+        assert!(matches!(ran.ending, Ending::TimedOut), "{:?}", ran.ending);
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let pid = std::fs::read_to_string(dir.path().join("pid")).unwrap();
+        assert!(is_dead(pid.trim()).await, "sleep {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_future_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let hook = run("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_secs(60));
+        let waited = tokio::time::timeout(Duration::from_millis(500), hook).await;
+        assert!(waited.is_err());
+        let pid = std::fs::read_to_string(pid_file).unwrap();
+        assert!(is_dead(pid.trim()).await, "sleep {pid} survived");
+    }
+}

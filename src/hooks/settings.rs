@@ -1,0 +1,388 @@
+//! Claude Code's settings format (`settings.json`): the `hooks` table and the `permissions`
+//! block, parsed with errors that name the file, the JSON path and what was expected.
+//!
+//! This file only reads settings. Running hook commands is [`super::command`]'s job; applying
+//! permission rules belongs to the tools' permission layer.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, Error as _, MapAccess, Unexpected, Visitor};
+use serde_json::Value;
+
+/// Settings in Claude Code's format. Top-level keys other than `hooks` and `permissions`
+/// (`env`, `model`, …) are ignored.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct Settings {
+    /// Hook commands by event.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: HookTable,
+    /// Permission rules, kept as written.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub permissions: Permissions,
+}
+
+/// The `hooks` object: for each event, a list of matcher groups.
+///
+/// Stop, PreToolUse and PostToolUse are the events this engine runs. Other event names
+/// (`Notification`, `SessionStart`, …) are kept, unparsed, in [`HookTable::other`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HookTable {
+    /// `Stop`: run when the model ends its turn. Matchers are ignored.
+    pub stop: Vec<HookMatcher>,
+    /// `PreToolUse`: run before a tool whose name matches.
+    pub pre_tool_use: Vec<HookMatcher>,
+    /// `PostToolUse`: run after a tool whose name matches.
+    pub post_tool_use: Vec<HookMatcher>,
+    /// Events this engine does not run, by name, as written.
+    pub other: BTreeMap<String, Value>,
+}
+
+/// One matcher group: a tool-name matcher and the commands to run when it matches.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct HookMatcher {
+    /// Absent, `""` or `"*"` match every tool; otherwise `|`-separated exact tool names.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// The commands of this group, in order.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: Vec<HookCommand>,
+}
+
+/// One hook entry: `{"type": "command", "command": "…", "timeout": 30}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct HookCommand {
+    /// The entry's `type`; only `"command"` exists here.
+    #[serde(rename = "type")]
+    pub kind: HookKind,
+    /// Shell text, run with `bash -c`.
+    pub command: String,
+    /// Seconds before the command is killed; `None` means the default (60).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+/// The kind of a hook entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum HookKind {
+    /// A shell command.
+    #[serde(rename = "command")]
+    Command,
+}
+
+/// The `permissions` block, kept as written for the permission layer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct Permissions {
+    /// Rules that allow a tool call without asking, e.g. `Bash(git status:*)`.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub allow: Vec<String>,
+    /// Rules that refuse a tool call, e.g. `Read(./secrets/**)`.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub deny: Vec<String>,
+    /// Rules that always ask.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub ask: Vec<String>,
+    /// `defaultMode` (`default`, `acceptEdits`, `plan`, `bypassPermissions`, …), unchecked.
+    #[serde(default, rename = "defaultMode")]
+    pub default_mode: Option<String>,
+}
+
+/// Why settings cannot be used. Each message starts with the source it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file could not be read.
+    #[error("{origin}: cannot read: {error}")]
+    Read {
+        /// Where the settings came from (a file name).
+        origin: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("{origin}: {message}")]
+    Syntax {
+        /// Where the settings came from.
+        origin: String,
+        /// The parser's message (it names line and column).
+        message: String,
+    },
+    /// The JSON does not have the settings' shape.
+    #[error("{origin}: {}{message}", at(path))]
+    Invalid {
+        /// Where the settings came from.
+        origin: String,
+        /// JSON path of the offending value, like `hooks.Stop[0].hooks[0].command`; empty for the root.
+        path: String,
+        /// What was found and what was expected.
+        message: String,
+    },
+}
+
+fn at(path: &str) -> String {
+    if path.is_empty() { String::new() } else { format!("at {path}: ") }
+}
+
+impl Settings {
+    /// Read settings from a JSON value; `source` names it in errors. `null` gives empty settings.
+    ///
+    /// # Errors
+    ///
+    /// [`SettingsError::Invalid`] when a value has the wrong type or a hook entry is not a command.
+    pub fn from_value(source: &str, v: &Value) -> Result<Settings, SettingsError> {
+        let found = match v {
+            Value::Null => return Ok(Settings::default()),
+            Value::Object(_) => None,
+            Value::Bool(b) => Some(Unexpected::Bool(*b)),
+            Value::Number(n) => Some(n.as_f64().map_or(Unexpected::Other("number"), Unexpected::Float)),
+            Value::String(s) => Some(Unexpected::Str(s)),
+            Value::Array(_) => Some(Unexpected::Seq),
+        };
+        // Checked here because a derived struct would also accept a JSON array of its fields.
+        if let Some(found) = found {
+            let message = serde_json::Error::invalid_type(found, &"a settings object").to_string();
+            return Err(SettingsError::Invalid { origin: source.to_owned(), path: String::new(), message });
+        }
+        serde_path_to_error::deserialize(v).map_err(|e| {
+            let path = e.path().to_string();
+            SettingsError::Invalid {
+                origin: source.to_owned(),
+                path: if path == "." { String::new() } else { path },
+                message: e.into_inner().to_string(),
+            }
+        })
+    }
+
+    /// Read a settings file; errors name the file as given.
+    ///
+    /// # Errors
+    ///
+    /// [`SettingsError::Read`], [`SettingsError::Syntax`] or [`SettingsError::Invalid`].
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        let origin = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|error| SettingsError::Read { origin: origin.clone(), error })?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| SettingsError::Syntax { origin: origin.clone(), message: e.to_string() })?;
+        Settings::from_value(&origin, &value)
+    }
+}
+
+impl HookMatcher {
+    /// Whether this group applies to `tool_name`: absent, `""` and `"*"` match every tool,
+    /// otherwise one of the `|`-separated names (spaces around a name are ignored) must equal it.
+    pub fn matches(&self, tool_name: &str) -> bool {
+        match self.matcher.as_deref().map(str::trim) {
+            None | Some("") | Some("*") => true,
+            Some(names) => names.split('|').any(|name| name.trim() == tool_name),
+        }
+    }
+}
+
+impl HookTable {
+    /// Whether no Stop, PreToolUse or PostToolUse command is configured.
+    pub fn is_empty(&self) -> bool {
+        [&self.stop, &self.pre_tool_use, &self.post_tool_use]
+            .iter()
+            .all(|groups| groups.iter().all(|g| g.hooks.is_empty()))
+    }
+}
+
+/// `null` reads as the type's default, like an absent key.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// Wraps a list so a `null` event value reads as an empty list inside the map visitor.
+struct Groups(Vec<HookMatcher>);
+
+impl<'de> Deserialize<'de> for Groups {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        null_as_default(d).map(Groups)
+    }
+}
+
+impl<'de> Deserialize<'de> for HookTable {
+    // Hand-written rather than `#[serde(flatten)]`: flatten buffers the map, and the buffered
+    // values lose the JSON path that error messages must name.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TableVisitor)
+    }
+}
+
+struct TableVisitor;
+
+impl<'de> Visitor<'de> for TableVisitor {
+    type Value = HookTable;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map from hook event names to lists of matchers")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HookTable, A::Error> {
+        let mut table = HookTable::default();
+        while let Some(event) = map.next_key::<String>()? {
+            let slot = match event.as_str() {
+                "Stop" => &mut table.stop,
+                "PreToolUse" => &mut table.pre_tool_use,
+                "PostToolUse" => &mut table.post_tool_use,
+                _ => {
+                    let raw: Value = map.next_value()?;
+                    table.other.insert(event, raw);
+                    continue;
+                }
+            };
+            let Groups(groups) = map.next_value()?;
+            *slot = groups;
+        }
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn invalid(v: Value) -> String {
+        Settings::from_value("settings.json", &v).unwrap_err().to_string()
+    }
+
+    fn cmd(command: &str, timeout: Option<u64>) -> HookCommand {
+        HookCommand { kind: HookKind::Command, command: command.to_owned(), timeout }
+    }
+
+    #[test]
+    fn parses_the_full_format() {
+        let v = json!({
+            "env": {"FOO": "1"},
+            "model": "opus",
+            "hooks": {
+                "Stop": [{"hooks": [{"type": "command", "command": "exit 0", "timeout": 30}]}],
+                "PreToolUse": [{"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "check"}]}],
+                "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "fmt", "async": false}]}],
+                "Notification": [{"hooks": [{"type": "prompt", "prompt": "x"}]}]
+            },
+            "permissions": {"allow": ["Bash(git status:*)"], "deny": ["Read(./secrets/**)"], "defaultMode": "default"}
+        });
+        let s = Settings::from_value("settings.json", &v).unwrap();
+        assert_eq!(s.hooks.stop, vec![HookMatcher { matcher: None, hooks: vec![cmd("exit 0", Some(30))] }]);
+        assert_eq!(
+            s.hooks.pre_tool_use,
+            vec![HookMatcher { matcher: Some("Bash|Edit".into()), hooks: vec![cmd("check", None)] }]
+        );
+        assert_eq!(
+            s.hooks.post_tool_use,
+            vec![HookMatcher { matcher: Some("*".into()), hooks: vec![cmd("fmt", None)] }]
+        );
+        assert_eq!(s.hooks.other.keys().collect::<Vec<_>>(), vec!["Notification"]);
+        assert_eq!(s.hooks.other["Notification"], json!([{"hooks": [{"type": "prompt", "prompt": "x"}]}]));
+        assert_eq!(
+            s.permissions,
+            Permissions {
+                allow: vec!["Bash(git status:*)".into()],
+                deny: vec!["Read(./secrets/**)".into()],
+                ask: vec![],
+                default_mode: Some("default".into()),
+            }
+        );
+        assert!(!s.hooks.is_empty());
+    }
+
+    #[test]
+    fn null_and_absent_give_empty_settings() {
+        for v in [Value::Null, json!({}), json!({"hooks": null, "permissions": null}), json!({"hooks": {"Stop": null}})]
+        {
+            let s = Settings::from_value("s", &v).unwrap();
+            assert_eq!(s, Settings::default(), "{v}");
+            assert!(s.hooks.is_empty());
+        }
+    }
+
+    #[test]
+    fn wrong_command_type_names_the_path() {
+        let v = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": 3}]}]}});
+        assert_eq!(
+            invalid(v),
+            "settings.json: at hooks.Stop[0].hooks[0].command: invalid type: integer `3`, expected a string"
+        );
+    }
+
+    #[test]
+    fn non_command_hook_is_rejected() {
+        let v = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "command": "x"}]}]}});
+        assert_eq!(
+            invalid(v),
+            "settings.json: at hooks.PreToolUse[0].hooks[0].type: unknown variant `prompt`, expected `command`"
+        );
+    }
+
+    #[test]
+    fn other_shape_errors() {
+        assert_eq!(
+            invalid(json!({"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}})),
+            "settings.json: at hooks.Stop[0].hooks[0]: missing field `command`"
+        );
+        assert_eq!(
+            invalid(
+                json!({"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}})
+            ),
+            "settings.json: at hooks.PostToolUse[0].hooks[0].timeout: invalid value: integer `-1`, expected u64"
+        );
+        assert_eq!(
+            invalid(json!({"hooks": []})),
+            "settings.json: at hooks: invalid type: sequence, expected a map from hook event names to lists of matchers"
+        );
+        assert_eq!(
+            invalid(json!({"permissions": {"allow": "Bash"}})),
+            "settings.json: at permissions.allow: invalid type: string \"Bash\", expected a sequence"
+        );
+        assert_eq!(invalid(json!([1])), "settings.json: invalid type: sequence, expected a settings object");
+        assert_eq!(invalid(json!("x")), "settings.json: invalid type: string \"x\", expected a settings object");
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#).unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.hooks.stop[0].hooks, vec![cmd("true", None)]);
+
+        std::fs::write(&path, "{\"hooks\": ").unwrap();
+        let shown = path.display();
+        assert_eq!(
+            Settings::load(&path).unwrap_err().to_string(),
+            format!("{shown}: EOF while parsing a value at line 1 column 10")
+        );
+
+        std::fs::write(&path, r#"{"hooks": {"Stop": [{"matcher": 1}]}}"#).unwrap();
+        assert_eq!(
+            Settings::load(&path).unwrap_err().to_string(),
+            format!("{shown}: at hooks.Stop[0].matcher: invalid type: integer `1`, expected a string")
+        );
+
+        let missing = dir.path().join("missing.json");
+        let err = Settings::load(&missing).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: cannot read: ", missing.display())), "{err}");
+    }
+
+    #[test]
+    fn matcher_semantics() {
+        let m = |s: Option<&str>| HookMatcher { matcher: s.map(str::to_owned), hooks: vec![] };
+        for all in [None, Some(""), Some("*")] {
+            assert!(m(all).matches("Read"), "{all:?}");
+        }
+        assert!(m(Some("Edit|Write")).matches("Write"));
+        assert!(m(Some("Edit|Write")).matches("Edit"));
+        assert!(!m(Some("Edit|Write")).matches("Read"));
+        assert!(!m(Some("Edit|Write")).matches("Edi"));
+        assert!(m(Some("Edit | Write")).matches("Write"));
+        assert!(m(Some("Bash")).matches("Bash"));
+    }
+}
