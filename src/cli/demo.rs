@@ -1,0 +1,116 @@
+//! `agentloop demo`: built-in scenarios run with the scripted model in a fresh temporary
+//! directory, so anyone can watch every continue and terminal reason without an API key.
+
+use crate::cli::run::{execute, spec_for_scenario};
+use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
+use crate::scenario::Scenario;
+use tokio_util::sync::CancellationToken;
+
+/// The scenario `agentloop demo` runs when no name is given.
+pub const DEFAULT_DEMO: &str = "read-greeting";
+
+macro_rules! scenarios {
+    ($($name:literal),* $(,)?) => {
+        /// Every built-in scenario: (name, JSON text), from `examples/scenarios/`.
+        pub const SCENARIOS: &[(&str, &str)] = &[
+            $(($name, include_str!(concat!("../../examples/scenarios/", $name, ".json"))),)*
+        ];
+    };
+}
+
+scenarios!(
+    "read-greeting",
+    "bad-tool-calls",
+    "max-turns",
+    "abort-streaming",
+    "abort-tools",
+    "model-error",
+    "flaky-network",
+    "fallback-model",
+    "retries-exhausted",
+    "stream-cut-exhausted",
+    "stream-error",
+    "stream-prompt-too-long",
+    "collapse-drain",
+    "reactive-compact",
+    "prompt-too-long",
+    "max-output-escalate",
+    "max-output-recovery",
+    "max-output-exhausted",
+    "stop-hook-blocking",
+    "stop-hook-prevented",
+    "stop-hook-cap",
+    "hook-stopped",
+    "token-budget",
+    "blocking-limit",
+);
+
+/// Parse a built-in scenario by name.
+///
+/// # Errors
+/// A message naming the unknown scenario, or the parse error of a broken one.
+pub fn scenario(name: &str) -> Result<Scenario, String> {
+    let (_, text) = SCENARIOS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| format!("no demo named `{name}`; `agentloop demo --list` shows them"))?;
+    Scenario::parse(&format!("examples/scenarios/{name}.json"), text).map_err(|e| e.to_string())
+}
+
+/// `agentloop demo` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Scenario to run (default: read-greeting).
+    pub name: Option<String>,
+    /// List the scenarios, one per line: name, then what it shows.
+    #[arg(long)]
+    pub list: bool,
+    /// How the result is printed.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Trace options.
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// Run `agentloop demo`.
+pub async fn command(args: DemoArgs) -> u8 {
+    if args.list {
+        for (name, _) in SCENARIOS {
+            let description = scenario(name).map(|s| s.description).unwrap_or_else(|e| e);
+            println!("{name:<24} {description}");
+        }
+        return 0;
+    }
+    let name = args.name.as_deref().unwrap_or(DEFAULT_DEMO);
+    let scenario = match scenario(name) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let dir = match tempfile::Builder::new().prefix("agentloop-demo-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("agentloop: cannot create a temporary directory: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = scenario.write_files(dir.path()) {
+        eprintln!("agentloop: cannot write the scenario's files: {e}");
+        return EXIT_USAGE;
+    }
+    let spec = match spec_for_scenario(&scenario, dir.path().to_path_buf(), CancellationToken::new(), args.trace, args.output_format) {
+        Ok(spec) => spec,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    if args.output_format == OutputFormat::Text {
+        eprintln!("demo {name}: {}", scenario.description);
+        eprintln!("prompt: {}", spec.prompt);
+    }
+    execute(spec).await
+}

@@ -1,0 +1,88 @@
+//! The `agentloop` command line: `run`, `demo`, `audit`, `table`.
+//!
+//! clap structs hold only what the user typed; [`run::RunSpec`] resolves them (scenario,
+//! settings, environment) and hands a fully built run to the engine.
+
+pub mod demo;
+pub mod output;
+pub mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::engine::trace::TraceFormat;
+
+/// Exit status when the engine itself failed (an undeclared transition: a bug).
+pub const EXIT_INTERNAL: u8 = 70;
+/// Exit status for bad usage or unusable input.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A coding-agent loop you can read: every step is an edge of a declared state machine.
+#[derive(Debug, Parser)]
+#[command(name = "agentloop", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent on a prompt.
+    Run(run::RunArgs),
+    /// Run a built-in scenario with the scripted model (no API key needed).
+    Demo(demo::DemoArgs),
+}
+
+/// `--trace` and `--trace-file`, shared by `run` and `demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TraceArgs {
+    /// Print one line per transition (`pretty`, the default) or JSON Lines (`jsonl`).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "pretty")]
+    pub trace: Option<TraceFormatArg>,
+    /// Write the trace to this file instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub trace_file: Option<PathBuf>,
+}
+
+/// Trace formats on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormatArg {
+    /// One readable line per transition.
+    Pretty,
+    /// One JSON object per line (replayable with `agentloop audit --trace`).
+    Jsonl,
+}
+
+impl From<TraceFormatArg> for TraceFormat {
+    fn from(f: TraceFormatArg) -> Self {
+        match f {
+            TraceFormatArg::Pretty => TraceFormat::Pretty,
+            TraceFormatArg::Jsonl => TraceFormat::Jsonl,
+        }
+    }
+}
+
+/// How the run's result is printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    /// The model's text as it streams.
+    #[default]
+    Text,
+    /// One JSON result object at the end.
+    Json,
+    /// One JSON object per line, in Claude Code's stream-json shapes.
+    StreamJson,
+}
+
+/// Parse the arguments and run; the returned code is the process exit status.
+pub async fn main(cli: Cli) -> ExitCode {
+    let code = match cli.command {
+        Command::Run(args) => run::command(args).await,
+        Command::Demo(args) => demo::command(args).await,
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,138 @@
+//! What a run prints: the model's text (or JSON) on stdout, tool activity and warnings on
+//! stderr, and the trace on stderr or in a file.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::cli::OutputFormat;
+use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::reason::TerminalReason;
+use crate::engine::run::RunOutcome;
+use crate::engine::trace::TraceWriter;
+use crate::protocol::Role;
+
+/// Called when a tool phase starts (the scripted model uses it for `abort.phase = tools`).
+pub type ToolPhaseHook = Arc<dyn Fn() + Send + Sync>;
+
+/// The sink of a CLI run.
+pub struct CliSink {
+    /// Where the trace goes, if tracing.
+    pub trace: Option<TraceWriter>,
+    /// The stdout format.
+    pub format: OutputFormat,
+    /// Whether tool activity is shown on stderr.
+    pub show_tools: bool,
+    /// Called at each tool phase start.
+    pub on_tool_phase: Option<ToolPhaseHook>,
+    /// Session id for stream-json.
+    pub session_id: String,
+    wrote_text: bool,
+}
+
+impl CliSink {
+    /// A sink printing in `format`.
+    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String) -> Self {
+        CliSink {
+            trace,
+            format,
+            show_tools: format == OutputFormat::Text,
+            on_tool_phase: None,
+            session_id,
+            wrote_text: false,
+        }
+    }
+
+    fn stream_json(&self, value: Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer(&mut out, &value);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+}
+
+impl EventSink for CliSink {
+    fn event(&mut self, event: &EngineEvent) {
+        match event {
+            EngineEvent::Transition(record) => {
+                if let Some(trace) = &mut self.trace
+                    && let Err(e) = trace.record(record)
+                {
+                    eprintln!("agentloop: cannot write the trace: {e}");
+                    self.trace = None;
+                }
+            }
+            EngineEvent::TextDelta(text) if self.format == OutputFormat::Text => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                self.wrote_text = true;
+            }
+            EngineEvent::Message(message) if self.format == OutputFormat::Text => {
+                if message.role == Role::Assistant && self.wrote_text {
+                    println!();
+                    self.wrote_text = false;
+                }
+            }
+            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
+                let kind = match message.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                };
+                self.stream_json(json!({"type": kind, "message": message, "session_id": self.session_id}));
+            }
+            EngineEvent::ToolPhaseStarted { .. } => {
+                if let Some(hook) = &self.on_tool_phase {
+                    hook();
+                }
+            }
+            EngineEvent::ToolStarted { name, input, .. } if self.show_tools => {
+                eprintln!("→ {name} {}", compact(input));
+            }
+            EngineEvent::ToolFinished { name, is_error, duration, .. } if self.show_tools => {
+                let status = if *is_error { "error" } else { "ok" };
+                eprintln!("← {name} {status} ({:.1} ms)", duration.as_secs_f64() * 1e3);
+            }
+            EngineEvent::Warning(w) => eprintln!("agentloop: warning: {w}"),
+            _ => {}
+        }
+    }
+}
+
+fn compact(input: &Value) -> String {
+    let text = input.to_string();
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// Whether stderr is a terminal (colours on).
+pub fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// The result object of `--output-format json` and the last line of `stream-json`, in the
+/// shape Claude Code prints, plus our `terminal_reason`.
+pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, cost_usd: Option<f64>) -> Value {
+    let subtype = match outcome.terminal {
+        TerminalReason::Completed => "success",
+        TerminalReason::MaxTurns => "error_max_turns",
+        _ => "error_during_execution",
+    };
+    json!({
+        "type": "result",
+        "subtype": subtype,
+        "is_error": outcome.terminal != TerminalReason::Completed,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "num_turns": outcome.turns,
+        "result": outcome.final_text,
+        "session_id": session_id,
+        "total_cost_usd": cost_usd.unwrap_or(0.0),
+        "usage": outcome.usage,
+        "terminal_reason": outcome.terminal.as_str(),
+        "error": outcome.error,
+    })
+}

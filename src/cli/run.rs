@@ -1,0 +1,271 @@
+//! `agentloop run`: resolve the flags into a run and execute it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
+use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
+use crate::engine::clock::SystemClock;
+use crate::engine::machine::Deps;
+use crate::engine::options::EngineOptions;
+use crate::engine::run::{header, run};
+use crate::engine::trace::{TraceFormat, TraceWriter};
+use crate::hooks::command::CommandHooks;
+use crate::hooks::settings::Settings;
+use crate::model::Model;
+use crate::model::scripted::ScriptedModel;
+use crate::scenario::Scenario;
+use crate::tools::Registry;
+use tokio_util::sync::CancellationToken;
+
+/// `agentloop run` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The prompt. With a scripted model it defaults to the scenario's `prompt`.
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// `claude-…` for the Anthropic API, or `scripted:FILE` for a scenario file.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Model to switch to after three overloaded errors in a row.
+    #[arg(long, value_name = "NAME")]
+    pub fallback_model: Option<String>,
+    /// Turns before the run ends as `max_turns` (default 100).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Output-token target: keep working while under 90% of it.
+    #[arg(long, value_name = "N")]
+    pub token_budget: Option<u64>,
+    /// Working directory for tools and hooks (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Claude Code settings file (hooks).
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// How the result is printed.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Trace options.
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// A resolved run, ready for the engine.
+pub struct RunSpec {
+    /// The prompt.
+    pub prompt: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Engine options.
+    pub options: EngineOptions,
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// The scripted model, when that is the model (for `abort.phase = tools`).
+    pub scripted: Option<Arc<ScriptedModel>>,
+    /// Hook settings.
+    pub settings: Settings,
+    /// Trace options.
+    pub trace: TraceArgs,
+    /// Output format.
+    pub format: OutputFormat,
+    /// Cancelled on Ctrl+C (and by a scenario's abort).
+    pub cancel: CancellationToken,
+}
+
+/// Run `agentloop run`.
+pub async fn command(args: RunArgs) -> u8 {
+    match resolve(args) {
+        Ok(spec) => execute(spec).await,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn resolve(args: RunArgs) -> Result<RunSpec, String> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    if !cwd.is_dir() {
+        return Err(format!("--cwd {}: not a directory", cwd.display()));
+    }
+    let cancel = CancellationToken::new();
+    let model_name = args.model.clone().unwrap_or_default();
+    let Some(file) = model_name.strip_prefix("scripted:") else {
+        return Err(if model_name.is_empty() {
+            "no model given: use --model scripted:FILE (a scenario) or --model claude-… with ANTHROPIC_API_KEY set"
+                .to_owned()
+        } else {
+            format!("unknown model `{model_name}`: use scripted:FILE")
+        });
+    };
+    let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
+    let written = scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
+    tracing::debug!(?written, "scenario files written");
+    let mut spec = spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?;
+    if let Some(prompt) = args.prompt {
+        spec.prompt = prompt;
+    }
+    if spec.prompt.trim().is_empty() {
+        return Err("no prompt: pass -p PROMPT (the scenario has none)".into());
+    }
+    apply_flags(&mut spec.options, &args);
+    if let Some(path) = &args.settings {
+        spec.settings = Settings::load(path).map_err(|e| e.to_string())?;
+    }
+    Ok(spec)
+}
+
+fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
+    if let Some(n) = args.max_turns {
+        options.max_turns = n;
+    }
+    if let Some(n) = args.token_budget {
+        options.token_budget = Some(n);
+    }
+    if let Some(m) = &args.fallback_model {
+        options.fallback_model = Some(m.clone());
+    }
+}
+
+/// A run of `scenario` with the scripted model in `cwd`.
+///
+/// # Errors
+/// A message when the scenario's settings are malformed.
+pub fn spec_for_scenario(
+    scenario: &Scenario,
+    cwd: PathBuf,
+    cancel: CancellationToken,
+    trace: TraceArgs,
+    format: OutputFormat,
+) -> Result<RunSpec, String> {
+    let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
+    let settings = Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
+        .map_err(|e| e.to_string())?;
+    Ok(RunSpec {
+        prompt: scenario.prompt.clone(),
+        cwd,
+        options: scenario_options(scenario),
+        model: scripted.clone(),
+        scripted: Some(scripted),
+        settings,
+        trace,
+        format,
+        cancel,
+    })
+}
+
+/// Engine options from a scenario's `options`.
+pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
+    let o = &scenario.options;
+    let mut options = EngineOptions { run_id: new_run_id(), ..EngineOptions::default() };
+    if let Some(m) = &o.model {
+        options.model = m.clone();
+    }
+    if let Some(n) = o.max_turns {
+        options.max_turns = n;
+    }
+    options.token_budget = o.token_budget;
+    if let Some(n) = o.context_window {
+        options.context_window = n;
+    }
+    options.fallback_model = o.fallback_model.clone();
+    if let Some(n) = o.max_retries {
+        options.max_retries = n;
+    }
+    if let Some(ms) = o.retry_base_delay_ms {
+        options.retry_base_delay = Duration::from_millis(ms);
+    }
+    options
+}
+
+/// A fresh run id.
+pub fn new_run_id() -> String {
+    format!("run-{:016x}", rand::random::<u64>())
+}
+
+fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {
+    let format = match (args.trace, &args.trace_file) {
+        (Some(f), _) => TraceFormat::from(f),
+        (None, Some(_)) => TraceFormat::Jsonl,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(match &args.trace_file {
+        Some(path) => {
+            let file =
+                std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            TraceWriter::new(Box::new(std::io::BufWriter::new(file)), format, false)
+        }
+        None => TraceWriter::new(Box::new(std::io::stderr()), format, stderr_is_terminal()),
+    }))
+}
+
+/// Execute a resolved run; returns the exit status.
+pub async fn execute(spec: RunSpec) -> u8 {
+    let started = Instant::now();
+    let mut trace = match trace_writer(&spec.trace) {
+        Ok(t) => t,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Some(t) = &mut trace
+        && let Err(e) = t.header(&header(&spec.options))
+    {
+        eprintln!("agentloop: cannot write the trace: {e}");
+        return EXIT_USAGE;
+    }
+    let session_id = spec.options.run_id.clone();
+    let mut sink = CliSink::new(trace, spec.format, session_id.clone());
+    if let Some(scripted) = spec.scripted.clone() {
+        sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
+    }
+    if spec.format == OutputFormat::StreamJson {
+        println!(
+            "{}",
+            serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
+                "cwd": spec.cwd, "model": spec.options.model, "tools": ["Read"]})
+        );
+    }
+    let deps = Deps {
+        model: spec.model,
+        tools: Registry::standard(),
+        hooks: Arc::new(CommandHooks::new(spec.settings.hooks)),
+        clock: Arc::new(SystemClock::new()),
+        cancel: spec.cancel.clone(),
+        cwd: spec.cwd,
+    };
+    let interrupt = spec.cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nagentloop: interrupted (Ctrl+C again to quit at once)");
+            interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let result = run(deps, spec.options, &spec.prompt, Box::new(sink)).await;
+    watcher.abort();
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("agentloop: internal error: {e}");
+            return EXIT_INTERNAL;
+        }
+    };
+    match spec.format {
+        OutputFormat::Text => {}
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            println!("{}", result_object(&outcome, &session_id, started, None));
+        }
+    }
+    if let Some(error) = &outcome.error {
+        eprintln!("agentloop: ended with {}: {error}", outcome.terminal);
+    }
+    outcome.terminal.exit_code()
+}
