@@ -3,6 +3,7 @@
 //! Layout:
 //! - [`protocol`]: wire types of the Messages API, no logic.
 //! - [`model`]: the `Model` seam, stream assembly, the scripted model and the Anthropic client.
+//! - [`scenario`]: the scenario format that scripts a run for the scripted model.
 //! - [`engine`]: the transition table, the statig machine, the trace.
 //! - [`tools`]: the tools the model calls.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
@@ -13,4 +14,5 @@ pub mod engine;
 pub mod hooks;
 pub mod model;
 pub mod protocol;
+pub mod scenario;
 pub mod tools;

@@ -7,6 +7,7 @@
 
 pub mod assemble;
 pub mod error;
+pub mod scripted;
 
 use std::pin::Pin;
 

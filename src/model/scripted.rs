@@ -1,0 +1,177 @@
+//! The scripted model: answers each request with the next reply of a [`Scenario`], streamed
+//! exactly as the Anthropic API streams it, so everything after the model is the code that
+//! runs against the real API.
+//!
+//! It serves main requests from `responses` and side requests from `aux`, checks each reply's
+//! `expect` against the request, turns `error` into an HTTP or SSE failure, drops or truncates
+//! streams on request, and simulates Ctrl+C (`abort`) by cancelling the run's token. The event
+//! shapes live in `events`; the `expect` checks in `expect`.
+
+mod events;
+mod expect;
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{EventStream, Model, ModelError, ModelRequest, Purpose};
+use crate::scenario::{AbortPhase, AbortSpec, Scenario, ScriptedResponse};
+
+use events::Plan;
+
+/// A [`Model`] that plays a scenario's replies in order.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    /// Replies to main requests.
+    responses: Vec<ScriptedResponse>,
+    /// Replies to side requests.
+    aux: Vec<ScriptedResponse>,
+    /// The simulated Ctrl+C, if any.
+    abort: Option<AbortSpec>,
+    /// The run's token, cancelled by `abort`.
+    cancel: CancellationToken,
+    /// What was received and served. A std mutex: it is never held across an await (every
+    /// request is handled synchronously before its stream is returned).
+    log: Mutex<Log>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// Every request received, in order.
+    requests: Vec<(Purpose, ModelRequest)>,
+    /// Main replies served.
+    main_served: usize,
+    /// Aux replies served.
+    aux_served: usize,
+    /// Index of the most recent main reply served.
+    last_main: Option<usize>,
+}
+
+impl ScriptedModel {
+    /// A model playing `scenario`; `cancel` is the run's token, which `abort` cancels.
+    pub fn new(scenario: &Scenario, cancel: CancellationToken) -> Self {
+        ScriptedModel {
+            responses: scenario.responses.clone(),
+            aux: scenario.aux.clone(),
+            abort: scenario.abort,
+            cancel,
+            log: Mutex::new(Log::default()),
+        }
+    }
+
+    /// Every request received so far, in order, with its purpose.
+    pub fn requests(&self) -> Vec<(Purpose, ModelRequest)> {
+        self.lock().requests.clone()
+    }
+
+    /// How many replies were served so far: `(main, aux)`.
+    pub fn served(&self) -> (usize, usize) {
+        let log = self.lock();
+        (log.main_served, log.aux_served)
+    }
+
+    /// The engine calls this when a tool phase begins. With `abort` in phase `tools`, it
+    /// cancels the run's token if the most recent main reply served is the abort's reply.
+    pub fn tool_phase_started(&self) {
+        let last_main = self.lock().last_main;
+        if let Some(AbortSpec { response, phase: AbortPhase::Tools }) = self.abort {
+            if last_main == Some(response) {
+                self.cancel.cancel();
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Log> {
+        // The log stays consistent even if a holder panicked: every update is a single push or add.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Log `request` and take the next reply of its list: `(index, reply)`.
+    fn take(&self, request: &ModelRequest) -> Result<(usize, &ScriptedResponse), ModelError> {
+        let purpose = request.purpose;
+        let mut log = self.lock();
+        log.requests.push((purpose, request.clone()));
+        let ordinal = log.requests.iter().filter(|(p, _)| *p == purpose).count();
+        let (list, served, what) = match purpose {
+            Purpose::Main => (&self.responses, &mut log.main_served, "responses"),
+            Purpose::Aux => (&self.aux, &mut log.aux_served, "aux responses"),
+        };
+        let index = *served;
+        let Some(response) = list.get(index) else {
+            return Err(ModelError::Script(format!(
+                "{} request {ordinal} is past the end of the script ({} {what})",
+                label_of(purpose),
+                list.len()
+            )));
+        };
+        *served += 1;
+        if purpose == Purpose::Main {
+            log.last_main = Some(index);
+        }
+        Ok((index, response))
+    }
+
+    /// Everything of [`Model::stream`] but the boxing.
+    fn answer(&self, request: ModelRequest) -> Result<EventStream, ModelError> {
+        let (index, response) = self.take(&request)?;
+        let (label, ids) = match request.purpose {
+            Purpose::Main => (format!("responses[{index}]"), index.to_string()),
+            Purpose::Aux => (format!("aux[{index}]"), format!("aux_{index}")),
+        };
+        if let Some(expect) = &response.expect {
+            expect::check(&label, expect, &request)?;
+        }
+        let blocks =
+            response.blocks().map_err(|(b, why)| ModelError::Script(format!("{label}.content[{b}]: {why}")))?;
+        if let Some(error) = response.error.as_ref().filter(|e| e.after_blocks.is_none()) {
+            let Some(status) = error.status else {
+                return Err(ModelError::Script(format!("{label}.error needs `status` or `after_blocks`")));
+            };
+            return Err(ModelError::Http {
+                status,
+                kind: error.kind.clone(),
+                message: error.message.clone(),
+                request_id: Some(format!("req_scripted_{ids}")),
+                retry_after: error.retry_after_s.map(Duration::from_secs),
+            });
+        }
+        let plan = Plan {
+            message_id: format!("msg_scripted_{ids}"),
+            tool_id_prefix: format!("toolu_scripted_{ids}"),
+            model: request.model.clone(),
+            input_tokens: match response.usage.and_then(|u| u.input_tokens) {
+                Some(n) => n,
+                None => estimate_input_tokens(&request),
+            },
+            abort_after_first_block: request.purpose == Purpose::Main
+                && self.abort == Some(AbortSpec { response: index, phase: AbortPhase::Stream }),
+        };
+        let items = events::build(response, &blocks, &plan);
+        Ok(events::into_stream(items, Duration::from_millis(response.chunk_delay_ms), self.cancel.clone()))
+    }
+}
+
+impl Model for ScriptedModel {
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
+        Box::pin(std::future::ready(self.answer(request)))
+    }
+}
+
+fn label_of(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::Main => "main",
+        Purpose::Aux => "aux",
+    }
+}
+
+/// Prompt tokens of `request`, estimated as its characters (system and messages) over four.
+fn estimate_input_tokens(request: &ModelRequest) -> u64 {
+    let chars =
+        request.system.len() + request.messages.iter().flat_map(|m| &m.content).map(|b| b.char_len()).sum::<usize>();
+    (chars / 4) as u64
+}
+
+#[cfg(test)]
+mod tests;

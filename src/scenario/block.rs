@@ -1,0 +1,142 @@
+//! The content blocks a scenario may script, checked once so the scripted model never has to
+//! guess at a block's shape. The scenario keeps blocks as raw JSON (so a parse error can point
+//! into them); [`ScriptBlock::from_value`] is the one place that decides what a block means.
+
+use serde_json::{Map, Value};
+
+/// One content block of a scripted reply, after checking.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call.
+    ToolUse {
+        /// The call id; the scripted model makes one up when absent.
+        id: Option<String>,
+        /// The tool's name.
+        name: String,
+        /// The tool's input.
+        input: Map<String, Value>,
+    },
+    /// Extended thinking.
+    Thinking {
+        /// The thinking text.
+        thinking: String,
+        /// The signature; the scripted model makes one up when absent.
+        signature: Option<String>,
+    },
+}
+
+impl ScriptBlock {
+    /// Check one scripted block.
+    ///
+    /// # Errors
+    /// A message saying what the block lacks, e.g. ``a tool_use block needs `name`, a string``.
+    pub fn from_value(block: &Value) -> Result<ScriptBlock, String> {
+        let Value::Object(map) = block else {
+            return Err(format!("expected a content block object, found {}", kind_of(block)));
+        };
+        match map.get("type").and_then(Value::as_str) {
+            Some("text") => Ok(ScriptBlock::Text { text: required_str(map, "text", "text")? }),
+            Some("tool_use") => {
+                let id = optional_str(map, "id", "tool_use")?;
+                let name = required_str(map, "name", "tool_use")?;
+                let Some(Value::Object(input)) = map.get("input") else {
+                    return Err("a tool_use block needs `input`, an object".to_owned());
+                };
+                Ok(ScriptBlock::ToolUse { id, name, input: input.clone() })
+            }
+            Some("thinking") => Ok(ScriptBlock::Thinking {
+                thinking: required_str(map, "thinking", "thinking")?,
+                signature: optional_str(map, "signature", "thinking")?,
+            }),
+            _ => Err("expected `type` to be \"text\", \"tool_use\" or \"thinking\"".to_owned()),
+        }
+    }
+
+    /// Whether this is a tool call.
+    pub fn is_tool_use(&self) -> bool {
+        matches!(self, ScriptBlock::ToolUse { .. })
+    }
+
+    /// Bytes of payload, for output-token estimates (the same measure as
+    /// [`ContentBlock::char_len`](crate::protocol::ContentBlock::char_len)).
+    pub fn char_len(&self) -> usize {
+        match self {
+            ScriptBlock::Text { text } => text.len(),
+            ScriptBlock::ToolUse { name, input, .. } => name.len() + Value::Object(input.clone()).to_string().len(),
+            ScriptBlock::Thinking { thinking, .. } => thinking.len(),
+        }
+    }
+}
+
+fn required_str(map: &Map<String, Value>, key: &str, block: &str) -> Result<String, String> {
+    match map.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(format!("a {block} block needs `{key}`, a string")),
+    }
+}
+
+fn optional_str(map: &Map<String, Value>, key: &str, block: &str) -> Result<Option<String>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("a {block} block's `{key}` must be a string")),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accepts_the_three_block_types() {
+        assert_eq!(
+            ScriptBlock::from_value(&json!({"type": "text", "text": "hi"})),
+            Ok(ScriptBlock::Text { text: "hi".into() })
+        );
+        let input = json!({"file_path": "a.txt"}).as_object().cloned().unwrap_or_default();
+        assert_eq!(
+            ScriptBlock::from_value(&json!({"type": "tool_use", "name": "Read", "input": {"file_path": "a.txt"}})),
+            Ok(ScriptBlock::ToolUse { id: None, name: "Read".into(), input })
+        );
+        assert_eq!(
+            ScriptBlock::from_value(&json!({"type": "thinking", "thinking": "hmm", "signature": "s"})),
+            Ok(ScriptBlock::Thinking { thinking: "hmm".into(), signature: Some("s".into()) })
+        );
+    }
+
+    #[test]
+    fn says_what_a_block_lacks() {
+        let cases = [
+            (json!("text"), "expected a content block object, found a string"),
+            (json!({"type": "image"}), "expected `type` to be \"text\", \"tool_use\" or \"thinking\""),
+            (json!({"type": "text"}), "a text block needs `text`, a string"),
+            (json!({"type": "tool_use", "input": {}}), "a tool_use block needs `name`, a string"),
+            (json!({"type": "tool_use", "name": "Read", "input": []}), "a tool_use block needs `input`, an object"),
+            (
+                json!({"type": "tool_use", "id": 3, "name": "Read", "input": {}}),
+                "a tool_use block's `id` must be a string",
+            ),
+            (json!({"type": "thinking"}), "a thinking block needs `thinking`, a string"),
+        ];
+        for (block, message) in cases {
+            assert_eq!(ScriptBlock::from_value(&block), Err(message.to_owned()), "{block}");
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The rules of the scenario format that serde cannot express: block shapes, error and cut
+//! positions, file paths and the abort target. Each failure carries the JSON path it is about.
+
+use super::{AbortPhase, Scenario, ScriptedResponse, check_relative};
+
+/// A broken rule: where, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Invalid {
+    /// JSON path, e.g. `responses[0].content[1]`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn invalid(path: impl Into<String>, message: impl Into<String>) -> Invalid {
+    Invalid { path: path.into(), message: message.into() }
+}
+
+/// Check every rule, stopping at the first broken one.
+pub(super) fn check(scenario: &Scenario) -> Result<(), Invalid> {
+    for relative in scenario.files.keys() {
+        check_relative(relative).map_err(|why| invalid(format!("files[{relative:?}]"), why))?;
+    }
+    for (list, responses) in [("responses", &scenario.responses), ("aux", &scenario.aux)] {
+        for (index, response) in responses.iter().enumerate() {
+            check_response(&format!("{list}[{index}]"), response)?;
+        }
+    }
+    if let Some(abort) = scenario.abort {
+        let Some(response) = scenario.responses.get(abort.response) else {
+            return Err(invalid(
+                "abort.response",
+                format!(
+                    "response {} is past the end of `responses` ({} responses)",
+                    abort.response,
+                    scenario.responses.len()
+                ),
+            ));
+        };
+        match abort.phase {
+            AbortPhase::Stream if streamed_blocks(response) == 0 => {
+                return Err(invalid(
+                    "abort",
+                    format!("phase `stream` needs responses[{}] to stream at least one block", abort.response),
+                ));
+            }
+            AbortPhase::Tools if !calls_a_tool(response) => {
+                return Err(invalid(
+                    "abort",
+                    format!("phase `tools` needs responses[{}] to call a tool", abort.response),
+                ));
+            }
+            AbortPhase::Stream | AbortPhase::Tools => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_response(path: &str, response: &ScriptedResponse) -> Result<(), Invalid> {
+    let blocks = response.blocks().map_err(|(index, why)| invalid(format!("{path}.content[{index}]"), why))?;
+    let too_many = |field: &str, n: usize| {
+        invalid(format!("{path}.{field}"), format!("is {n}, but the response has {} content blocks", blocks.len()))
+    };
+    if let Some(error) = &response.error {
+        match error.after_blocks {
+            Some(n) if n > blocks.len() => return Err(too_many("error.after_blocks", n)),
+            Some(_) => {}
+            None if error.status.is_none() => {
+                return Err(invalid(
+                    format!("{path}.error"),
+                    "needs `status` (an HTTP error) or `after_blocks` (an SSE error event)",
+                ));
+            }
+            None => {}
+        }
+    }
+    if let Some(n) = response.cut_after_blocks {
+        if response.error.is_some() {
+            return Err(invalid(path, "`cut_after_blocks` and `error` cannot both be given"));
+        }
+        if n > blocks.len() {
+            return Err(too_many("cut_after_blocks", n));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `response` holds a `tool_use` block.
+fn calls_a_tool(response: &ScriptedResponse) -> bool {
+    response.blocks().is_ok_and(|blocks| blocks.iter().any(|b| b.is_tool_use()))
+}
+
+/// How many blocks of `response` reach the stream at all (an HTTP error streams none).
+fn streamed_blocks(response: &ScriptedResponse) -> usize {
+    let limit = match &response.error {
+        Some(error) => error.after_blocks.unwrap_or(0),
+        None => response.cut_after_blocks.unwrap_or(usize::MAX),
+    };
+    response.content.len().min(limit)
+}
