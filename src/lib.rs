@@ -9,6 +9,7 @@
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod context;
 pub mod engine;
 pub mod hooks;

@@ -101,7 +101,13 @@ pub async fn command(args: DemoArgs) -> u8 {
         eprintln!("agentloop: cannot write the scenario's files: {e}");
         return EXIT_USAGE;
     }
-    let spec = match spec_for_scenario(&scenario, dir.path().to_path_buf(), CancellationToken::new(), args.trace, args.output_format) {
+    let spec = match spec_for_scenario(
+        &scenario,
+        dir.path().to_path_buf(),
+        CancellationToken::new(),
+        args.trace,
+        args.output_format,
+    ) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");

@@ -106,7 +106,7 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
     let written = scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
     tracing::debug!(?written, "scenario files written");
     let mut spec = spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?;
-    if let Some(prompt) = args.prompt {
+    if let Some(prompt) = args.prompt.clone() {
         spec.prompt = prompt;
     }
     if spec.prompt.trim().is_empty() {
@@ -195,8 +195,7 @@ fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {
     };
     Ok(Some(match &args.trace_file {
         Some(path) => {
-            let file =
-                std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             TraceWriter::new(Box::new(std::io::BufWriter::new(file)), format, false)
         }
         None => TraceWriter::new(Box::new(std::io::stderr()), format, stderr_is_terminal()),
