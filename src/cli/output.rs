@@ -70,11 +70,11 @@ impl EventSink for CliSink {
                 let _ = out.flush();
                 self.wrote_text = true;
             }
-            EngineEvent::Message(message) if self.format == OutputFormat::Text => {
-                if message.role == Role::Assistant && self.wrote_text {
-                    println!();
-                    self.wrote_text = false;
-                }
+            EngineEvent::Message(message)
+                if self.format == OutputFormat::Text && message.role == Role::Assistant && self.wrote_text =>
+            {
+                println!();
+                self.wrote_text = false;
             }
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
                 let kind = match message.role {

@@ -76,10 +76,10 @@ impl ScriptedModel {
     /// cancels the run's token if the most recent main reply served is the abort's reply.
     pub fn tool_phase_started(&self) {
         let last_main = self.lock().last_main;
-        if let Some(AbortSpec { response, phase: AbortPhase::Tools }) = self.abort {
-            if last_main == Some(response) {
-                self.cancel.cancel();
-            }
+        if let Some(AbortSpec { response, phase: AbortPhase::Tools }) = self.abort
+            && last_main == Some(response)
+        {
+            self.cancel.cancel();
         }
     }
 
