@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod context;
 pub mod engine;
+pub mod harness;
 pub mod hooks;
 pub mod model;
 pub mod protocol;

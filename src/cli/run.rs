@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
@@ -11,6 +11,7 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run};
 use crate::engine::trace::{TraceFormat, TraceWriter};
+use crate::harness::{scenario_options, scenario_settings};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
 use crate::model::Model;
@@ -143,8 +144,7 @@ pub fn spec_for_scenario(
     format: OutputFormat,
 ) -> Result<RunSpec, String> {
     let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
-    let settings = Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
-        .map_err(|e| e.to_string())?;
+    let settings = scenario_settings(scenario)?;
     Ok(RunSpec {
         prompt: scenario.prompt.clone(),
         cwd,
@@ -156,35 +156,6 @@ pub fn spec_for_scenario(
         format,
         cancel,
     })
-}
-
-/// Engine options from a scenario's `options`.
-pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
-    let o = &scenario.options;
-    let mut options = EngineOptions { run_id: new_run_id(), ..EngineOptions::default() };
-    if let Some(m) = &o.model {
-        options.model = m.clone();
-    }
-    if let Some(n) = o.max_turns {
-        options.max_turns = n;
-    }
-    options.token_budget = o.token_budget;
-    if let Some(n) = o.context_window {
-        options.context_window = n;
-    }
-    options.fallback_model = o.fallback_model.clone();
-    if let Some(n) = o.max_retries {
-        options.max_retries = n;
-    }
-    if let Some(ms) = o.retry_base_delay_ms {
-        options.retry_base_delay = Duration::from_millis(ms);
-    }
-    options
-}
-
-/// A fresh run id.
-pub fn new_run_id() -> String {
-    format!("run-{:016x}", rand::random::<u64>())
 }
 
 fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {

@@ -1,0 +1,112 @@
+//! Runs a scenario end to end with the scripted model: what `agentloop demo`, the tests
+//! and the benchmarks share.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::clock::Clock;
+use crate::engine::events::EngineEvent;
+use crate::engine::machine::Deps;
+use crate::engine::options::EngineOptions;
+use crate::engine::run::{EngineError, RunOutcome, run};
+use crate::hooks::command::CommandHooks;
+use crate::hooks::settings::Settings;
+use crate::model::scripted::ScriptedModel;
+use crate::scenario::Scenario;
+use crate::tools::Registry;
+
+/// The result of a scenario run.
+pub struct ScenarioRun {
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// The scripted model, with its log of requests.
+    pub model: Arc<ScriptedModel>,
+    /// Every event the engine emitted, in order.
+    pub events: Vec<EngineEvent>,
+}
+
+/// Why a scenario could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The scenario's settings are malformed.
+    #[error("{0}")]
+    Settings(String),
+    /// The scenario's files could not be written.
+    #[error("cannot write the scenario's files: {0}")]
+    Files(#[from] std::io::Error),
+    /// The engine failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Engine options from a scenario's `options` (a fresh run id).
+pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
+    let o = &scenario.options;
+    let mut options = EngineOptions { run_id: new_run_id(), ..EngineOptions::default() };
+    if let Some(m) = &o.model {
+        options.model = m.clone();
+    }
+    if let Some(n) = o.max_turns {
+        options.max_turns = n;
+    }
+    options.token_budget = o.token_budget;
+    if let Some(n) = o.context_window {
+        options.context_window = n;
+    }
+    options.fallback_model = o.fallback_model.clone();
+    if let Some(n) = o.max_retries {
+        options.max_retries = n;
+    }
+    if let Some(ms) = o.retry_base_delay_ms {
+        options.retry_base_delay = Duration::from_millis(ms);
+    }
+    options
+}
+
+/// A fresh run id.
+pub fn new_run_id() -> String {
+    format!("run-{:016x}", rand::random::<u64>())
+}
+
+/// The hook settings of a scenario.
+///
+/// # Errors
+/// A message naming the scenario and the bad field.
+pub fn scenario_settings(scenario: &Scenario) -> Result<Settings, String> {
+    Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
+        .map_err(|e| e.to_string())
+}
+
+/// Run `scenario` in `dir` (its files are written there first) on `clock`.
+///
+/// # Errors
+/// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
+pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>) -> Result<ScenarioRun, HarnessError> {
+    scenario.write_files(dir)?;
+    let settings = scenario_settings(scenario).map_err(HarnessError::Settings)?;
+    let cancel = CancellationToken::new();
+    let model = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
+    let deps = Deps {
+        model: model.clone(),
+        tools: Registry::standard(),
+        hooks: Arc::new(CommandHooks::new(settings.hooks)),
+        clock,
+        cancel,
+        cwd: dir.to_path_buf(),
+    };
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    let sink_model = model.clone();
+    let sink = move |event: &EngineEvent| {
+        if let EngineEvent::ToolPhaseStarted { .. } = event {
+            sink_model.tool_phase_started();
+        }
+        sink_events.lock().expect("event log lock is never poisoned").push(event.clone());
+    };
+    let outcome = run(deps, scenario_options(scenario), &scenario.prompt, Box::new(sink)).await?;
+    let events = std::mem::take(&mut *events.lock().expect("event log lock is never poisoned"));
+    Ok(ScenarioRun { outcome, model, events })
+}
