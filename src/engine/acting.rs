@@ -3,7 +3,6 @@
 use statig::prelude::*;
 
 use crate::engine::edge::Edge;
-use crate::engine::events::EngineEvent;
 use crate::engine::machine::{Ctx, Machine, State, facts};
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::tools::orchestrate::{INTERRUPTED_RESULT, Runner};
@@ -15,7 +14,6 @@ impl Machine {
     /// ExecuteTools: run the reply's calls and send one result per call, in call order.
     pub(crate) async fn execute_tools_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let calls = std::mem::take(&mut self.st.calls);
-        ctx.emit(EngineEvent::ToolPhaseStarted { calls: calls.len() });
         let env = ctx.hook_env(&self.st.options.run_id);
         let hooks = ctx.deps.hooks.clone();
         let registry = ctx.deps.tools.clone();

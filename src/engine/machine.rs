@@ -117,7 +117,8 @@ impl Machine {
     }
 
     /// `Sampling` (Request, Consume). Terminal edge: `sampling.abort`.
-    #[superstate(superstate = "running")]
+    /// Leaving it by any edge closes the reply stream.
+    #[superstate(superstate = "running", exit_action = "exit_sampling")]
     async fn sampling(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
             Event::Abort => self.abort_sampling(context),
@@ -126,12 +127,34 @@ impl Machine {
     }
 
     /// `Acting` (ExecuteTools). Terminal edge: `acting.abort`.
-    #[superstate(superstate = "running")]
+    /// Entering it announces the tool phase; leaving it clears the phase's calls.
+    #[superstate(superstate = "running", entry_action = "enter_acting", exit_action = "exit_acting")]
     async fn acting(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
             Event::Abort => self.abort_tools(context),
             Event::Step => Super,
         }
+    }
+
+    /// Closes the stream, so no edge out of `Sampling` leaves a connection open.
+    #[action]
+    async fn exit_sampling(&mut self) {
+        self.st.stream = None;
+        self.st.partial = None;
+    }
+
+    /// Announces the tool phase to the caller (the scripted model's `abort.phase = tools`
+    /// and progress displays listen for it).
+    #[action]
+    async fn enter_acting(&mut self, context: &mut Ctx) {
+        context.emit(EngineEvent::ToolPhaseStarted { calls: self.st.calls.len() });
+    }
+
+    /// Forgets the phase's calls and any interrupted results once they are answered.
+    #[action]
+    async fn exit_acting(&mut self) {
+        self.st.calls.clear();
+        self.st.interrupted_results = None;
     }
 
     /// `Prepare`. Edges: `prepare.request`, `prepare.blocking_limit`.
@@ -359,5 +382,40 @@ impl Machine {
             }
         }
         Ok(recorded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use statig::awaitable::State as _;
+
+    /// statig's hierarchy (read at runtime) equals the table's `parent` column.
+    #[test]
+    fn statig_hierarchy_matches_the_table() {
+        let table = crate::engine::table::shipped();
+        let leaves = [
+            State::Prepare {},
+            State::Request {},
+            State::Consume {},
+            State::ExecuteTools {},
+            State::Checkpoint {},
+            State::Recover {},
+            State::Done { reason: TerminalReason::Completed },
+        ];
+        let count = leaves.len();
+        for mut leaf in leaves {
+            let name = state_name(&leaf);
+            let mut chain = vec![name];
+            let mut parent = leaf.superstate();
+            while let Some(mut p) = parent {
+                chain.push(superstate_name(&p));
+                parent = statig::awaitable::Superstate::superstate(&mut p);
+            }
+            assert_eq!(chain, table.ancestry(name), "ancestry of {name}");
+        }
+        let declared_leaves =
+            table.states.iter().filter(|s| s.kind != crate::engine::table::StateKind::Superstate).count();
+        assert_eq!(declared_leaves, count, "every leaf state of the table has a handler");
     }
 }

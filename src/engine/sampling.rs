@@ -298,7 +298,6 @@ and nothing is left to compact",
 
     /// The `Sampling` superstate's abort: keep what streamed, answer its calls, end.
     pub(crate) fn abort_sampling(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        self.st.stream = None;
         if let Some(partial) = self.st.partial.take() {
             self.keep_partial(ctx, partial, "Interrupted by user");
         }
