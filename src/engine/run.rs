@@ -85,7 +85,7 @@ pub async fn run(
 ) -> Result<RunOutcome, EngineError> {
     options.validate().map_err(EngineError::Options)?;
     let table = table::shipped();
-    let tool_ctx = ToolContext { cwd: deps.cwd.clone(), cancel: deps.cancel.clone(), reads: Default::default() };
+    let tool_ctx = ToolContext { cancel: deps.cancel.clone(), ..ToolContext::new(deps.cwd.clone()) };
     let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
     let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx };
     let counters: Counters = st.counters.clone();

@@ -5,6 +5,7 @@
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
 pub mod orchestrate;
+pub mod paths;
 pub mod read;
 
 use std::collections::BTreeMap;
@@ -64,14 +65,17 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Cancelled on abort (and, for sibling Bash calls, on a failing sibling).
     pub cancel: CancellationToken,
-    /// Files read in this run, by canonical path.
+    /// Files read or written in this run, by canonical path, with the modification time
+    /// seen then: Write and Edit refuse files not read, or changed on disk since.
     pub reads: Arc<Mutex<BTreeMap<PathBuf, ReadRecord>>>,
+    /// Whether this call may touch paths outside `cwd` (a permission rule allowed it).
+    pub allow_outside: bool,
 }
 
 impl ToolContext {
     /// A context for `cwd` with a fresh cancellation token and no reads.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        ToolContext { cwd: cwd.into(), cancel: CancellationToken::new(), reads: Arc::default() }
+        ToolContext { cwd: cwd.into(), cancel: CancellationToken::new(), reads: Arc::default(), allow_outside: false }
     }
 }
 

@@ -1,12 +1,11 @@
 //! `Read`: a file's lines, numbered like `cat -n`, with Claude Code's input schema.
 
-use std::path::{Path, PathBuf};
-
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::paths::resolve;
 use super::{ReadRecord, Tool, ToolContext, ToolOutput, parse_input};
 
 /// Lines returned when the call gives no `limit`.
@@ -71,31 +70,11 @@ impl Tool for Read {
     }
 }
 
-/// Resolve `path` against the working directory and refuse paths that leave it.
-///
-/// # Errors
-/// An error result when the path does not exist or resolves outside `cwd`.
-pub fn resolve_inside(cwd: &Path, path: &str) -> Result<PathBuf, ToolOutput> {
-    let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { cwd.join(path) };
-    let canonical = joined
-        .canonicalize()
-        .map_err(|e| ToolOutput::error(format!("File does not exist or cannot be opened: {path} ({e})")))?;
-    let root = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    if !canonical.starts_with(&root) {
-        return Err(ToolOutput::error(format!(
-            "Permission denied: {path} resolves to {} which is outside the working directory {}",
-            canonical.display(),
-            root.display()
-        )));
-    }
-    Ok(canonical)
-}
-
 async fn read(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     if input.offset == Some(0) || input.limit == Some(0) {
         return Err(ToolOutput::error("offset and limit start at 1"));
     }
-    let path = resolve_inside(&ctx.cwd, &input.file_path)?;
+    let path = resolve(ctx, &input.file_path, true)?;
     let meta = tokio::fs::metadata(&path)
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", input.file_path)))?;
@@ -154,6 +133,7 @@ pub fn number_lines(text: &str, offset: usize, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     async fn call(dir: &Path, input: Value) -> ToolOutput {
         Read.call(input, ToolContext::new(dir)).await
