@@ -13,10 +13,11 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{EngineError, RunOutcome, run};
 use crate::hooks::command::CommandHooks;
-use crate::hooks::settings::Settings;
+use crate::hooks::settings::{Permissions, Settings};
 use crate::model::scripted::ScriptedModel;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
+use crate::tools::permissions::{Mode, PermissionError, Policy};
 
 /// The result of a scenario run.
 pub struct ScenarioRun {
@@ -63,6 +64,12 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
     if let Some(ms) = o.retry_base_delay_ms {
         options.retry_base_delay = Duration::from_millis(ms);
     }
+    if let Some(n) = o.max_tool_concurrency {
+        options.max_tool_concurrency = n;
+    }
+    if let Some(n) = o.tool_result_cap {
+        options.tool_result_cap = n;
+    }
     options
 }
 
@@ -78,6 +85,27 @@ pub fn new_run_id() -> String {
 pub fn scenario_settings(scenario: &Scenario) -> Result<Settings, String> {
     Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
         .map_err(|e| e.to_string())
+}
+
+/// The permission policy of a run: the settings' rules and `defaultMode`, then the command
+/// line's mode and `--allowedTools` / `--disallowedTools`, which add to the settings.
+///
+/// # Errors
+/// A message naming the bad mode or rule.
+pub fn policy(
+    permissions: &Permissions,
+    mode: Option<&str>,
+    allowed: &[String],
+    disallowed: &[String],
+    cwd: &Path,
+) -> Result<Policy, String> {
+    let mode: Mode = match mode.or(permissions.default_mode.as_deref()) {
+        Some(m) => m.parse().map_err(|e: PermissionError| e.to_string())?,
+        None => Mode::Default,
+    };
+    let allow: Vec<String> = permissions.allow.iter().chain(allowed).cloned().collect();
+    let deny: Vec<String> = permissions.deny.iter().chain(disallowed).cloned().collect();
+    Policy::new(mode, cwd.to_path_buf()).with_rules(&allow, &deny, &permissions.ask).map_err(|e| e.to_string())
 }
 
 /// Run `scenario` in `dir` (its files are written there first) on `clock`.
@@ -96,6 +124,7 @@ pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>
         clock,
         cancel,
         cwd: dir.to_path_buf(),
+        policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir).map_err(HarnessError::Settings)?),
     };
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink_events = events.clone();

@@ -78,6 +78,12 @@ pub struct ScenarioOptions {
     /// Model name sent in requests.
     #[serde(default)]
     pub model: Option<String>,
+    /// Concurrency-safe tool calls that may run at once.
+    #[serde(default)]
+    pub max_tool_concurrency: Option<usize>,
+    /// Characters of one tool result before it is cut.
+    #[serde(default)]
+    pub tool_result_cap: Option<usize>,
 }
 
 /// When the simulated Ctrl+C happens.

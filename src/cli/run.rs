@@ -11,13 +11,14 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run};
 use crate::engine::trace::{TraceFormat, TraceWriter};
-use crate::harness::{scenario_options, scenario_settings};
+use crate::harness::{policy, scenario_options, scenario_settings};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
 use crate::model::Model;
 use crate::model::scripted::ScriptedModel;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
+use crate::tools::permissions::Policy;
 use tokio_util::sync::CancellationToken;
 
 /// `agentloop run` flags.
@@ -41,9 +42,21 @@ pub struct RunArgs {
     /// Working directory for tools and hooks (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Claude Code settings file (hooks).
+    /// Claude Code settings file (hooks, permissions).
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
+    /// default, acceptEdits, plan or bypassPermissions.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+    /// Rules that allow tool calls, e.g. "Bash(git status:*)" "Edit(src/**)" (comma or space separated).
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES", num_args = 1..)]
+    pub allowed_tools: Vec<String>,
+    /// Rules that refuse tool calls; they win over allow rules.
+    #[arg(long = "disallowedTools", alias = "disallowed-tools", value_name = "RULES", num_args = 1..)]
+    pub disallowed_tools: Vec<String>,
+    /// Concurrency-safe tool calls that may run at once (default 10).
+    #[arg(long, value_name = "N")]
+    pub max_tool_concurrency: Option<usize>,
     /// How the result is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
@@ -66,6 +79,8 @@ pub struct RunSpec {
     pub scripted: Option<Arc<ScriptedModel>>,
     /// Hook settings.
     pub settings: Settings,
+    /// Permission policy.
+    pub policy: Policy,
     /// Trace options.
     pub trace: TraceArgs,
     /// Output format.
@@ -117,6 +132,13 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
     if let Some(path) = &args.settings {
         spec.settings = Settings::load(path).map_err(|e| e.to_string())?;
     }
+    spec.policy = policy(
+        &spec.settings.permissions,
+        args.permission_mode.as_deref(),
+        &split_rules(&args.allowed_tools),
+        &split_rules(&args.disallowed_tools),
+        &spec.cwd,
+    )?;
     Ok(spec)
 }
 
@@ -130,6 +152,37 @@ fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
     if let Some(m) = &args.fallback_model {
         options.fallback_model = Some(m.clone());
     }
+    if let Some(n) = args.max_tool_concurrency {
+        options.max_tool_concurrency = n;
+    }
+}
+
+/// Split rule lists given as `"Bash(git log:*) Edit"` or `Read,Grep` into rules, keeping
+/// spaces and commas inside parentheses.
+pub fn split_rules(values: &[String]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for value in values {
+        let mut depth = 0usize;
+        let mut current = String::new();
+        for c in value.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth == 0 && (c == ',' || c.is_whitespace()) {
+                if !current.is_empty() {
+                    rules.push(std::mem::take(&mut current));
+                }
+            } else {
+                current.push(c);
+            }
+        }
+        if !current.is_empty() {
+            rules.push(current);
+        }
+    }
+    rules
 }
 
 /// A run of `scenario` with the scripted model in `cwd`.
@@ -145,6 +198,7 @@ pub fn spec_for_scenario(
 ) -> Result<RunSpec, String> {
     let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
     let settings = scenario_settings(scenario)?;
+    let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
     Ok(RunSpec {
         prompt: scenario.prompt.clone(),
         cwd,
@@ -152,6 +206,7 @@ pub fn spec_for_scenario(
         model: scripted.clone(),
         scripted: Some(scripted),
         settings,
+        policy,
         trace,
         format,
         cancel,
@@ -208,6 +263,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         clock: Arc::new(SystemClock::new()),
         cancel: spec.cancel.clone(),
         cwd: spec.cwd,
+        policy: Arc::new(spec.policy),
     };
     let interrupt = spec.cancel.clone();
     let watcher = tokio::spawn(async move {

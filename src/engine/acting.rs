@@ -5,23 +5,30 @@ use statig::prelude::*;
 use crate::engine::edge::Edge;
 use crate::engine::machine::{Ctx, Machine, State, facts};
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tools::orchestrate::{INTERRUPTED_RESULT, Runner};
+use crate::tools::orchestrate::INTERRUPTED_RESULT;
+use crate::tools::streaming::Executor;
 
 /// Text appended when the user interrupts the tool phase.
 pub const INTERRUPTED_TOOLS: &str = "[Request interrupted by user for tool use]";
 
 impl Machine {
-    /// ExecuteTools: run the reply's calls and send one result per call, in call order.
+    /// ExecuteTools: wait for the reply's calls (some may have started while it streamed) and
+    /// send one result per call, in call order.
     pub(crate) async fn execute_tools_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let calls = std::mem::take(&mut self.st.calls);
-        let env = ctx.hook_env(&self.st.options.run_id);
-        let hooks = ctx.deps.hooks.clone();
-        let registry = ctx.deps.tools.clone();
-        let tool_ctx = ctx.tool_ctx.clone();
-        let runner = Runner { registry: &registry, hooks: hooks.as_ref(), env: &env, tool_ctx: &tool_ctx };
-        let outcome = runner.run(&calls, ctx.sink.as_mut()).await;
+        let executor = match self.st.executor.take() {
+            Some(executor) => executor,
+            None => {
+                let mut executor = self.new_executor(ctx);
+                for call in self.st.calls.clone() {
+                    for event in executor.add(call) {
+                        ctx.emit(event);
+                    }
+                }
+                executor
+            }
+        };
+        let outcome = executor.finish(&mut |event| ctx.emit(event)).await;
         if ctx.deps.cancel.is_cancelled() {
-            self.st.calls = calls;
             self.st.interrupted_results = Some(outcome.results);
             return Handled;
         }
@@ -29,6 +36,11 @@ impl Machine {
         self.st.tools_ran = true;
         self.st.hook_stop = outcome.hook_stop;
         self.go(Edge::ToolsDone, "tools_finished", facts([]), State::Checkpoint {})
+    }
+
+    /// A fresh executor for one reply's calls.
+    pub(crate) fn new_executor(&self, ctx: &Ctx) -> Executor {
+        Executor::new(ctx.toolbox.clone(), ctx.tool_ctx.clone(), self.st.options.max_tool_concurrency)
     }
 
     /// The `Acting` superstate's abort: every call gets a result (finished ones their real

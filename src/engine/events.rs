@@ -31,6 +31,8 @@ pub enum EngineEvent {
         name: String,
         /// Tool input.
         input: Value,
+        /// Names of the calls already running beside it.
+        running: Vec<String>,
     },
     /// A tool call finished.
     ToolFinished {

@@ -29,6 +29,8 @@ use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
 use crate::tools::Registry;
+use crate::tools::orchestrate::Toolbox;
+use crate::tools::permissions::Policy;
 
 /// What a run depends on, all behind traits so a test can run with no network.
 #[derive(Clone)]
@@ -45,6 +47,8 @@ pub struct Deps {
     pub cancel: CancellationToken,
     /// The run's working directory.
     pub cwd: PathBuf,
+    /// Who may run which tool.
+    pub policy: Arc<Policy>,
 }
 
 /// The statig context: dependencies, the caller's sink, the table and the trace.
@@ -61,6 +65,8 @@ pub struct Ctx {
     pub violation: Option<String>,
     /// What every tool call of the run shares (cwd, cancellation, files read).
     pub tool_ctx: crate::tools::ToolContext,
+    /// The tool pipeline (registry, hooks, permissions, result budget).
+    pub toolbox: Arc<Toolbox>,
 }
 
 impl Ctx {
@@ -141,6 +147,7 @@ impl Machine {
     async fn exit_sampling(&mut self) {
         self.st.stream = None;
         self.st.partial = None;
+        self.st.partial_results.clear();
     }
 
     /// Announces the tool phase to the caller (the scripted model's `abort.phase = tools`
@@ -150,10 +157,11 @@ impl Machine {
         context.emit(EngineEvent::ToolPhaseStarted { calls: self.st.calls.len() });
     }
 
-    /// Forgets the phase's calls and any interrupted results once they are answered.
+    /// Forgets the phase's calls, executor and any interrupted results once they are answered.
     #[action]
     async fn exit_acting(&mut self) {
         self.st.calls.clear();
+        self.st.executor = None;
         self.st.interrupted_results = None;
     }
 

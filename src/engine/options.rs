@@ -27,6 +27,10 @@ pub struct EngineOptions {
     pub stop_hook_block_cap: u32,
     /// Session id handed to hooks and written in the trace header.
     pub run_id: String,
+    /// Concurrency-safe tool calls that may run at once. Default 10.
+    pub max_tool_concurrency: usize,
+    /// Characters of one tool result before it is cut (and saved whole). Default 30_000.
+    pub tool_result_cap: usize,
 }
 
 impl Default for EngineOptions {
@@ -43,6 +47,8 @@ impl Default for EngineOptions {
             retry_max_delay: Duration::from_secs(32),
             stop_hook_block_cap: 8,
             run_id: String::new(),
+            max_tool_concurrency: crate::tools::orchestrate::DEFAULT_MAX_CONCURRENCY,
+            tool_result_cap: crate::tools::orchestrate::DEFAULT_RESULT_CAP,
         }
     }
 }
@@ -62,6 +68,9 @@ impl EngineOptions {
         }
         if self.context_window < 1_000 {
             return Err(format!("context_window {} is too small (at least 1000 tokens)", self.context_window));
+        }
+        if self.max_tool_concurrency == 0 {
+            return Err("max_tool_concurrency must be at least 1".into());
         }
         if self.token_budget == Some(0) {
             return Err("token_budget must be positive".into());

@@ -12,7 +12,11 @@ use crate::engine::state::{LoopState, UsageTotals};
 use crate::engine::table::{self, Counters};
 use crate::engine::trace::{TRACE_SCHEMA, TraceHeader, TraceRecord};
 use crate::protocol::Message;
+use std::sync::Arc;
+
+use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
+use crate::tools::orchestrate::Toolbox;
 
 /// Dispatches after which a run is declared stuck (far above any bounded run).
 const MAX_DISPATCHES: usize = 1_000_000;
@@ -73,6 +77,10 @@ pub fn header(options: &EngineOptions) -> TraceHeader {
     }
 }
 
+fn st_run_id(st: &LoopState) -> String {
+    if st.options.run_id.is_empty() { format!("run-{}", std::process::id()) } else { st.options.run_id.clone() }
+}
+
 /// Run the loop on `prompt` to a terminal reason.
 ///
 /// # Errors
@@ -87,7 +95,16 @@ pub async fn run(
     let table = table::shipped();
     let tool_ctx = ToolContext { cancel: deps.cancel.clone(), ..ToolContext::new(deps.cwd.clone()) };
     let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
-    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx };
+    let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
+    let toolbox = Arc::new(Toolbox {
+        registry: deps.tools.clone(),
+        hooks: deps.hooks.clone(),
+        env: HookEnv { session_id: st.options.run_id.clone(), cwd: deps.cwd.clone() },
+        policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
+        result_cap: st.options.tool_result_cap,
+        spill_dir,
+    });
+    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox };
     let counters: Counters = st.counters.clone();
     let span = tracing::info_span!("run", run_id = %st.options.run_id);
     let _enter = span.enter();

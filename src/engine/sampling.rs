@@ -14,6 +14,9 @@ use crate::engine::state::{PendingCall, Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
 use crate::protocol::{ContentBlock, Message, Role};
+use crate::tools::ToolCall;
+use crate::tools::streaming::Executor;
+use std::collections::HashMap;
 
 /// Text appended when the user interrupts a model call.
 pub const INTERRUPTED: &str = "[Request interrupted by user]";
@@ -185,11 +188,14 @@ and nothing is left to compact",
         self.annotate(Some(delay.as_millis() as u64), Some(error.to_string()));
     }
 
-    /// Consume: read the stream to its end and decide what the reply asks for.
+    /// Consume: read the stream to its end and decide what the reply asks for. Each tool call
+    /// is handed to the executor as soon as its block is complete, so it can run while the
+    /// rest of the reply streams.
     pub(crate) async fn consume_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let cancel = ctx.deps.cancel.clone();
+        let mut executor = self.new_executor(ctx);
         let Some(mut stream) = self.st.stream.take() else {
-            return self.stream_failed(ctx, Assembler::new(), ModelError::Incomplete);
+            return self.stream_failed(ctx, Assembler::new(), executor, ModelError::Incomplete).await;
         };
         let mut asm = Assembler::new();
         loop {
@@ -197,29 +203,41 @@ and nothing is left to compact",
                 biased;
                 _ = cancel.cancelled() => {
                     self.st.partial = Some(asm);
+                    self.st.partial_results = Self::settle(ctx, executor).await;
                     return Handled;
+                }
+                events = executor.next(), if executor.has_running() => {
+                    events.into_iter().for_each(|e| ctx.emit(e));
+                    continue;
                 }
                 next = stream.next() => next,
             };
             let event = match next {
                 None => break,
                 Some(Ok(event)) => event,
-                Some(Err(error)) => return self.stream_failed(ctx, asm, error),
+                Some(Err(error)) => return self.stream_failed(ctx, asm, executor, error).await,
             };
             match asm.push(event) {
                 Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text)),
                 Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text)),
+                Ok(Step::BlockDone(index)) => {
+                    if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
+                        for event in executor.add(ToolCall { id, name, input }) {
+                            ctx.emit(event);
+                        }
+                    }
+                }
                 Ok(Step::Stopped) => break,
                 Ok(Step::Failed(e)) => {
                     let error = ModelError::Stream { kind: e.kind, message: e.message };
-                    return self.stream_failed(ctx, asm, error);
+                    return self.stream_failed(ctx, asm, executor, error).await;
                 }
-                Ok(Step::Quiet | Step::BlockDone(_)) => {}
-                Err(error) => return self.stream_failed(ctx, asm, error),
+                Ok(Step::Quiet) => {}
+                Err(error) => return self.stream_failed(ctx, asm, executor, error).await,
             }
         }
         if !asm.is_complete() {
-            return self.stream_failed(ctx, asm, ModelError::Incomplete);
+            return self.stream_failed(ctx, asm, executor, ModelError::Incomplete).await;
         }
         self.st.overload_streak = 0;
         let done = asm.finish();
@@ -238,6 +256,7 @@ and nothing is left to compact",
         if has_tool_use {
             self.append(ctx, message);
             self.st.calls = calls;
+            self.st.executor = Some(executor);
             self.go(Edge::ConsumeTools, "message_complete", f, State::ExecuteTools {})
         } else if truncated {
             let max_tokens = self.st.max_tokens();
@@ -249,18 +268,46 @@ and nothing is left to compact",
         }
     }
 
-    fn stream_failed(&mut self, ctx: &mut Ctx, partial: Assembler, error: ModelError) -> Outcome<State> {
+    /// Cancel what still runs of an executor and collect every call's result by id.
+    async fn settle(ctx: &mut Ctx, executor: Executor) -> HashMap<String, ContentBlock> {
+        executor.cancel();
+        let outcome = executor.finish(&mut |e| ctx.emit(e)).await;
+        outcome
+            .results
+            .into_iter()
+            .filter_map(|block| match &block {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some((tool_use_id.clone(), block)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    async fn stream_failed(
+        &mut self,
+        ctx: &mut Ctx,
+        partial: Assembler,
+        executor: Executor,
+        error: ModelError,
+    ) -> Outcome<State> {
         let class = error.class();
         self.note_overload(&error);
+        if executor.any_started() {
+            ctx.emit(EngineEvent::Warning(format!(
+                "the stream broke after {} tool call(s) started; whatever they did stays done",
+                executor.len()
+            )));
+        }
+        let results = Self::settle(ctx, executor).await;
         let f = facts([("error", value(class_name(class)))]);
         match class {
             ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
-                // The partial reply is dropped: none of its tools ran, so nothing needs a result.
+                // The partial reply and its results are dropped: the request is sent again.
                 let outcome = self.go(Edge::ConsumeRetry, "stream_failed", f, State::Request {});
                 self.schedule_retry(&error);
                 outcome
             }
             ErrorClass::Retryable => {
+                self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {error}"));
                 self.st.error = Some(format!("retries exhausted: {error}"));
                 self.finish(ctx, Edge::ConsumeRetriesExhausted, "stream_failed", f)
@@ -270,6 +317,7 @@ and nothing is left to compact",
                 self.go(Edge::ConsumePromptTooLong, "stream_failed", f, State::Recover {})
             }
             ErrorClass::Fatal => {
+                self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {error}"));
                 self.st.error = Some(error.to_string());
                 self.finish(ctx, Edge::ConsumeModelError, "stream_failed", f)
@@ -277,12 +325,20 @@ and nothing is left to compact",
         }
     }
 
-    /// Keep the finished part of an interrupted reply, answering each of its tool calls with
-    /// a synthetic error so the transcript stays valid.
+    /// Keep the finished part of an interrupted reply. Each of its tool calls is answered:
+    /// with its real result if it ran to the end, otherwise with a synthetic error (`reason`).
     fn keep_partial(&mut self, ctx: &mut Ctx, partial: Assembler, reason: &str) {
         let (message, _) = partial.finish().into_message();
-        let results: Vec<ContentBlock> =
-            message.tool_uses().map(|t| ContentBlock::tool_result(t.id, reason.to_owned(), true)).collect();
+        let mut known = std::mem::take(&mut self.st.partial_results);
+        let results: Vec<ContentBlock> = message
+            .tool_uses()
+            .map(|t| match known.remove(t.id) {
+                Some(ContentBlock::ToolResult { is_error: false, content, .. }) => {
+                    ContentBlock::ToolResult { tool_use_id: t.id.to_owned(), content, is_error: false }
+                }
+                _ => ContentBlock::tool_result(t.id, reason.to_owned(), true),
+            })
+            .collect();
         self.append(ctx, message);
         if !results.is_empty() {
             self.append(ctx, Message { role: Role::User, content: results });

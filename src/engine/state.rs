@@ -95,6 +95,10 @@ pub struct LoopState {
     pub partial: Option<Assembler>,
     /// Tool calls of the current reply, in call order.
     pub calls: Vec<PendingCall>,
+    /// The executor of the current reply's calls (started while the reply streamed).
+    pub executor: Option<crate::tools::streaming::Executor>,
+    /// Results of calls of an interrupted reply, by tool_use id.
+    pub partial_results: std::collections::HashMap<String, ContentBlock>,
     /// Results gathered by an interrupted tool phase.
     pub interrupted_results: Option<Vec<ContentBlock>>,
     /// The withheld error Recover works on.
@@ -148,6 +152,8 @@ impl LoopState {
             stream: None,
             partial: None,
             calls: Vec::new(),
+            executor: None,
+            partial_results: Default::default(),
             interrupted_results: None,
             withheld: None,
             tools_ran: false,

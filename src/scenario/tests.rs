@@ -108,7 +108,8 @@ fn shape_errors_name_file_path_and_position() {
     assert_eq!(
         parse_err(r#"{"options": {"max_turn": 3}, "responses": []}"#),
         "bad.json: at options.max_turn: unknown field `max_turn`, expected one of `max_turns`, `token_budget`, \
-         `context_window`, `fallback_model`, `max_retries`, `retry_base_delay_ms`, `model` (line 1, column 23)"
+         `context_window`, `fallback_model`, `max_retries`, `retry_base_delay_ms`, `model`, `max_tool_concurrency`, \
+         `tool_result_cap` (line 1, column 23)"
     );
     assert_eq!(
         parse_err(r#"{"responses": [{"contents": []}]}"#),

@@ -6,7 +6,9 @@
 
 pub mod orchestrate;
 pub mod paths;
+pub mod permissions;
 pub mod read;
+pub mod streaming;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

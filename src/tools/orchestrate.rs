@@ -1,129 +1,74 @@
-//! Running the tool calls of one reply: hooks around each call, consecutive
-//! concurrency-safe calls together, everything else alone and in order, and results
-//! returned in call order whatever order the calls finish in.
+//! One tool call, start to finish: the pipeline every call goes through, whether it starts
+//! while the reply is still streaming or after it.
+//!
+//! unknown tool → interrupted? → PreToolUse hooks → permission → the tool → result budget →
+//! PostToolUse hooks. Every step that refuses produces an `is_error` result the model reads.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-
-use crate::engine::events::{EngineEvent, EventSink};
 use crate::hooks::{HookEnv, Hooks};
-use crate::protocol::ContentBlock;
+use crate::tools::permissions::{Decision, Policy};
 use crate::tools::{Registry, ToolCall, ToolContext, ToolOutput};
 
-/// Calls that may run at once in one concurrent batch.
-pub const MAX_CONCURRENCY: usize = 10;
-
+/// Default cap on one tool result, in characters.
+pub const DEFAULT_RESULT_CAP: usize = 30_000;
+/// Calls that may run at once (Claude Code's default; `--max-tool-concurrency` changes it).
+pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 /// Result text of a call that never ran because the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "Interrupted by user: the tool did not run";
+/// Result text of a call cancelled because a parallel Bash call failed.
+pub const SIBLING_CANCELLED: &str = "cancelled: a parallel Bash call failed";
 
-/// The outcome of one tool phase.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PhaseOutcome {
-    /// One `tool_result` per call, in call order.
-    pub results: Vec<ContentBlock>,
-    /// The first `continue: false` reason a tool hook gave.
-    pub hook_stop: Option<String>,
-}
-
-/// What one call needs besides its input.
-pub struct Runner<'a> {
+/// What every call of a run shares.
+pub struct Toolbox {
     /// The tools.
-    pub registry: &'a Registry,
+    pub registry: Registry,
     /// The hooks.
-    pub hooks: &'a dyn Hooks,
-    /// Hook environment.
-    pub env: &'a HookEnv,
-    /// Tool context (cwd, cancellation, read records).
-    pub tool_ctx: &'a ToolContext,
+    pub hooks: Arc<dyn Hooks>,
+    /// Where hooks run.
+    pub env: HookEnv,
+    /// Who may run what.
+    pub policy: Arc<Policy>,
+    /// Results longer than this many characters are cut (the whole text is saved).
+    pub result_cap: usize,
+    /// Where cut results are saved (the run's temp directory).
+    pub spill_dir: PathBuf,
 }
 
-struct Finished {
-    index: usize,
-    result: ContentBlock,
-    stop: Option<String>,
-    warnings: Vec<String>,
-    is_error: bool,
-    duration: Duration,
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// What the model reads.
+    pub output: ToolOutput,
+    /// A tool hook's `continue: false` reason.
+    pub stop: Option<String>,
+    /// Warnings for the user (hook failures).
+    pub warnings: Vec<String>,
+    /// How long the call took.
+    pub duration: Duration,
 }
 
-impl Runner<'_> {
-    /// Run every call, reporting starts and finishes to `sink`.
-    pub async fn run(&self, calls: &[ToolCall], sink: &mut dyn EventSink) -> PhaseOutcome {
-        let mut slots: Vec<Option<ContentBlock>> = vec![None; calls.len()];
-        let mut hook_stop = None;
-        let mut start = 0;
-        while start < calls.len() {
-            let end = self.batch_end(calls, start);
-            let mut running = FuturesUnordered::new();
-            for (index, call) in calls.iter().enumerate().take(end).skip(start) {
-                sink.event(&EngineEvent::ToolStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: call.input.clone(),
-                });
-                running.push(self.run_one(index, call));
-            }
-            while let Some(done) = running.next().await {
-                let call = &calls[done.index];
-                for w in done.warnings {
-                    sink.event(&EngineEvent::Warning(w));
-                }
-                sink.event(&EngineEvent::ToolFinished {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: done.is_error,
-                    duration: done.duration,
-                });
-                if hook_stop.is_none() {
-                    hook_stop = done.stop;
-                }
-                slots[done.index] = Some(done.result);
-            }
-            start = end;
-        }
-        let results = slots
-            .into_iter()
-            .zip(calls)
-            .map(|(slot, call)| slot.unwrap_or_else(|| ContentBlock::tool_result(&call.id, INTERRUPTED_RESULT, true)))
-            .collect();
-        PhaseOutcome { results, hook_stop }
+impl Toolbox {
+    /// Whether `call` may run beside other concurrency-safe calls.
+    pub fn is_concurrency_safe(&self, call: &ToolCall) -> bool {
+        self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
     }
 
-    /// The end (exclusive) of the batch starting at `start`: a run of concurrency-safe
-    /// calls up to [`MAX_CONCURRENCY`], or the single call at `start`.
-    fn batch_end(&self, calls: &[ToolCall], start: usize) -> usize {
-        let safe = |c: &ToolCall| self.registry.get(&c.name).is_some_and(|t| t.is_concurrency_safe(&c.input));
-        if !safe(&calls[start]) {
-            return start + 1;
-        }
-        let mut end = start + 1;
-        while end < calls.len() && end - start < MAX_CONCURRENCY && safe(&calls[end]) {
-            end += 1;
-        }
-        end
-    }
-
-    async fn run_one(&self, index: usize, call: &ToolCall) -> Finished {
+    /// Run one call through the whole pipeline.
+    pub async fn run_call(&self, call: &ToolCall, ctx: ToolContext) -> CallResult {
         let began = Instant::now();
         let mut warnings = Vec::new();
         let mut stop = None;
-        let output = self.call_with_hooks(call, &mut warnings, &mut stop).await;
-        Finished {
-            index,
-            is_error: output.is_error,
-            result: ContentBlock::tool_result(&call.id, output.content, output.is_error),
-            stop,
-            warnings,
-            duration: began.elapsed(),
-        }
+        let output = self.pipeline(call, ctx, &mut warnings, &mut stop).await;
+        CallResult { output, stop, warnings, duration: began.elapsed() }
     }
 
-    async fn call_with_hooks(
+    async fn pipeline(
         &self,
         call: &ToolCall,
+        mut ctx: ToolContext,
         warnings: &mut Vec<String>,
         stop: &mut Option<String>,
     ) -> ToolOutput {
@@ -133,22 +78,26 @@ impl Runner<'_> {
                 call.name
             ));
         };
-        if self.tool_ctx.cancel.is_cancelled() {
+        if ctx.cancel.is_cancelled() {
             return ToolOutput::error(INTERRUPTED_RESULT);
         }
-        let (pre, pre_warnings) = self.hooks.pre_tool_use(self.env, &call.name, &call.id, &call.input).await;
+        let (pre, pre_warnings) = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input).await;
         warnings.extend(pre_warnings);
         if pre.stop.is_some() {
-            *stop = pre.stop.clone();
+            stop.clone_from(&pre.stop);
         }
         if let Some(reason) = pre.deny {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
-        let tool: Arc<dyn crate::tools::Tool> = tool;
-        let mut output = tool.call(call.input.clone(), self.tool_ctx.clone()).await;
+        match self.policy.decide(&call.name, &call.input, tool.is_concurrency_safe(&call.input)) {
+            Decision::Allow { outside } => ctx.allow_outside = outside,
+            Decision::Deny(reason) => return ToolOutput::error(reason),
+        }
+        let mut output = tool.call(call.input.clone(), ctx).await;
+        self.apply_budget(&call.id, &mut output);
         let (post, post_warnings) = self
             .hooks
-            .post_tool_use(self.env, &call.name, &call.id, &call.input, &output.content, output.is_error)
+            .post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error)
             .await;
         warnings.extend(post_warnings);
         if let Some(feedback) = post.feedback {
@@ -158,5 +107,88 @@ impl Runner<'_> {
             *stop = post.stop;
         }
         output
+    }
+
+    /// Cut a result over the cap, saving the whole text where the note says.
+    fn apply_budget(&self, id: &str, output: &mut ToolOutput) {
+        let total = output.content.chars().count();
+        if total <= self.result_cap {
+            return;
+        }
+        let path = self.spill_dir.join(format!("{}.txt", sanitize(id)));
+        let saved = std::fs::create_dir_all(&self.spill_dir).and_then(|()| std::fs::write(&path, &output.content));
+        let cut: String = output.content.chars().take(self.result_cap).collect();
+        let note = match saved {
+            Ok(()) => format!(
+                "\n\n[Result cut at {} of {total} characters. The whole result is saved at {}; Read it with offset/limit, or Grep it.]",
+                self.result_cap,
+                path.display()
+            ),
+            Err(e) => {
+                format!("\n\n[Result cut at {} of {total} characters; saving the rest failed: {e}]", self.result_cap)
+            }
+        };
+        output.content = cut + &note;
+    }
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::NoHooks;
+    use crate::tools::permissions::Mode;
+    use serde_json::json;
+
+    fn toolbox(dir: &std::path::Path, cap: usize) -> Toolbox {
+        Toolbox {
+            registry: Registry::standard(),
+            hooks: Arc::new(NoHooks),
+            env: HookEnv { session_id: "s".into(), cwd: dir.to_path_buf() },
+            policy: Arc::new(Policy::new(Mode::Default, dir.to_path_buf())),
+            result_cap: cap,
+            spill_dir: dir.join("spill"),
+        }
+    }
+
+    #[tokio::test]
+    async fn long_results_are_cut_and_saved_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.path().join("big.txt"), &text).unwrap();
+        let tb = toolbox(dir.path(), 100);
+        let call = ToolCall { id: "toolu_1".into(), name: "Read".into(), input: json!({"file_path": "big.txt"}) };
+        let result = tb.run_call(&call, ToolContext::new(dir.path())).await;
+        let saved = std::fs::read_to_string(dir.path().join("spill/toolu_1.txt")).unwrap();
+        assert!(saved.starts_with("     1\tline 0\n") && saved.ends_with("   200\tline 199\n"));
+        let (head, note) = result.output.content.split_once("\n\n[").unwrap();
+        assert_eq!(head.chars().count(), 100);
+        assert_eq!(
+            note,
+            format!(
+                "Result cut at 100 of {} characters. The whole result is saved at {}; Read it with offset/limit, or Grep it.]",
+                saved.chars().count(),
+                dir.path().join("spill/toolu_1.txt").display()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tools_and_denied_calls_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let tb = toolbox(dir.path(), 1000);
+        let unknown = ToolCall { id: "t".into(), name: "Teleport".into(), input: json!({}) };
+        let r = tb.run_call(&unknown, ToolContext::new(dir.path())).await;
+        assert_eq!(
+            r.output,
+            ToolOutput::error("<tool_use_error>Error: No such tool available: Teleport</tool_use_error>")
+        );
+        let cancelled = ToolContext::new(dir.path());
+        cancelled.cancel.cancel();
+        let read = ToolCall { id: "t".into(), name: "Read".into(), input: json!({"file_path": "x"}) };
+        assert_eq!(tb.run_call(&read, cancelled).await.output, ToolOutput::error(INTERRUPTED_RESULT));
     }
 }

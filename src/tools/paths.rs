@@ -39,7 +39,7 @@ pub fn resolve(ctx: &ToolContext, path: &str, must_exist: bool) -> Result<PathBu
 
 /// Canonicalize the longest existing prefix of `path` and append the rest, normalising `.`
 /// and `..` in the part that does not exist yet.
-fn canonicalize_partial(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn canonicalize_partial(path: &Path) -> std::io::Result<PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     while !existing.exists() {
