@@ -32,7 +32,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an agent on a prompt.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run a built-in scenario with the scripted model (no API key needed).
     Demo(demo::DemoArgs),
 }
@@ -81,7 +81,7 @@ pub enum OutputFormat {
 /// Parse the arguments and run; the returned code is the process exit status.
 pub async fn main(cli: Cli) -> ExitCode {
     let code = match cli.command {
-        Command::Run(args) => run::command(args).await,
+        Command::Run(args) => run::command(*args).await,
         Command::Demo(args) => demo::command(args).await,
     };
     ExitCode::from(code)
