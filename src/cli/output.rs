@@ -30,6 +30,8 @@ pub struct CliSink {
     /// Session id for stream-json.
     pub session_id: String,
     wrote_text: bool,
+    started: Instant,
+    turn: u32,
 }
 
 impl CliSink {
@@ -42,6 +44,18 @@ impl CliSink {
             on_tool_phase: None,
             session_id,
             wrote_text: false,
+            started: Instant::now(),
+            turn: 1,
+        }
+    }
+
+    fn trace_tool(&mut self, text: &str) {
+        let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        if let Some(trace) = &mut self.trace
+            && let Err(e) = trace.tool_line(t_ms, self.turn, text)
+        {
+            eprintln!("agentloop: cannot write the trace: {e}");
+            self.trace = None;
         }
     }
 
@@ -57,6 +71,7 @@ impl EventSink for CliSink {
     fn event(&mut self, event: &EngineEvent) {
         match event {
             EngineEvent::Transition(record) => {
+                self.turn = record.turn;
                 if let Some(trace) = &mut self.trace
                     && let Err(e) = trace.record(record)
                 {
@@ -88,12 +103,29 @@ impl EventSink for CliSink {
                     hook();
                 }
             }
-            EngineEvent::ToolStarted { name, input, .. } if self.show_tools => {
-                eprintln!("→ {name} {}", compact(input));
+            EngineEvent::ToolStarted { id, name, input, running } => {
+                let beside =
+                    if running.is_empty() { String::new() } else { format!(" (beside {})", running.join(", ")) };
+                self.trace_tool(&format!("⇢ {name} {id} started{beside}"));
+                if self.show_tools {
+                    eprintln!("→ {name} {}", compact(input));
+                }
+                if self.format == OutputFormat::StreamJson {
+                    self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
+                        "name": name, "concurrent_with": running, "session_id": self.session_id}));
+                }
             }
-            EngineEvent::ToolFinished { name, is_error, duration, .. } if self.show_tools => {
+            EngineEvent::ToolFinished { id, name, is_error, duration } => {
                 let status = if *is_error { "error" } else { "ok" };
-                eprintln!("← {name} {status} ({:.1} ms)", duration.as_secs_f64() * 1e3);
+                let ms = duration.as_secs_f64() * 1e3;
+                self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms"));
+                if self.show_tools {
+                    eprintln!("← {name} {status} ({ms:.1} ms)");
+                }
+                if self.format == OutputFormat::StreamJson {
+                    self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
+                        "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
+                }
             }
             EngineEvent::Warning(w) => eprintln!("agentloop: warning: {w}"),
             _ => {}

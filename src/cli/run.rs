@@ -245,20 +245,26 @@ pub async fn execute(spec: RunSpec) -> u8 {
         return EXIT_USAGE;
     }
     let session_id = spec.options.run_id.clone();
+    let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
     let mut sink = CliSink::new(trace, spec.format, session_id.clone());
+    // The pretty trace already shows each tool's start and end; don't print them twice.
+    sink.show_tools &= !(trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl));
     if let Some(scripted) = spec.scripted.clone() {
         sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
     }
+    let tools = Registry::standard();
     if spec.format == OutputFormat::StreamJson {
+        let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
         println!(
             "{}",
             serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
-                "cwd": spec.cwd, "model": spec.options.model, "tools": ["Read"]})
+                "cwd": spec.cwd, "model": spec.options.model, "tools": names,
+                "permissionMode": format!("{:?}", spec.policy.mode())})
         );
     }
     let deps = Deps {
         model: spec.model,
-        tools: Registry::standard(),
+        tools,
         hooks: Arc::new(CommandHooks::new(spec.settings.hooks)),
         clock: Arc::new(SystemClock::new()),
         cancel: spec.cancel.clone(),

@@ -139,6 +139,20 @@ impl TraceWriter {
         self.out.flush()
     }
 
+    /// Write a tool start or finish line (pretty format only; JSONL traces hold transitions).
+    ///
+    /// # Errors
+    /// Any I/O error of the output.
+    pub fn tool_line(&mut self, t_ms: f64, turn: u32, text: &str) -> io::Result<()> {
+        if self.format != TraceFormat::Pretty {
+            return Ok(());
+        }
+        let time = self.paint(DIM, &format!("{t_ms:>9.1}ms"));
+        let turn = self.paint(DIM, &format!("t{turn:<2}"));
+        writeln!(self.out, "{time}  {turn} {:>12}   {}", "", self.paint(CYAN, text))?;
+        self.out.flush()
+    }
+
     fn pretty_line(&self, r: &TraceRecord) -> String {
         let time = self.paint(DIM, &format!("{:>9.1}ms", r.t_ms));
         let turn = self.paint(DIM, &format!("t{:<2}", r.turn));
@@ -184,6 +198,7 @@ const DIM: &str = "\x1b[2m";
 const YELLOW: &str = "\x1b[33m";
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
+const CYAN: &str = "\x1b[36m";
 const RESET: &str = "\x1b[0m";
 
 fn format_counters(counters: &Counters) -> String {
