@@ -50,6 +50,17 @@ impl Message {
         out
     }
 
+    /// The text blocks of the message, concatenated (what a user reads as the reply).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The `tool_use` blocks of the message, in call order.
     pub fn tool_uses(&self) -> impl Iterator<Item = ToolUse<'_>> {
         self.content.iter().filter_map(|block| match block {

@@ -14,6 +14,15 @@ use agentloop::protocol::{ContentBlock, Role};
 use agentloop::scenario::Scenario;
 
 const READ_TURN: &[&str] = &["prepare.request", "request.stream_opened", "consume.tools", "tools.done"];
+const ESCALATE_THEN_RECOVER: &[&str] = &[
+    "prepare.request",
+    "request.stream_opened",
+    "consume.truncated",
+    "recover.max_output_tokens_escalate",
+    "request.stream_opened",
+    "consume.truncated",
+    "recover.max_output_tokens_recovery",
+];
 const ANSWER: &[&str] = &["prepare.request", "request.stream_opened", "consume.end_turn"];
 
 fn seq(parts: &[&[&'static str]]) -> Vec<&'static str> {
@@ -140,31 +149,11 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             ]),
             "completed",
         ),
-        (
-            "max-output-recovery",
-            seq(&[
-                &[
-                    "prepare.request",
-                    "request.stream_opened",
-                    "consume.truncated",
-                    "recover.max_output_tokens_escalate",
-                ],
-                &["request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
+        ("max-output-recovery", seq(&[ESCALATE_THEN_RECOVER, ANSWER, &["checkpoint.completed"]]), "completed"),
         (
             "max-output-exhausted",
             seq(&[
-                &[
-                    "prepare.request",
-                    "request.stream_opened",
-                    "consume.truncated",
-                    "recover.max_output_tokens_escalate",
-                ],
-                &["request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery"],
+                ESCALATE_THEN_RECOVER,
                 truncated_retry,
                 truncated_retry,
                 &["prepare.request", "request.stream_opened", "consume.truncated", "recover.output_exhausted"],

@@ -87,14 +87,7 @@ and nothing is left to compact",
         let done = asm.finish();
         self.st.usage.add(&done.usage);
         let (message, _) = done.into_message();
-        let summary: String = message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let summary = message.text();
         if summary.trim().is_empty() {
             return Err(ModelError::Protocol("the compaction summary was empty".into()));
         }
