@@ -4,9 +4,12 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod edit;
+pub mod fresh;
 pub mod orchestrate;
 pub mod paths;
 pub mod read;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -124,6 +127,8 @@ impl Registry {
     pub fn standard() -> Self {
         let mut r = Self::new();
         r.register(Arc::new(read::Read));
+        r.register(Arc::new(write::Write));
+        r.register(Arc::new(edit::Edit));
         r
     }
 
