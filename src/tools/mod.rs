@@ -4,6 +4,7 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod bash;
 pub mod edit;
 pub mod fresh;
 pub mod orchestrate;
@@ -129,6 +130,7 @@ impl Registry {
         r.register(Arc::new(read::Read));
         r.register(Arc::new(write::Write));
         r.register(Arc::new(edit::Edit));
+        r.register(Arc::new(bash::Bash));
         r
     }
 
