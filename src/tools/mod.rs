@@ -10,6 +10,8 @@ pub mod fresh;
 pub mod orchestrate;
 pub mod paths;
 pub mod read;
+#[cfg(test)]
+mod schema_tests;
 pub mod write;
 
 use std::collections::BTreeMap;
