@@ -4,11 +4,17 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod bash;
+pub mod edit;
+pub mod fresh;
 pub mod orchestrate;
 pub mod paths;
 pub mod permissions;
 pub mod read;
+#[cfg(test)]
+mod schema_tests;
 pub mod streaming;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -126,6 +132,9 @@ impl Registry {
     pub fn standard() -> Self {
         let mut r = Self::new();
         r.register(Arc::new(read::Read));
+        r.register(Arc::new(write::Write));
+        r.register(Arc::new(edit::Edit));
+        r.register(Arc::new(bash::Bash));
         r
     }
 

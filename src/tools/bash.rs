@@ -1,0 +1,251 @@
+//! `Bash`: run a command with `bash -c` in the run's working directory, with Claude Code's
+//! input schema. The command gets its own process group, so a timeout or an abort kills it
+//! and everything it started (`sleep 100 &` included) with one signal. Output is captured
+//! with a size cap ([`capture`]); [`readonly`] decides which commands may run concurrently.
+
+pub mod capture;
+pub mod readonly;
+#[cfg(test)]
+mod tests;
+
+use std::os::unix::process::ExitStatusExt;
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::process::Child;
+use tokio_util::sync::CancellationToken;
+
+use self::capture::{Capture, pump};
+use super::{Tool, ToolContext, ToolOutput, parse_input};
+
+/// Timeout when the call gives none, in milliseconds.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest timeout a call may ask for, in milliseconds.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Bytes (so at most as many characters) kept of each of stdout and stderr.
+pub const MAX_OUTPUT_CHARS: usize = 30_000;
+/// How long to wait for the output pipes to close once the shell has ended or been killed.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// Answer of a call cancelled by `ctx.cancel`.
+pub const CANCELLED: &str = "Command was cancelled";
+/// Added when background processes still held the output after the shell exited.
+pub const KILLED_LEFTOVERS: &str =
+    "(processes the command left running in the background kept its output open and were killed)";
+/// Added when a process outside the command's process group still holds the output.
+pub const STOPPED_READING: &str = "(stopped reading output held open by a process outside the command's process group)";
+
+/// The `Bash` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bash;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    /// Shown to the user; the tool does not need it.
+    #[serde(default, rename = "description")]
+    _description: Option<String>,
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+
+    fn description(&self) -> &'static str {
+        "Executes a bash command (`bash -c`) in the working directory, with stdin closed, and \
+         returns its stdout, then its stderr, then its exit code when it is not zero. The \
+         timeout is in milliseconds: 120000 (2 minutes) by default, at most 600000 (10 \
+         minutes); on timeout the command and every process it started are killed. Each of \
+         stdout and stderr is cut to 30000 characters (the start and the end are kept). Each \
+         call starts a fresh shell: `cd` and variables do not carry over. Prefer the Read, \
+         Glob, Grep, Edit and Write tools over cat, find, grep, sed and echo redirections. \
+         Quote paths that contain spaces."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command to execute"},
+                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Optional timeout in milliseconds (max 600000)"},
+                "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        input.get("command").and_then(Value::as_str).is_some_and(readonly::is_read_only)
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        async move {
+            let input: Input = match parse_input("Bash", input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            run(input, &ctx).await
+        }
+        .boxed()
+    }
+}
+
+/// How the shell's run ended.
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut(u64),
+    Cancelled,
+    WaitFailed(std::io::Error),
+}
+
+async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
+    let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return ToolOutput::error(format!(
+            "timeout must be between 1 and {MAX_TIMEOUT_MS} milliseconds (got {timeout_ms})"
+        ));
+    }
+    if input.command.trim().is_empty() {
+        return ToolOutput::error("command is empty");
+    }
+    if ctx.cancel.is_cancelled() {
+        return ToolOutput::error(CANCELLED);
+    }
+    let mut child = match tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(&input.command)
+        .current_dir(&ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
+    };
+    let group = ProcessGroup::of(&child);
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (mut out, mut err) = (Capture::new(MAX_OUTPUT_CHARS), Capture::new(MAX_OUTPUT_CHARS));
+    let (ending, note) = {
+        let reading = async {
+            tokio::join!(pump(stdout, &mut out), pump(stderr, &mut err));
+        };
+        tokio::pin!(reading);
+        supervise(&mut child, &group, reading, timeout_ms, &ctx.cancel).await
+    };
+    group.disarm();
+    render(&out, &err, ending, note)
+}
+
+/// Wait for the shell to exit, the deadline or cancellation while the output is read; kill
+/// the group when the shell did not exit by itself, then let the readers reach the end.
+async fn supervise(
+    child: &mut Child,
+    group: &ProcessGroup,
+    mut reading: Pin<&mut impl Future<Output = ()>>,
+    timeout_ms: u64,
+    cancel: &CancellationToken,
+) -> (Ending, Option<&'static str>) {
+    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+    tokio::pin!(deadline);
+    let mut drained = false;
+    let ending = loop {
+        tokio::select! {
+            () = &mut reading, if !drained => drained = true,
+            status = child.wait() => break status.map_or_else(Ending::WaitFailed, Ending::Exited),
+            () = &mut deadline => break Ending::TimedOut(timeout_ms),
+            () = cancel.cancelled() => break Ending::Cancelled,
+        }
+    };
+    if !matches!(ending, Ending::Exited(_)) {
+        group.kill();
+        // Reap the shell; after SIGKILL this returns at once.
+        let _ = child.wait().await;
+    }
+    let mut note = None;
+    if !drained && tokio::time::timeout(DRAIN_GRACE, &mut reading).await.is_err() {
+        // Only leftovers of an exited shell can still be alive in the group here.
+        group.kill();
+        note = Some(KILLED_LEFTOVERS);
+        if tokio::time::timeout(DRAIN_GRACE, &mut reading).await.is_err() {
+            note = Some(STOPPED_READING);
+        }
+    }
+    (ending, note)
+}
+
+/// The answer: stdout, stderr, a note, then the status line; an error unless exit code 0.
+fn render(out: &Capture, err: &Capture, ending: Ending, note: Option<&str>) -> ToolOutput {
+    let mut parts: Vec<String> = [out.render("stdout"), err.render("stderr")]
+        .iter()
+        .map(|text| text.trim_end_matches('\n').to_owned())
+        .filter(|text| !text.is_empty())
+        .collect();
+    parts.extend(note.map(str::to_owned));
+    let status = match ending {
+        Ending::Exited(status) if status.success() => None,
+        Ending::Exited(status) => Some(match (status.code(), status.signal()) {
+            (Some(code), _) => format!("Exit code {code}"),
+            (None, Some(signal)) => format!("Killed by signal {signal}"),
+            (None, None) => format!("Ended abnormally: {status}"),
+        }),
+        Ending::TimedOut(ms) => Some(format!("Command timed out after {ms} ms")),
+        Ending::Cancelled => Some(CANCELLED.to_owned()),
+        Ending::WaitFailed(e) => Some(format!("Lost track of the command: {e}")),
+    };
+    let is_error = status.is_some();
+    parts.extend(status);
+    let content = if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n") };
+    ToolOutput { content, is_error }
+}
+
+/// The command's process group (its id is the shell's pid). Killed with SIGKILL on drop,
+/// so dropping a call's future half-way leaves no process behind, unless disarmed.
+struct ProcessGroup {
+    pgid: Option<libc::pid_t>,
+    armed: bool,
+}
+
+impl ProcessGroup {
+    fn of(child: &Child) -> Self {
+        let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok()).filter(|&id| id > 1);
+        ProcessGroup { pgid, armed: true }
+    }
+
+    /// SIGKILL every process in the group.
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: kill(2) takes no pointers; a negative pid addresses the process group,
+            // and `pgid > 1`, so this never signals our own group or every process.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// The call finished normally: leave processes that detached from its output alone.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if self.armed {
+            self.kill();
+        }
+    }
+}

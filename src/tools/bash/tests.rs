@@ -1,0 +1,147 @@
+//! Tests of the Bash tool: output and status, caps, timeouts, cancellation and cleanup of
+//! every process the command started.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn context() -> (tempfile::TempDir, ToolContext) {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+    (dir, ctx)
+}
+
+async fn call(ctx: &ToolContext, input: Value) -> ToolOutput {
+    Bash.call(input, ctx.clone()).await
+}
+
+/// Poll (bounded) until `file` holds a pid.
+async fn read_pid(file: &Path) -> u32 {
+    for _ in 0..1000 {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} never got a pid", file.display());
+}
+
+/// Whether `pid` has exited: gone, or a zombie nobody reaped (PID 1 here may not reap).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesised command name: "123 (sleep) Z ...".
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with(['Z', 'X'])),
+    }
+}
+
+/// Poll (bounded: a SIGKILLed process needs a moment to be torn down) until `pid` is dead.
+async fn assert_dies(pid: u32) {
+    for _ in 0..1000 {
+        if is_dead(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} survived");
+}
+
+#[tokio::test]
+async fn runs_in_the_working_directory_with_stdin_closed() {
+    let (_dir, ctx) = context();
+    let out = call(&ctx, json!({"command": "echo hello; pwd", "description": "Say hello"})).await;
+    assert_eq!(out, ToolOutput::ok(format!("hello\n{}", ctx.cwd.display())));
+    assert_eq!(call(&ctx, json!({"command": "cat"})).await, ToolOutput::ok("(no output)"));
+}
+
+#[tokio::test]
+async fn reports_stderr_and_a_nonzero_exit() {
+    let (_dir, ctx) = context();
+    let out = call(&ctx, json!({"command": "echo out; echo err >&2; exit 3"})).await;
+    assert_eq!(out, ToolOutput::error("out\nerr\nExit code 3"));
+    let killed = call(&ctx, json!({"command": "kill -9 $$"})).await;
+    assert_eq!(killed, ToolOutput::error("Killed by signal 9"));
+}
+
+#[tokio::test]
+async fn keeps_the_head_and_tail_of_huge_output() {
+    let (_dir, ctx) = context();
+    let out = call(&ctx, json!({"command": "yes | head -c 1000000"})).await;
+    let half = "y\n".repeat(MAX_OUTPUT_CHARS / 4);
+    let expected = format!("{half}\n… [970000 bytes cut from the middle of stdout] …\n{}", half.trim_end());
+    assert_eq!(out, ToolOutput::ok(expected));
+}
+
+#[tokio::test]
+async fn times_out_and_keeps_what_was_printed() {
+    let (_dir, ctx) = context();
+    let out = call(&ctx, json!({"command": "sleep 5", "timeout": 300})).await;
+    assert_eq!(out, ToolOutput::error("Command timed out after 300 ms"));
+    let out = call(&ctx, json!({"command": "echo started; sleep 5", "timeout": 300})).await;
+    assert_eq!(out, ToolOutput::error("started\nCommand timed out after 300 ms"));
+}
+
+#[tokio::test]
+async fn abort_kills_the_whole_process_group() {
+    let (dir, ctx) = context();
+    let command = "sleep 100 & echo $! > pid; sh -c 'echo $$ > pid2; exec sleep 100'";
+    let running = tokio::spawn(Bash.call(json!({"command": command}), ctx.clone()));
+    let background = read_pid(&dir.path().join("pid")).await;
+    let foreground = read_pid(&dir.path().join("pid2")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ctx.cancel.cancel();
+    assert_eq!(running.await.unwrap(), ToolOutput::error(CANCELLED));
+    assert_dies(background).await;
+    assert_dies(foreground).await;
+}
+
+#[tokio::test]
+async fn background_processes_holding_the_output_are_killed_when_the_shell_exits() {
+    let (dir, ctx) = context();
+    let out = call(&ctx, json!({"command": "echo hi; sleep 100 & echo $! > pid"})).await;
+    assert_eq!(out, ToolOutput::ok(format!("hi\n{KILLED_LEFTOVERS}")));
+    assert_dies(read_pid(&dir.path().join("pid")).await).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_run_never_starts() {
+    let (dir, ctx) = context();
+    ctx.cancel.cancel();
+    let out = call(&ctx, json!({"command": "touch started"})).await;
+    assert_eq!(out, ToolOutput::error(CANCELLED));
+    assert!(!dir.path().join("started").exists());
+}
+
+#[tokio::test]
+async fn refuses_bad_input() {
+    let (_dir, ctx) = context();
+    let error = |issue: &str| {
+        ToolOutput::error(format!(
+            "<tool_use_error>InputValidationError: Bash failed due to the following issue: {issue}</tool_use_error>"
+        ))
+    };
+    assert_eq!(call(&ctx, json!({})).await, error("missing field `command`"));
+    assert_eq!(call(&ctx, json!({"command": 1})).await, error("invalid type: integer `1`, expected a string"));
+    assert_eq!(
+        call(&ctx, json!({"command": "ls", "timeout": "soon"})).await,
+        error("invalid type: string \"soon\", expected u64")
+    );
+    let too_long = call(&ctx, json!({"command": "ls", "timeout": 600_001})).await;
+    assert_eq!(too_long, ToolOutput::error("timeout must be between 1 and 600000 milliseconds (got 600001)"));
+    let zero = call(&ctx, json!({"command": "ls", "timeout": 0})).await;
+    assert_eq!(zero, ToolOutput::error("timeout must be between 1 and 600000 milliseconds (got 0)"));
+    assert_eq!(call(&ctx, json!({"command": "  "})).await, ToolOutput::error("command is empty"));
+}
+
+#[test]
+fn only_read_only_commands_are_concurrency_safe() {
+    assert!(Bash.is_concurrency_safe(&json!({"command": "git status && ls -la"})));
+    assert!(!Bash.is_concurrency_safe(&json!({"command": "rm -rf target"})));
+    assert!(!Bash.is_concurrency_safe(&json!({"command": 5})));
+    assert!(!Bash.is_concurrency_safe(&json!({})));
+}

@@ -1,0 +1,36 @@
+//! Snapshots of every standard tool's definition (name, description, input schema): a
+//! change to what the model is told shows up as a snapshot diff in review.
+
+use serde_json::json;
+
+use super::{Registry, Tool};
+
+fn definition(tool: &dyn Tool) -> serde_json::Value {
+    json!({"name": tool.name(), "description": tool.description(), "input_schema": tool.input_schema()})
+}
+
+#[test]
+fn standard_tools_in_order() {
+    let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["Read", "Write", "Edit", "Bash"]);
+}
+
+#[test]
+fn read_schema() {
+    insta::assert_json_snapshot!(definition(&super::read::Read));
+}
+
+#[test]
+fn write_schema() {
+    insta::assert_json_snapshot!(definition(&super::write::Write));
+}
+
+#[test]
+fn edit_schema() {
+    insta::assert_json_snapshot!(definition(&super::edit::Edit));
+}
+
+#[test]
+fn bash_schema() {
+    insta::assert_json_snapshot!(definition(&super::bash::Bash));
+}

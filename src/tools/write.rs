@@ -1,0 +1,175 @@
+//! `Write`: create a file or replace its whole content, with Claude Code's input schema.
+//! An existing file is only overwritten when this run has read it and it is unchanged on
+//! disk since (see [`super::fresh`]).
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::paths::resolve;
+use super::{Tool, ToolContext, ToolOutput, fresh, parse_input};
+
+/// The `Write` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Write;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    file_path: String,
+    content: String,
+}
+
+impl Tool for Write {
+    fn name(&self) -> &'static str {
+        "Write"
+    }
+
+    fn description(&self) -> &'static str {
+        "Writes a file to the local filesystem, replacing it if it exists. Missing parent \
+         directories are created. An existing file must have been read with the Read tool in \
+         this conversation first, and must not have changed on disk since; otherwise the write \
+         is refused. Prefer the Edit tool for changing part of an existing file: it sends only \
+         the change. Never create documentation files unless asked to."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The path of the file to write (absolute, or relative to the working directory)"},
+                "content": {"type": "string", "description": "The content to write to the file"}
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        async move {
+            let input: Input = match parse_input("Write", input) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            write(input, &ctx).await.unwrap_or_else(|e| e)
+        }
+        .boxed()
+    }
+}
+
+async fn write(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let shown = &input.file_path;
+    let path = resolve(ctx, shown, false)?;
+    let existed = match tokio::fs::metadata(&path).await {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolOutput::error(format!("{shown} is a directory; Write needs a file path.")));
+        }
+        Ok(meta) => {
+            fresh::check(ctx, &path, shown, meta.modified().ok())?;
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(ToolOutput::error(format!("Cannot write {shown}: {e}"))),
+    };
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| ToolOutput::error(format!("Cannot create the directory for {shown}: {e}")))?;
+    }
+    tokio::fs::write(&path, &input.content)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {shown}: {e}")))?;
+    let modified = tokio::fs::metadata(&path).await.ok().and_then(|m| m.modified().ok());
+    fresh::record(ctx, path, modified);
+    let verb = if existed { "Updated" } else { "Created" };
+    Ok(ToolOutput::ok(format!("{verb} file {shown} ({})", count_lines(&input.content))))
+}
+
+/// "1 line", "N lines": how many lines `text` has.
+pub(crate) fn count_lines(text: &str) -> String {
+    match text.lines().count() {
+        1 => "1 line".to_owned(),
+        n => format!("{n} lines"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::read::Read;
+    use std::time::{Duration, SystemTime};
+
+    async fn call(ctx: &ToolContext, input: Value) -> ToolOutput {
+        Write.call(input, ctx.clone()).await
+    }
+
+    #[tokio::test]
+    async fn creates_files_and_parent_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = call(&ctx, json!({"file_path": "a/b/new.txt", "content": "one\ntwo\n"})).await;
+        assert_eq!(out, ToolOutput::ok("Created file a/b/new.txt (2 lines)"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/new.txt")).unwrap(), "one\ntwo\n");
+        // The write is recorded, so writing again needs no Read.
+        let again = call(&ctx, json!({"file_path": "a/b/new.txt", "content": "three"})).await;
+        assert_eq!(again, ToolOutput::ok("Updated file a/b/new.txt (1 line)"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("a/b/new.txt")).unwrap(), "three");
+    }
+
+    #[tokio::test]
+    async fn overwrites_only_files_read_and_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("old.txt");
+        std::fs::write(&file, "before\n").unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let blind = call(&ctx, json!({"file_path": "old.txt", "content": "x"})).await;
+        assert_eq!(blind, ToolOutput::error("old.txt has not been read in this run. Read it first, then change it."));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
+
+        assert!(!Read.call(json!({"file_path": "old.txt"}), ctx.clone()).await.is_error);
+        let later = SystemTime::now() + Duration::from_secs(60);
+        std::fs::write(&file, "changed behind our back\n").unwrap();
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(later).unwrap();
+        let stale = call(&ctx, json!({"file_path": "old.txt", "content": "x"})).await;
+        assert_eq!(
+            stale,
+            ToolOutput::error(
+                "old.txt has been modified on disk since it was read (by the user, a formatter or another process). \
+                 Read it again, then change it."
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed behind our back\n");
+
+        assert!(!Read.call(json!({"file_path": "old.txt"}), ctx.clone()).await.is_error);
+        let ok = call(&ctx, json!({"file_path": "old.txt", "content": "after\n"})).await;
+        assert_eq!(ok, ToolOutput::ok("Updated file old.txt (1 line)"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "after\n");
+    }
+
+    #[tokio::test]
+    async fn refuses_bad_input_directories_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let missing = call(&ctx, json!({"file_path": "a.txt"})).await;
+        assert_eq!(
+            missing,
+            ToolOutput::error(
+                "<tool_use_error>InputValidationError: Write failed due to the following issue: \
+                 missing field `content`</tool_use_error>"
+            )
+        );
+        let wrong = call(&ctx, json!({"file_path": "a.txt", "content": 5})).await;
+        assert!(wrong.is_error && wrong.content.contains("invalid type: integer `5`, expected a string"), "{wrong:?}");
+        let sub = call(&ctx, json!({"file_path": "sub", "content": ""})).await;
+        assert_eq!(sub, ToolOutput::error("sub is a directory; Write needs a file path."));
+        let outside = call(&ctx, json!({"file_path": "../escape.txt", "content": ""})).await;
+        assert!(outside.is_error && outside.content.contains("outside the working directory"), "{outside:?}");
+        assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
+    }
+}
