@@ -108,18 +108,34 @@ pub fn policy(
     Policy::new(mode, cwd.to_path_buf()).with_rules(&allow, &deny, &permissions.ask).map_err(|e| e.to_string())
 }
 
-/// Run `scenario` in `dir` (its files are written there first) on `clock`.
+/// Run `scenario` in `dir` (its files are written there first) on `clock`, with the
+/// standard tools.
 ///
 /// # Errors
 /// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
 pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>) -> Result<ScenarioRun, HarnessError> {
+    run_scenario_with(scenario, dir, clock, Registry::standard(), scenario_options(scenario)).await
+}
+
+/// [`run_scenario`] with a chosen tool registry and options (tests wrap tools to observe them;
+/// benchmarks change options).
+///
+/// # Errors
+/// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
+pub async fn run_scenario_with(
+    scenario: &Scenario,
+    dir: &Path,
+    clock: Arc<dyn Clock>,
+    tools: Registry,
+    options: EngineOptions,
+) -> Result<ScenarioRun, HarnessError> {
     scenario.write_files(dir)?;
     let settings = scenario_settings(scenario).map_err(HarnessError::Settings)?;
     let cancel = CancellationToken::new();
     let model = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
     let deps = Deps {
         model: model.clone(),
-        tools: Registry::standard(),
+        tools,
         hooks: Arc::new(CommandHooks::new(settings.hooks)),
         clock,
         cancel,
@@ -135,7 +151,7 @@ pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>
         }
         sink_events.lock().expect("event log lock is never poisoned").push(event.clone());
     };
-    let outcome = run(deps, scenario_options(scenario), &scenario.prompt, Box::new(sink)).await?;
+    let outcome = run(deps, options, &scenario.prompt, Box::new(sink)).await?;
     let events = std::mem::take(&mut *events.lock().expect("event log lock is never poisoned"));
     Ok(ScenarioRun { outcome, model, events })
 }

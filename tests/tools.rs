@@ -2,12 +2,18 @@
 //! the phase's results come back in call order.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use agentloop::engine::clock::VirtualClock;
 use agentloop::engine::events::EngineEvent;
-use agentloop::harness::run_scenario;
+use agentloop::harness::{run_scenario, run_scenario_with, scenario_options};
 use agentloop::protocol::{ContentBlock, Role};
 use agentloop::scenario::Scenario;
+use agentloop::tools::edit::Edit;
+use agentloop::tools::read::Read;
+use agentloop::tools::{Registry, Tool, ToolContext, ToolOutput};
+use futures::future::BoxFuture;
 use serde_json::json;
 
 fn scenario(doc: serde_json::Value) -> Scenario {
@@ -79,4 +85,87 @@ async fn a_truncated_tool_call_never_runs() {
             "checkpoint.completed"
         ]
     );
+}
+
+/// Wraps a real tool and observes how its calls overlap.
+struct Observed {
+    inner: Arc<dyn Tool>,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    barrier: Option<Arc<tokio::sync::Barrier>>,
+}
+
+impl Tool for Observed {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn description(&self) -> &'static str {
+        self.inner.description()
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        self.inner.input_schema()
+    }
+    fn is_concurrency_safe(&self, input: &serde_json::Value) -> bool {
+        self.inner.is_concurrency_safe(input)
+    }
+    fn call(&self, input: serde_json::Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let inner = self.inner.clone();
+        let in_flight = self.in_flight.clone();
+        let max = self.max_in_flight.clone();
+        let barrier = self.barrier.clone();
+        Box::pin(async move {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            max.fetch_max(now, Ordering::SeqCst);
+            let gated = input.get("file_path").and_then(|p| p.as_str()) != Some("e.txt");
+            if let Some(barrier) = barrier.filter(|_| gated) {
+                // Passes only when all three calls are inside `call` at the same time.
+                if tokio::time::timeout(Duration::from_secs(10), barrier.wait()).await.is_err() {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    return ToolOutput::error("barrier timed out: the calls did not overlap");
+                }
+            } else {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            let out = inner.call(input, ctx).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            out
+        })
+    }
+}
+
+fn observed(inner: Arc<dyn Tool>, barrier: Option<Arc<tokio::sync::Barrier>>) -> (Arc<Observed>, Arc<AtomicUsize>) {
+    let max = Arc::new(AtomicUsize::new(0));
+    let tool = Observed { inner, in_flight: Arc::default(), max_in_flight: max.clone(), barrier };
+    (Arc::new(tool), max)
+}
+
+/// Three Reads in one reply run at the same time (a 3-party barrier inside the tool only
+/// opens if a.txt, b.txt and c.txt are read at once); two Edits in one reply never do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_overlap_and_edits_do_not() {
+    let read = |p: &str| json!({"type": "tool_use", "name": "Read", "input": {"file_path": p}});
+    let edit = |old: &str, new: &str| json!({"type": "tool_use", "name": "Edit", "input": {"file_path": "e.txt", "old_string": old, "new_string": new}});
+    let s = scenario(json!({
+        "prompt": "go",
+        "files": {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "e.txt": "one two\n"},
+        "settings": {"permissions": {"defaultMode": "acceptEdits"}},
+        "responses": [
+            {"content": [read("a.txt"), read("b.txt"), read("c.txt"), read("e.txt")]},
+            {"content": [edit("one", "1"), edit("two", "2")],
+             "expect": {"tool_result_is_error": [false, false, false, false]}},
+            {"content": [{"type": "text", "text": "done"}], "expect": {"tool_result_is_error": [false, false]}}
+        ]
+    }));
+    let mut tools = Registry::standard();
+    let (reads, max_reads) = observed(Arc::new(Read), Some(Arc::new(tokio::sync::Barrier::new(3))));
+    let (edits, max_edits) = observed(Arc::new(Edit), None);
+    tools.register(reads);
+    tools.register(edits);
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        run_scenario_with(&s, dir.path(), Arc::new(VirtualClock::new()), tools, scenario_options(&s)).await.unwrap();
+    assert_eq!(run.outcome.terminal.as_str(), "completed", "{:?}", run.outcome.error);
+    assert!(max_reads.load(Ordering::SeqCst) >= 3, "reads in flight at once: {}", max_reads.load(Ordering::SeqCst));
+    assert_eq!(max_edits.load(Ordering::SeqCst), 1, "edits must run one at a time");
+    assert_eq!(std::fs::read_to_string(dir.path().join("e.txt")).unwrap(), "1 2\n");
 }

@@ -43,6 +43,10 @@ scenarios!(
     "hook-stopped",
     "token-budget",
     "blocking-limit",
+    "edit-file",
+    "run-command",
+    "parallel-bash-failure",
+    "plan-mode",
 );
 
 /// Parse a built-in scenario by name.

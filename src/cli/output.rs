@@ -49,7 +49,15 @@ impl CliSink {
         }
     }
 
+    fn end_text_line(&mut self) {
+        if self.wrote_text {
+            println!();
+            self.wrote_text = false;
+        }
+    }
+
     fn trace_tool(&mut self, text: &str) {
+        self.end_text_line();
         let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
         if let Some(trace) = &mut self.trace
             && let Err(e) = trace.tool_line(t_ms, self.turn, text)
@@ -85,11 +93,8 @@ impl EventSink for CliSink {
                 let _ = out.flush();
                 self.wrote_text = true;
             }
-            EngineEvent::Message(message)
-                if self.format == OutputFormat::Text && message.role == Role::Assistant && self.wrote_text =>
-            {
-                println!();
-                self.wrote_text = false;
+            EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
+                self.end_text_line();
             }
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
                 let kind = match message.role {

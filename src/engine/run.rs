@@ -113,6 +113,10 @@ pub async fn run(
 
     let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;
     let mut dispatches = 0;
+    // Set when a state answered `Step` by stopping its work because of an interrupt: only
+    // then does the superstate get `Abort`, so every state cleans up (collects what its
+    // running tools produced, keeps the streamed blocks) before the run ends.
+    let mut settled = false;
     let terminal = loop {
         if let Some(violation) = ctx.violation.take() {
             return Err(EngineError::UndeclaredTransition(violation));
@@ -123,12 +127,13 @@ pub async fn run(
         }
         let cancelled = ctx.deps.cancel.is_cancelled();
         let abortable = matches!(state, State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. });
-        let event = if cancelled && abortable { Event::Abort } else { Event::Step };
+        let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
         let before = ctx.records.len();
         machine.handle_with_context(&event, &mut ctx).await;
         dispatches += 1;
         let moved = ctx.records.len() != before || ctx.violation.is_some();
-        if (!moved && !ctx.deps.cancel.is_cancelled()) || dispatches > MAX_DISPATCHES {
+        settled = !moved && ctx.deps.cancel.is_cancelled();
+        if (!moved && !settled) || (!moved && event == Event::Abort) || dispatches > MAX_DISPATCHES {
             return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
         }
     };
