@@ -133,7 +133,7 @@ pub async fn run(
         dispatches += 1;
         let moved = ctx.records.len() != before || ctx.violation.is_some();
         settled = !moved && ctx.deps.cancel.is_cancelled();
-        if (!moved && !settled) || (!moved && event == Event::Abort) || dispatches > MAX_DISPATCHES {
+        if (!moved && (!settled || event == Event::Abort)) || dispatches > MAX_DISPATCHES {
             return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
         }
     };
