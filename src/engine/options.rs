@@ -31,6 +31,9 @@ pub struct EngineOptions {
     pub max_tool_concurrency: usize,
     /// Characters of one tool result before it is cut (and saved whole). Default 30_000.
     pub tool_result_cap: usize,
+    /// Start each tool call as soon as its block is complete, while the reply still streams
+    /// (default). When false, calls start after the whole reply has arrived.
+    pub stream_tools: bool,
 }
 
 impl Default for EngineOptions {
@@ -49,6 +52,7 @@ impl Default for EngineOptions {
             run_id: String::new(),
             max_tool_concurrency: crate::tools::orchestrate::DEFAULT_MAX_CONCURRENCY,
             tool_result_cap: crate::tools::orchestrate::DEFAULT_RESULT_CAP,
+            stream_tools: true,
         }
     }
 }

@@ -213,7 +213,7 @@ and nothing is left to compact",
             match asm.push(event) {
                 Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text)),
                 Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text)),
-                Ok(Step::BlockDone(index)) => {
+                Ok(Step::BlockDone(index)) if self.st.options.stream_tools => {
                     if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
                         for event in executor.add(ToolCall { id, name, input }) {
                             ctx.emit(event);
@@ -225,7 +225,7 @@ and nothing is left to compact",
                     let error = ModelError::Stream { kind: e.kind, message: e.message };
                     return self.stream_failed(ctx, asm, executor, error).await;
                 }
-                Ok(Step::Quiet) => {}
+                Ok(Step::Quiet | Step::BlockDone(_)) => {}
                 Err(error) => return self.stream_failed(ctx, asm, executor, error).await,
             }
         }
@@ -249,7 +249,8 @@ and nothing is left to compact",
         if has_tool_use {
             self.append(ctx, message);
             self.st.calls = calls;
-            self.st.executor = Some(executor);
+            // Without streamed execution the executor is empty: ExecuteTools starts the calls.
+            self.st.executor = (!executor.is_empty()).then_some(executor);
             self.go(Edge::ConsumeTools, "message_complete", f, State::ExecuteTools {})
         } else if truncated {
             let max_tokens = self.st.max_tokens();
