@@ -225,14 +225,23 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
     let mut pred: Vec<Option<(u32, usize)>> = vec![None; nodes.len()];
     dist[0] = 0;
     let mut best: Vec<Option<(u64, u32, u32)>> = vec![None; table.edges.len()];
+    let mut best_state: Vec<Option<(u64, u32, u32)>> = vec![None; table.states.len()];
+    let closer = |slot: &mut Option<(u64, u32, u32)>, d: u64, n: u32, u: u32| {
+        if slot.is_none_or(|b| d < b.0) {
+            *slot = Some((d, n, u));
+        }
+    };
     for &n in post.iter().rev() {
         let node = &nodes[n as usize];
         let seg = &segs[node.seg as usize];
         for (k, first) in seg.first.iter().enumerate() {
-            if let Some((d, u)) = *first
-                && best[k].is_none_or(|b| dist[n as usize] + u64::from(d) < b.0)
-            {
-                best[k] = Some((dist[n as usize] + u64::from(d), n, u));
+            if let Some((d, u)) = *first {
+                closer(&mut best[k], dist[n as usize] + u64::from(d), n, u);
+            }
+        }
+        for (s, reach) in seg.reach.iter().enumerate() {
+            if let Some((d, u)) = *reach {
+                closer(&mut best_state[s], dist[n as usize] + u64::from(d), n, u);
             }
         }
         for (i, (x, &m)) in seg.exits.iter().zip(&node.succ).enumerate() {
@@ -254,10 +263,14 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
         }
         parts.into_iter().rev().flatten().collect::<Vec<usize>>()
     };
+    let path_within = |n: u32, u: u32| {
+        let mut p = outer_path(n);
+        p.extend(segs[nodes[n as usize].seg as usize].path_to(u));
+        p
+    };
     let path_to_edge = |k: usize| {
         best[k].map(|(_, n, u)| {
-            let mut p = outer_path(n);
-            p.extend(segs[nodes[n as usize].seg as usize].path_to(u));
+            let mut p = path_within(n, u);
             p.push(k);
             p
         })
@@ -302,11 +315,28 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
             result.findings.push(Finding::new(Code::ProductDeadEnd, m, loc).with_path(ids(&shown)));
         }
     }
-    for (k, e) in table.edges.iter().enumerate() {
-        if !result.taken[k] {
-            let m = format!("edge `{}` is never taken in the exploration of (state x counters x facts)", e.id);
-            result.findings.push(Finding::new(Code::UnreachableEdge, m, Location::at(path, Some(e.line)).edge(&e.id)));
-        }
+    for (_, e) in table.edges.iter().enumerate().filter(|(k, _)| !result.taken[*k]) {
+        let loc = Location::at(path, Some(e.line)).edge(&e.id);
+        let nearest = (0..table.states.len())
+            .filter(|&s| table.ancestry(&table.states[s].name).contains(&e.from.as_str()))
+            .filter_map(|s| best_state[s].map(|b| (b, s)))
+            .min();
+        let finding = match nearest {
+            Some(((_, n, u), s)) => {
+                let guard = e.guard_text.as_deref().unwrap_or("true");
+                let m = format!(
+                    "edge `{}` is never taken in the exploration of (state x counters x facts): `{}` is reached, \
+                     but its guard `{guard}` never holds there with the counters a run can have",
+                    e.id, table.states[s].name
+                );
+                Finding::new(Code::UnreachableEdge, m, loc).with_path(ids(&path_within(n, u)))
+            }
+            None => {
+                let m = format!("edge `{}` leaves `{}`, which the exploration never reaches", e.id, e.from);
+                Finding::new(Code::UnreachableEdge, m, loc)
+            }
+        };
+        result.findings.push(finding);
     }
     result
 }

@@ -58,6 +58,8 @@ pub(crate) struct Segment {
     pub first: Vec<Option<(u32, u32)>>,
     /// Nodes with no enabled edge at all.
     pub dead_ends: Vec<u32>,
+    /// For each state: (fewest edges from the start to a node in it, that node).
+    pub reach: Vec<Option<(u32, u32)>>,
 }
 
 impl Segment {
@@ -192,7 +194,13 @@ impl Segment {
                 }
             }
         }
-        Ok(Segment { nodes, pred, exits, terminal, first, dead_ends })
+        let mut reach: Vec<Option<(u32, u32)>> = vec![None; model.table.states.len()];
+        for (u, &(state, _)) in nodes.iter().enumerate() {
+            if reach[state].is_none_or(|(d, _)| short[u] < d) {
+                reach[state] = Some((short[u], u as u32));
+            }
+        }
+        Ok(Segment { nodes, pred, exits, terminal, first, dead_ends, reach })
     }
 
     /// Edge indices of a path with the fewest edges from the start to `node`.
