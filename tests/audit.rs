@@ -140,8 +140,16 @@ fn max_turns_bounds_the_run() {
 #[test]
 fn a_dead_end_state_is_caught() {
     let r = audit_file("tests/tables/dead_end.toml");
-    assert_eq!(codes(&r.findings), vec![("E_DEAD_END", Some(46)), ("E_NO_PATH_TO_TERMINAL", Some(46))]);
-    assert_eq!(r.findings[1].path, ids(&["prepare.request", "request.stream_opened", "consume.end_turn"]));
+    assert_eq!(
+        codes(&r.findings),
+        vec![("E_DEAD_END", Some(46)), ("E_NO_PATH_TO_TERMINAL", Some(46)), ("E_PRODUCT_DEAD_END", Some(46))]
+    );
+    let to_review = ids(&["prepare.request", "request.stream_opened", "consume.end_turn"]);
+    assert_eq!(r.findings[1].path, to_review);
+    assert_eq!(r.findings[2].path, to_review);
+    assert!(
+        r.findings[2].message.starts_with("in `Review` with budget_continuations=20, stop_hook_blocks=8, turns=99,")
+    );
     assert_eq!(r.exit_code(), 1);
 }
 

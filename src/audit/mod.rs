@@ -89,21 +89,14 @@ pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Rep
     report.findings.extend(guards::guard_findings(&table, path));
     report.findings.extend(graph::reachability_findings(&table, path));
     report.findings.extend(termination::termination_findings(&table, path, ranking_line));
-    let mut exploration = explore::explore(&table, path, options.max_turns);
-    let known = |code: Code, loc: &Location| {
-        report.findings.iter().any(|f| {
-            f.code == code && f.location.edge == loc.edge && (code != Code::DeadEnd || f.location.state == loc.state)
-        })
+    // The exploration keeps all its findings; the report drops an unreachable edge the state
+    // graph already showed unreachable.
+    let exploration = explore::explore(&table, path, options.max_turns);
+    let shown = |f: &Finding| {
+        f.code != Code::UnreachableEdge
+            || !report.findings.iter().any(|g| g.code == Code::UnreachableEdge && g.location.edge == f.location.edge)
     };
-    let fresh: Vec<Finding> = std::mem::take(&mut exploration.findings)
-        .into_iter()
-        .filter(|f| match f.code {
-            Code::UnreachableEdge => !known(Code::UnreachableEdge, &f.location),
-            Code::ProductDeadEnd => !known(Code::DeadEnd, &f.location),
-            _ => true,
-        })
-        .collect();
-    exploration.findings = fresh.clone();
+    let fresh: Vec<Finding> = exploration.findings.iter().filter(|f| shown(f)).cloned().collect();
     report.findings.extend(fresh);
     report.exploration = Some(exploration);
     report.table = Some(table);

@@ -109,22 +109,27 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
         count(|k| matches!(k, EdgeKind::Terminal(_)))
     );
     if let Some(ex) = ex {
-        let ranked: Vec<String> = table
-            .ranking
-            .iter()
-            .filter_map(|r| ex.bounds.iter().find(|b| b.name == *r))
-            .map(|b| {
-                let option = b.option.as_deref().map(|o| format!(", option {o}")).unwrap_or_default();
-                format!("{} (bound {}, {} at start{option})", b.name, b.bound, b.initial)
-            })
-            .collect();
-        let _ = writeln!(out, "  ranking, highest first: {}", ranked.join(" > "));
+        out.push_str("  counters, in ranking order (highest first):\n");
+        let ranked = table.ranking.iter().filter_map(|r| ex.bounds.iter().find(|b| b.name == *r));
+        for b in ranked {
+            let option = b.option.as_deref().map(|o| format!(", option {o}")).unwrap_or_default();
+            let _ = writeln!(out, "    {:<22} bound {:>3}, {:>3} at start{option}", b.name, b.bound, b.initial);
+        }
     }
     let pairs: usize = leaves.iter().map(|s| events_of(table, s).len()).sum();
-    let ok = |what: &str| findings.iter().all(|f| section(f.code) != what);
     let line = |out: &mut String, what: &str, good: String| {
-        let n = findings.iter().filter(|f| section(f.code) == what).count();
-        let status = if ok(what) { format!("ok: {good}") } else { format!("{n} finding(s)") };
+        // The exploration's own findings, including those the report shows under another check.
+        let own: Vec<&Finding> = match (what, ex) {
+            ("exploration", Some(ex)) => ex.findings.iter().collect(),
+            _ => findings.iter().copied().filter(|f| section(f.code) == what).collect(),
+        };
+        let mut codes: Vec<&str> = own.iter().map(|f| f.code.as_str()).collect();
+        codes.dedup();
+        let status = if own.is_empty() {
+            format!("ok: {good}")
+        } else {
+            format!("{} finding(s): {}", own.len(), codes.join(", "))
+        };
         let _ = writeln!(out, "  {what:<13} {status}");
     };
     out.push_str("checks\n");
@@ -160,7 +165,11 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
                 w.per_run.excluding_resends, w.per_run.including_resends
             );
         }
-        let _ = writeln!(out, "witnesses (shortest paths from {})", table.initial);
+        if ex.witnesses.is_empty() {
+            out.push_str("witnesses: none, the exploration did not complete\n");
+        } else {
+            let _ = writeln!(out, "witnesses (shortest paths from {})", table.initial);
+        }
         for w in &ex.witnesses {
             let _ = writeln!(out, "  {:<8} {:<27} {}", w.kind, w.reason, compress(&w.path));
         }

@@ -292,28 +292,23 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
     }
     result.taken = best.iter().map(Option::is_some).collect();
 
-    let mut values = values;
-    let mut dead_states = Vec::new();
+    let mut dead: Vec<Option<(u64, u32, u32)>> = vec![None; table.states.len()];
     for &n in post.iter().rev() {
-        let node = &nodes[n as usize];
-        let seg = &segs[node.seg as usize];
-        for &u in &seg.dead_ends {
-            let (state, code) = seg.nodes[u as usize];
-            if dead_states.contains(&state) {
-                continue;
-            }
-            dead_states.push(state);
-            model.inner.decode(code, &mut values);
-            model.outer.decode(node.code, &mut values);
-            let counters: Vec<String> =
-                model.bounds.iter().zip(&values).map(|(b, v)| format!("{}={v}", b.name)).collect();
-            let name = &table.states[state].name;
-            let m = format!("in `{name}` with {}, no edge is enabled for any event and facts", counters.join(", "));
-            let mut shown = outer_path(n);
-            shown.extend(seg.path_to(u));
-            let loc = Location::at(path, Some(table.states[state].line)).state(name);
-            result.findings.push(Finding::new(Code::ProductDeadEnd, m, loc).with_path(ids(&shown)));
+        let seg = &segs[nodes[n as usize].seg as usize];
+        for &(u, d) in &seg.dead_ends {
+            closer(&mut dead[seg.nodes[u as usize].0], dist[n as usize] + u64::from(d), n, u);
         }
+    }
+    let mut values = values;
+    for (state, (_, n, u)) in dead.iter().enumerate().filter_map(|(s, d)| d.map(|d| (s, d))) {
+        let seg = &segs[nodes[n as usize].seg as usize];
+        model.inner.decode(seg.nodes[u as usize].1, &mut values);
+        model.outer.decode(nodes[n as usize].code, &mut values);
+        let counters: Vec<String> = model.bounds.iter().zip(&values).map(|(b, v)| format!("{}={v}", b.name)).collect();
+        let name = &table.states[state].name;
+        let m = format!("in `{name}` with {}, no edge is enabled for any event and facts", counters.join(", "));
+        let loc = Location::at(path, Some(table.states[state].line)).state(name);
+        result.findings.push(Finding::new(Code::ProductDeadEnd, m, loc).with_path(ids(&path_within(n, u))));
     }
     for (_, e) in table.edges.iter().enumerate().filter(|(k, _)| !result.taken[*k]) {
         let loc = Location::at(path, Some(e.line)).edge(&e.id);

@@ -56,8 +56,8 @@ pub(crate) struct Segment {
     pub terminal: Option<[u64; 2]>,
     /// For each edge: (fewest edges from the start up to and including it, node it leaves from).
     pub first: Vec<Option<(u32, u32)>>,
-    /// Nodes with no enabled edge at all.
-    pub dead_ends: Vec<u32>,
+    /// Nodes with no enabled edge at all, with the fewest edges from the start to each.
+    pub dead_ends: Vec<(u32, u32)>,
     /// For each state: (fewest edges from the start to a node in it, that node).
     pub reach: Vec<Option<(u32, u32)>>,
 }
@@ -156,7 +156,7 @@ impl Segment {
         for &u in post.iter().rev() {
             let u = u as usize;
             if succ[u].is_empty() {
-                dead_ends.push(u as u32);
+                dead_ends.push((u as u32, short[u]));
             }
             for &s in &succ[u] {
                 let (e, calls) = match s {
