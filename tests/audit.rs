@@ -273,6 +273,7 @@ fn record_mismatches_name_their_seq() {
         vec![("E_TRACE_EDGE_MISMATCH", Some(4), Some(3))]
     );
     assert_eq!(check("\"has_tool_use\":true", "\"has_tool_use\":false"), vec![("E_TRACE_GUARD", Some(4), Some(3))]);
+    assert_eq!(check("\"t_ms\":918.3,", ""), vec![("E_TRACE_RECORD", Some(5), Some(4))]);
     assert_eq!(
         check(
             "\"turns_left\":true},\"counters\":{\"budget_continuations\":20,\"stop_hook_blocks\":8,\"turns\":98",

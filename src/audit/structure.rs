@@ -36,8 +36,8 @@ pub enum InputError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTable {
-    #[allow(dead_code)]
-    schema: u32,
+    #[serde(rename = "schema")]
+    _schema: u32,
     initial: String,
     #[serde(default)]
     state: Vec<Spanned<RawState>>,

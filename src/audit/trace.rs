@@ -99,6 +99,8 @@ impl Replay<'_> {
         let text = |k: &str| r.get(k).and_then(Value::as_str);
         let missing: Vec<&str> = [
             ("seq", r.get("seq").is_some_and(Value::is_u64)),
+            ("t_ms", r.get("t_ms").is_some_and(Value::is_number)),
+            ("turn", r.get("turn").is_some_and(Value::is_u64)),
             ("from", text("from").is_some()),
             ("to", text("to").is_some()),
             ("edge", text("edge").is_some()),

@@ -3,7 +3,7 @@
 //! Facts are free at every step (the environment may report anything) while counters are
 //! exact, starting at their bound minus `spent_at_start`. The product graph is explored in two
 //! levels so that default bounds stay cheap: the highest-ranked counters are *outer* and change
-//! only on segment exits; a [`segment::Segment`] explores the rest. The outer graph's nodes are
+//! only on segment exits; a segment (`segment.rs`) explores the rest. The outer graph's nodes are
 //! (segment start, outer counter values). Both levels are searched depth first for cycles, then
 //! walked in topological order: longest paths (memoised, never enumerated) give the worst-case
 //! number of model calls, shortest paths give the witnesses.
