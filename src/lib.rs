@@ -5,10 +5,15 @@
 //! - [`model`]: the `Model` seam, stream assembly, the scripted model and the Anthropic client.
 //! - [`scenario`]: the scenario format that scripts a run for the scripted model.
 //! - [`engine`]: the transition table, the statig machine, the trace.
+//! - [`audit`]: proofs over the table, trace replay, diagrams.
 //! - [`tools`]: the tools the model calls.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
+//! - [`context`]: token estimates, collapse and compaction.
+//! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
+//! - [`cli`]: the `agentloop` command line.
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod cli;
 pub mod context;
 pub mod engine;

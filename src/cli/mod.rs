@@ -35,6 +35,10 @@ pub enum Command {
     Run(Box<run::RunArgs>),
     /// Run a built-in scenario with the scripted model (no API key needed).
     Demo(demo::DemoArgs),
+    /// Prove from the table that every path ends in a terminal reason; replay a recorded trace.
+    Audit(crate::audit::cli::AuditArgs),
+    /// Draw the machine as Mermaid, DOT or a markdown table.
+    Table(crate::audit::cli::TableArgs),
 }
 
 /// `--trace` and `--trace-file`, shared by `run` and `demo`.
@@ -83,6 +87,8 @@ pub async fn main(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run::command(*args).await,
         Command::Demo(args) => demo::command(args).await,
+        Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()),
+        Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,161 @@
+//! Arguments and entry points of `agentloop audit` and `agentloop table`, for the main CLI to
+//! flatten into its subcommands. Both write to the given writer and return the exit status:
+//! `audit` 0 clean, 1 findings, 2 unusable input; `table` 0, or 2 when the table is unusable.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::audit::export::{DiagramFormat, render};
+use crate::audit::structure::InputError;
+use crate::audit::{AuditOptions, audit_table, report, trace};
+use crate::engine::table::{SHIPPED_TABLE, Table};
+
+/// Name of the embedded table in messages.
+pub const SHIPPED_PATH: &str = "transitions/loop.toml";
+
+/// Output formats of `audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AuditFormat {
+    /// The proof summary for people.
+    #[default]
+    Text,
+    /// One JSON object for machines.
+    Json,
+}
+
+/// `agentloop audit`: prove the table terminates, and check a recorded trace against it.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct AuditArgs {
+    /// The table to audit (default: the embedded transitions/loop.toml).
+    #[arg(long, value_name = "FILE")]
+    pub table: Option<PathBuf>,
+    /// A `--trace=jsonl` recording to replay against the table.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Explore with this many turns instead of the table's bound.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    pub format: AuditFormat,
+}
+
+/// `agentloop table`: draw the statechart.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct TableArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiagramFormat::Mermaid)]
+    pub format: DiagramFormat,
+    /// The table to draw (default: the embedded transitions/loop.toml).
+    #[arg(long, value_name = "FILE")]
+    pub table: Option<PathBuf>,
+}
+
+fn read(path: &Option<PathBuf>) -> Result<(String, String), InputError> {
+    match path {
+        None => Ok((SHIPPED_PATH.to_owned(), SHIPPED_TABLE.to_owned())),
+        Some(p) => read_file(p).map(|text| (p.display().to_string(), text)),
+    }
+}
+
+fn read_file(path: &PathBuf) -> Result<String, InputError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| InputError::Read { path: path.display().to_string(), message: e.to_string() })
+}
+
+fn unusable(format: AuditFormat, error: &InputError, out: &mut dyn Write) -> u8 {
+    let _ = match format {
+        AuditFormat::Text => writeln!(out, "agentloop audit: unusable input: {error}"),
+        AuditFormat::Json => {
+            writeln!(out, "{}", serde_json::json!({"schema": 1, "result": "unusable", "error": error.to_string()}))
+        }
+    };
+    2
+}
+
+/// Run `audit`; returns the exit status (0 clean, 1 findings, 2 unusable input).
+pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
+    let (path, text) = match read(&args.table) {
+        Ok(t) => t,
+        Err(e) => return unusable(args.format, &e, out),
+    };
+    let mut report = match audit_table(&path, &text, &AuditOptions { max_turns: args.max_turns }) {
+        Ok(r) => r,
+        Err(e) => return unusable(args.format, &e, out),
+    };
+    if let Some(trace_path) = &args.trace {
+        let trace_text = match read_file(trace_path) {
+            Ok(t) => t,
+            Err(e) => return unusable(args.format, &e, out),
+        };
+        if let Some(table) = &report.table {
+            report.trace = Some(trace::replay(table, &trace_path.display().to_string(), &trace_text));
+        }
+    }
+    let written = match args.format {
+        AuditFormat::Text => out.write_all(report::text(&report).as_bytes()),
+        AuditFormat::Json => writeln!(out, "{:#}", report::json(&report)),
+    };
+    if written.is_err() { 2 } else { report.exit_code() }
+}
+
+/// Run `table`; returns the exit status (0, or 2 when the table cannot be loaded).
+pub fn run_table(args: &TableArgs, out: &mut dyn Write) -> u8 {
+    let loaded = read(&args.table)
+        .map_err(|e| e.to_string())
+        .and_then(|(path, text)| Table::load(&path, &text).map(|t| (path, t)).map_err(|e| e.to_string()));
+    match loaded {
+        Ok((path, table)) => match out.write_all(render(&table, &path, args.format).as_bytes()) {
+            Ok(()) => 0,
+            Err(_) => 2,
+        },
+        Err(e) => {
+            let _ = writeln!(out, "agentloop table: unusable input: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Audit(AuditArgs),
+        Table(TableArgs),
+    }
+
+    #[test]
+    fn parses_both_commands() {
+        let cli = Cli::try_parse_from(["agentloop", "audit", "--max-turns", "3", "--format", "json"]).unwrap();
+        let Command::Audit(a) = cli.command else { panic!("not audit") };
+        assert_eq!(a, AuditArgs { table: None, trace: None, max_turns: Some(3), format: AuditFormat::Json });
+        let cli = Cli::try_parse_from(["agentloop", "table", "--format", "dot"]).unwrap();
+        let Command::Table(t) = cli.command else { panic!("not table") };
+        assert_eq!(t, TableArgs { format: DiagramFormat::Dot, table: None });
+        assert!(Cli::try_parse_from(["agentloop", "audit", "--max-turns", "0"]).is_err());
+    }
+
+    #[test]
+    fn unusable_input_exits_2_and_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "schema = 1\ninitial = \"A\"\n[[state]]\nname = 3\n").unwrap();
+        let mut out = Vec::new();
+        let args = AuditArgs { table: Some(bad), trace: None, max_turns: None, format: AuditFormat::Text };
+        assert_eq!(run_audit(&args, &mut out), 2);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("agentloop audit: unusable input: ") && text.contains("line 4"), "{text}");
+        let mut out = Vec::new();
+        let args = TableArgs { format: DiagramFormat::Mermaid, table: Some(dir.path().join("missing.toml")) };
+        assert_eq!(run_table(&args, &mut out), 2);
+    }
+}

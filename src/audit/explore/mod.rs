@@ -1,0 +1,83 @@
+//! Bounded exhaustive exploration of (state x counter values x guard outcomes).
+//!
+//! Facts are free at every step (the environment may report anything) while counters are
+//! exact, starting at their bound minus `spent_at_start`. The product graph is explored in two
+//! levels so that default bounds stay cheap: the highest-ranked counters are *outer* and change
+//! only on segment exits; a segment (`segment.rs`) explores the rest. The outer graph's nodes are
+//! (segment start, outer counter values). Both levels are searched depth first for cycles, then
+//! walked in topological order: longest paths (memoised, never enumerated) give the worst-case
+//! number of model calls, shortest paths give the witnesses.
+
+pub(crate) mod model;
+mod search;
+pub(crate) mod segment;
+
+pub use model::{CALL_STATE, CounterBound};
+pub use search::explore;
+
+use serde::Serialize;
+
+use crate::audit::finding::Finding;
+
+/// Worst-case model calls (entries into [`CALL_STATE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Calls {
+    /// Not counting re-sends: internal edges into the call state that consume a counter
+    /// (retries and the fallback switch).
+    pub excluding_resends: u64,
+    /// Counting every entry into the call state.
+    pub including_resends: u64,
+}
+
+/// The worst cases the exploration proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WorstCase {
+    /// Most model calls between two `next_turn` edges (or the start, or the end).
+    pub per_turn: Calls,
+    /// Most model calls in one run.
+    pub per_run: Calls,
+}
+
+/// The shortest path from the start that takes an edge with a given reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Witness {
+    /// `continue` or `terminal`.
+    pub kind: &'static str,
+    /// The reason's name.
+    pub reason: &'static str,
+    /// Edge ids, the last one carrying the reason.
+    pub path: Vec<String>,
+}
+
+/// Size of the explored graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Size {
+    /// Outer nodes: (segment start, outer counter values).
+    pub outer_nodes: usize,
+    /// Distinct segments built.
+    pub segments: usize,
+    /// Nodes over all segments.
+    pub segment_nodes: usize,
+    /// Product nodes visited, a node counted once per segment that reaches it: the sum over
+    /// outer nodes of their segment's nodes.
+    pub node_visits: u64,
+}
+
+/// What the exploration found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Exploration {
+    /// Counter bounds used, in table order.
+    pub bounds: Vec<CounterBound>,
+    /// Names of the outer counters (the rest are explored inside segments).
+    pub outer_counters: Vec<String>,
+    /// Size of what was explored.
+    pub size: Size,
+    /// Worst-case model calls; `None` when the exploration found a cycle or hit its limit.
+    pub worst: Option<WorstCase>,
+    /// One shortest witness per continue and terminal reason that some edge reaches.
+    pub witnesses: Vec<Witness>,
+    /// Whether each edge (table order) is taken somewhere in the exploration.
+    pub taken: Vec<bool>,
+    /// Cycles, dead ends, edges never taken, limits.
+    pub findings: Vec<Finding>,
+}

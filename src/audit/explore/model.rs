@@ -1,0 +1,332 @@
+//! The product model: counter bounds, the split of counters into outer and inner ones, the
+//! mixed-radix encoding of counter values, and each state's enabled edges for a given set of
+//! `COUNTER_left` bits (facts range freely, so this is every edge some fact assignment enables).
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+use crate::audit::guards::{assignments, domains, enabled, events_of};
+use crate::engine::guard::{FactValue, Facts};
+use crate::engine::reason::ContinueReason;
+use crate::engine::table::{EdgeKind, StateKind, Table};
+
+/// The state whose entries count as model calls.
+pub const CALL_STATE: &str = "Request";
+
+/// Above this many (state x inner counter values), counters stay outer.
+const INNER_SPACE_LIMIT: u64 = 1 << 16;
+
+/// A multiply-rotate hasher for the integer keys of the exploration (SipHash dominates otherwise).
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map keyed by integers, with [`KeyHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+/// Enabled edges by (state, `COUNTER_left` mask).
+type EnabledCache = RefCell<FastMap<(usize, u64), Rc<[usize]>>>;
+
+/// One counter's bound for the exploration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CounterBound {
+    /// Counter name.
+    pub name: String,
+    /// The bound (the table's, or the run option's override).
+    pub bound: u32,
+    /// Value at the start of a run: the bound minus `spent_at_start`.
+    pub initial: u32,
+    /// The run option that overrides the bound, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+}
+
+/// What the exploration needs to know about one edge.
+pub(crate) struct EdgeInfo {
+    /// Target state index.
+    pub to: usize,
+    /// The target is a terminal state.
+    pub terminal: bool,
+    /// Counter indices consumed.
+    pub consumes: Vec<usize>,
+    /// Counter indices reset.
+    pub resets: Vec<usize>,
+    /// Model calls the edge makes: `[excluding re-sends, including re-sends]`.
+    pub calls: [u64; 2],
+    /// The edge is a `next_turn` continue edge.
+    pub next_turn: bool,
+    /// The edge ends a segment: terminal, `next_turn`, or touches an outer counter.
+    pub exit: bool,
+}
+
+/// Mixed-radix encoding of a subset of the counters.
+pub(crate) struct Radix {
+    /// Counter indices, in digit order.
+    pub counters: Vec<usize>,
+    mult: Vec<u64>,
+    base: Vec<u64>,
+    /// Number of distinct codes.
+    pub space: u64,
+}
+
+impl Radix {
+    fn new(counters: Vec<usize>, bounds: &[CounterBound]) -> Option<Radix> {
+        let mut mult = Vec::with_capacity(counters.len());
+        let mut base = Vec::with_capacity(counters.len());
+        let mut space = 1u64;
+        for &c in &counters {
+            mult.push(space);
+            let b = u64::from(bounds[c].bound) + 1;
+            base.push(b);
+            space = space.checked_mul(b)?;
+        }
+        Some(Radix { counters, mult, base, space })
+    }
+
+    /// The code of these counters in `values`.
+    pub fn encode(&self, values: &[u32]) -> u64 {
+        self.counters.iter().zip(&self.mult).map(|(&c, m)| u64::from(values[c]) * m).sum()
+    }
+
+    /// Write these counters of `code` into `values`.
+    pub fn decode(&self, code: u64, values: &mut [u32]) {
+        for ((&c, m), b) in self.counters.iter().zip(&self.mult).zip(&self.base) {
+            values[c] = ((code / m) % b) as u32;
+        }
+    }
+}
+
+/// The table prepared for exploration.
+pub(crate) struct Model<'t> {
+    /// The table.
+    pub table: &'t Table,
+    /// Bounds, in table order.
+    pub bounds: Vec<CounterBound>,
+    /// Counters that only change at segment exits.
+    pub outer: Radix,
+    /// Counters explored inside segments.
+    pub inner: Radix,
+    /// Per edge, in table order.
+    pub edges: Vec<EdgeInfo>,
+    /// Index of the initial state.
+    pub initial: usize,
+    cache: EnabledCache,
+}
+
+impl<'t> Model<'t> {
+    /// Prepare `table`, with the bound of counters whose option is `max_turns` set to `max_turns`.
+    /// `None` when the counter values cannot be encoded in 64 bits.
+    pub fn new(table: &'t Table, max_turns: Option<u32>) -> Option<Model<'t>> {
+        let bounds: Vec<CounterBound> = table
+            .counters
+            .iter()
+            .map(|c| {
+                let bound = match (c.option.as_deref(), max_turns) {
+                    (Some("max_turns"), Some(n)) => n,
+                    _ => c.bound,
+                };
+                CounterBound {
+                    name: c.name.clone(),
+                    bound,
+                    initial: bound.saturating_sub(c.spent_at_start),
+                    option: c.option.clone(),
+                }
+            })
+            .collect();
+        if bounds.len() > 64 {
+            return None;
+        }
+        let index = |name: &str| table.counters.iter().position(|c| c.name == name);
+        let mut order: Vec<usize> = Vec::new();
+        for c in table.ranking.iter().filter_map(|n| index(n)).chain(0..bounds.len()) {
+            if !order.contains(&c) {
+                order.push(c);
+            }
+        }
+        // The longest lowest-ranked suffix whose product with the states stays small is inner.
+        let mut split = order.len();
+        let mut space = table.states.len() as u64;
+        while split > 0 {
+            match space.checked_mul(u64::from(bounds[order[split - 1]].bound) + 1) {
+                Some(s) if s <= INNER_SPACE_LIMIT => {
+                    space = s;
+                    split -= 1;
+                }
+                _ => break,
+            }
+        }
+        let outer = Radix::new(order[..split].to_vec(), &bounds)?;
+        let inner = Radix::new(order[split..].to_vec(), &bounds)?;
+        let state_index = |name: &str| table.states.iter().position(|s| s.name == name).unwrap_or(0);
+        let edges = table
+            .edges
+            .iter()
+            .map(|e| {
+                let consumes: Vec<usize> = e.consumes.iter().filter_map(|c| index(c)).collect();
+                let resets: Vec<usize> = e.resets.iter().filter_map(|c| index(c)).collect();
+                let call = u64::from(e.to == CALL_STATE);
+                let resend = e.kind == EdgeKind::Internal && !consumes.is_empty();
+                let terminal = table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal);
+                let next_turn = e.kind == EdgeKind::Continue(ContinueReason::NextTurn);
+                let touches_outer = consumes.iter().chain(&resets).any(|c| outer.counters.contains(c));
+                EdgeInfo {
+                    to: state_index(&e.to),
+                    terminal,
+                    consumes,
+                    resets,
+                    calls: [if resend { 0 } else { call }, call],
+                    next_turn,
+                    exit: terminal || next_turn || touches_outer,
+                }
+            })
+            .collect();
+        Some(Model {
+            table,
+            bounds,
+            outer,
+            inner,
+            edges,
+            initial: state_index(&table.initial),
+            cache: RefCell::new(FastMap::default()),
+        })
+    }
+
+    /// Initial counter values, in table order.
+    pub fn initial_values(&self) -> Vec<u32> {
+        self.bounds.iter().map(|b| b.initial).collect()
+    }
+
+    /// Bit `c` set when counter `c` is left (above zero), for the counters of `radix`.
+    pub fn mask(radix: &Radix, values: &[u32]) -> u64 {
+        radix.counters.iter().filter(|&&c| values[c] > 0).fold(0, |m, &c| m | (1 << c))
+    }
+
+    /// Take edge `e`: consumed counters go down by one, reset counters back to their bound.
+    pub fn apply(&self, e: usize, values: &mut [u32]) {
+        let info = &self.edges[e];
+        for &c in &info.consumes {
+            values[c] = values[c].saturating_sub(1);
+        }
+        for &c in &info.resets {
+            values[c] = self.bounds[c].bound;
+        }
+    }
+
+    /// Edges some fact assignment enables out of `state` when exactly the counters in `mask`
+    /// are left, sorted by table order.
+    pub fn enabled(&self, state: usize, mask: u64) -> Rc<[usize]> {
+        if let Some(hit) = self.cache.borrow().get(&(state, mask)) {
+            return Rc::clone(hit);
+        }
+        let table = self.table;
+        let name = &table.states[state].name;
+        let mut out = BTreeSet::new();
+        for event in events_of(table, name) {
+            let group = table.edges_from(name, event);
+            let all = domains(table, group.iter().filter_map(|e| e.guard.as_ref()));
+            let mut base = Facts::new();
+            let mut free = Vec::new();
+            for (atom, domain) in all {
+                let counter = atom.strip_suffix("_left").and_then(|c| table.counters.iter().position(|k| k.name == c));
+                match counter {
+                    Some(c) if !table.facts.iter().any(|f| f.name == atom) => {
+                        base.insert(atom, FactValue::Bool(mask & (1 << c) != 0));
+                    }
+                    _ => free.push((atom, domain)),
+                }
+            }
+            for facts in assignments(&free) {
+                let mut facts: Facts = facts;
+                facts.extend(base.iter().map(|(k, v)| (k.clone(), v.clone())));
+                for e in &group {
+                    if enabled(e, &facts) {
+                        out.extend(table.edges.iter().position(|x| std::ptr::eq(x, *e)));
+                    }
+                }
+            }
+        }
+        let edges: Rc<[usize]> = out.into_iter().collect();
+        self.cache.borrow_mut().insert((state, mask), Rc::clone(&edges));
+        edges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::table::shipped;
+
+    #[test]
+    fn splits_counters_and_encodes_values() {
+        let m = Model::new(shipped(), None).unwrap();
+        let names = |r: &Radix| r.counters.iter().map(|&c| m.bounds[c].name.as_str()).collect::<Vec<_>>();
+        assert_eq!(names(&m.outer), vec!["budget_continuations", "stop_hook_blocks", "turns"]);
+        assert_eq!(
+            names(&m.inner),
+            vec!["collapse_drains", "reactive_compacts", "escalations", "recoveries", "fallbacks", "retries"]
+        );
+        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101, 2 * 2 * 2 * 4 * 2 * 11));
+        let v = m.initial_values();
+        assert_eq!(v, vec![20, 8, 99, 1, 1, 1, 3, 1, 10]);
+        let mut back = vec![0; v.len()];
+        m.inner.decode(m.inner.encode(&v), &mut back);
+        m.outer.decode(m.outer.encode(&v), &mut back);
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn enabled_edges_follow_the_counter_bits() {
+        let t = shipped();
+        let m = Model::new(t, Some(3)).unwrap();
+        assert_eq!(m.bounds[2].initial, 2);
+        let request = t.states.iter().position(|s| s.name == "Request").unwrap();
+        let ids = |mask: u64| m.enabled(request, mask).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
+        let everything = (1 << 9) - 1;
+        assert_eq!(
+            ids(everything),
+            vec![
+                "request.stream_opened",
+                "request.retry",
+                "request.fallback",
+                "request.prompt_too_long",
+                "request.model_error",
+                "sampling.abort"
+            ]
+        );
+        assert_eq!(
+            ids(0),
+            vec![
+                "request.stream_opened",
+                "request.retries_exhausted",
+                "request.prompt_too_long",
+                "request.model_error",
+                "sampling.abort"
+            ]
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! The auditor against the shipped table, the broken tables under `tests/tables/`, the traces
+//! under `tests/traces/`, and `docs/transitions.md`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
+use agentloop::audit::explore::Calls;
+use agentloop::audit::export::{DiagramFormat, render};
+use agentloop::audit::finding::Finding;
+use agentloop::audit::{AuditOptions, Report, audit_table, report, trace};
+use agentloop::engine::table::{SHIPPED_TABLE, shipped};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn shipped_report() -> &'static Report {
+    static REPORT: OnceLock<Report> = OnceLock::new();
+    REPORT.get_or_init(|| audit_table("transitions/loop.toml", SHIPPED_TABLE, &AuditOptions::default()).unwrap())
+}
+
+/// (code, line) of every finding, in report order.
+fn codes(findings: &[Finding]) -> Vec<(&'static str, Option<usize>)> {
+    findings.iter().map(|f| (f.code.as_str(), f.location.line)).collect()
+}
+
+fn audit_file(rel: &str) -> Report {
+    audit_table(rel, &read(rel), &AuditOptions::default()).unwrap()
+}
+
+fn ids(path: &[&str]) -> Vec<String> {
+    path.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn the_shipped_table_passes_with_its_worst_case() {
+    let r = shipped_report();
+    assert_eq!(r.findings, vec![]);
+    assert_eq!(r.exit_code(), 0);
+    let ex = r.exploration.as_ref().unwrap();
+    let worst = ex.worst.unwrap();
+    assert_eq!(worst.per_turn, Calls { excluding_resends: 819, including_resends: 9020 });
+    assert_eq!(worst.per_run, Calls { excluding_resends: 1512, including_resends: 16643 });
+    let turns = ex.bounds.iter().find(|b| b.name == "turns").unwrap();
+    assert_eq!((turns.bound, turns.initial), (100, 99));
+    assert_eq!(ex.outer_counters, vec!["budget_continuations", "stop_hook_blocks", "turns"]);
+    assert_eq!(ex.size.outer_nodes, 272_999);
+    assert_eq!(ex.taken, vec![true; 32]);
+}
+
+#[test]
+fn the_shipped_table_has_a_witness_for_every_reason() {
+    let ex = shipped_report().exploration.as_ref().unwrap();
+    let summary: Vec<(&str, &str, usize)> = ex.witnesses.iter().map(|w| (w.kind, w.reason, w.path.len())).collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("continue", "next_turn", 4),
+            ("continue", "collapse_drain_retry", 3),
+            ("continue", "reactive_compact_retry", 3),
+            ("continue", "max_output_tokens_escalate", 3),
+            ("continue", "max_output_tokens_recovery", 5),
+            ("continue", "stop_hook_blocking", 4),
+            ("continue", "token_budget_continuation", 4),
+            ("terminal", "completed", 4),
+            ("terminal", "max_turns", 400),
+            ("terminal", "aborted_streaming", 2),
+            ("terminal", "aborted_tools", 4),
+            ("terminal", "model_error", 2),
+            ("terminal", "stop_hook_prevented", 4),
+            ("terminal", "hook_stopped", 4),
+            ("terminal", "prompt_too_long", 3),
+            ("terminal", "blocking_limit", 1),
+        ]
+    );
+    let path = |reason: &str| &ex.witnesses.iter().find(|w| w.reason == reason).unwrap().path;
+    assert_eq!(
+        path("completed"),
+        &ids(&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.completed"])
+    );
+    assert_eq!(
+        path("max_output_tokens_recovery"),
+        &ids(&[
+            "prepare.request",
+            "request.prompt_too_long",
+            "recover.max_output_tokens_escalate",
+            "request.prompt_too_long",
+            "recover.max_output_tokens_recovery"
+        ])
+    );
+    assert_eq!(
+        path("aborted_tools"),
+        &ids(&["prepare.request", "request.stream_opened", "consume.tools", "acting.abort"])
+    );
+    assert_eq!(
+        report::compress(path("max_turns")),
+        "(prepare.request request.stream_opened consume.end_turn checkpoint.next_turn) x99 \
+         prepare.request request.stream_opened consume.end_turn checkpoint.max_turns"
+    );
+}
+
+#[test]
+fn the_text_summary_states_the_proof() {
+    let text = report::text(shipped_report());
+    for line in [
+        "agentloop audit: transitions/loop.toml\n",
+        "  edges: 32 (11 internal, 7 continue, 14 terminal)\n",
+        "  guards        ok: exclusive and covering on all 11 (state, event) pairs, consumption guarded\n",
+        "  per turn: at most 819 model calls (9020 counting retries and fallback)\n",
+        "  per run:  at most 1512 model calls (16643 counting retries and fallback) with max_turns = 100\n",
+        "  terminal blocking_limit              prepare.blocking_limit\n",
+        "findings: none\nPASS\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    let json = report::json(shipped_report());
+    assert_eq!(json["result"], "pass");
+    assert_eq!(json["worst_case"]["per_run"]["including_resends"], 16643);
+    assert_eq!(json["bounds"]["max_turns"], 100);
+    assert_eq!(json["witnesses"].as_array().unwrap().len(), 16);
+}
+
+#[test]
+fn max_turns_bounds_the_run() {
+    let r = audit_table("transitions/loop.toml", SHIPPED_TABLE, &AuditOptions { max_turns: Some(3) }).unwrap();
+    assert_eq!(r.findings, vec![]);
+    let ex = r.exploration.as_ref().unwrap();
+    let worst = ex.worst.unwrap();
+    assert_eq!(worst.per_turn, Calls { excluding_resends: 819, including_resends: 9020 });
+    assert_eq!(worst.per_run, Calls { excluding_resends: 833, including_resends: 9174 });
+    let max_turns = ex.witnesses.iter().find(|w| w.reason == "max_turns").unwrap();
+    assert_eq!(max_turns.path.len(), 12);
+}
+
+#[test]
+fn a_dead_end_state_is_caught() {
+    let r = audit_file("tests/tables/dead_end.toml");
+    assert_eq!(
+        codes(&r.findings),
+        vec![("E_DEAD_END", Some(46)), ("E_NO_PATH_TO_TERMINAL", Some(46)), ("E_PRODUCT_DEAD_END", Some(46))]
+    );
+    let to_review = ids(&["prepare.request", "request.stream_opened", "consume.end_turn"]);
+    assert_eq!(r.findings[1].path, to_review);
+    assert_eq!(r.findings[2].path, to_review);
+    assert!(
+        r.findings[2].message.starts_with("in `Review` with budget_continuations=20, stop_hook_blocks=8, turns=99,")
+    );
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
+fn an_edge_no_counter_values_enable_is_caught() {
+    let r = audit_file("tests/tables/unreachable_edge.toml");
+    assert_eq!(codes(&r.findings), vec![("E_UNREACHABLE_EDGE", Some(261))]);
+    assert_eq!(r.findings[0].location.edge.as_deref(), Some("request.fallback"));
+    assert_eq!(
+        r.findings[0].message,
+        "edge `request.fallback` is never taken in the exploration of (state x counters x facts): `Request` is \
+         reached, but its guard `error == retryable && fallback_due && fallbacks_left` never holds there with the \
+         counters a run can have"
+    );
+    assert_eq!(r.findings[0].path, ids(&["prepare.request"]));
+}
+
+#[test]
+fn an_unreachable_state_and_its_edge_are_caught() {
+    let r = audit_file("tests/tables/unreachable_state.toml");
+    assert_eq!(codes(&r.findings), vec![("E_UNREACHABLE_STATE", Some(46)), ("E_UNREACHABLE_EDGE", Some(387))]);
+    assert_eq!(r.findings[1].message, "edge `idle.wake` leaves `Idle`, which is never reached from `Prepare`");
+}
+
+#[test]
+fn an_unbounded_cycle_is_caught() {
+    let r = audit_file("tests/tables/unbounded_cycle.toml");
+    assert_eq!(
+        codes(&r.findings),
+        vec![("E_RANKING_NOT_DECREASING", Some(507)), ("E_UNBOUNDED_CYCLE", Some(27)), ("E_PRODUCT_CYCLE", None)]
+    );
+    assert_eq!(
+        r.findings[1].path,
+        ids(&["prepare.request", "request.prompt_too_long", "recover.max_output_tokens_recovery"])
+    );
+    let lasso = &r.findings[2].path;
+    assert_eq!(
+        lasso[lasso.len() - 4..],
+        ids(&["request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery", "prepare.request"])
+    );
+    assert!(r.exploration.as_ref().unwrap().worst.is_none());
+}
+
+#[test]
+fn a_missing_terminal_reason_is_caught() {
+    let r = audit_file("tests/tables/missing_terminal_reason.toml");
+    assert_eq!(codes(&r.findings), vec![("E_MISSING_TERMINAL_REASON", None)]);
+    assert_eq!(r.findings[0].message, "terminal reason `blocking_limit` has no edge");
+}
+
+#[test]
+fn overlapping_and_shadowed_guards_are_caught() {
+    let r = audit_file("tests/tables/overlapping_guards.toml");
+    assert_eq!(codes(&r.findings), vec![("E_GUARD_OVERLAP", Some(315)), ("E_SHADOWED_EDGE", Some(315))]);
+    assert_eq!(
+        r.findings[0].message,
+        "edges `consume.end_turn` and `consume.truncated` are both enabled in `Consume` on `message_complete` when has_tool_use=false, truncated=true"
+    );
+}
+
+#[test]
+fn a_duplicated_edge_id_is_caught() {
+    let r = audit_file("tests/tables/duplicate_edge_id.toml");
+    assert_eq!(codes(&r.findings), vec![("E_DUPLICATE_EDGE_ID", Some(322))]);
+    assert!(r.table.is_none());
+}
+
+fn replay(rel: &str) -> trace::TraceReport {
+    trace::replay(shipped(), rel, &read(rel))
+}
+
+/// (code, line, seq) of every finding.
+fn trace_codes(r: &trace::TraceReport) -> Vec<(&'static str, Option<usize>, Option<u64>)> {
+    r.findings.iter().map(|f| (f.code.as_str(), f.location.line, f.location.seq)).collect()
+}
+
+#[test]
+fn a_valid_two_turn_trace_replays() {
+    let r = replay("tests/traces/valid_two_turns.jsonl");
+    assert_eq!(
+        r.findings,
+        vec![],
+        "if transitions/loop.toml changed, set table_sha256 in tests/traces/*.jsonl to the new hash"
+    );
+    assert_eq!((r.records, r.terminal.as_deref()), (9, Some("completed")));
+}
+
+#[test]
+fn broken_traces_are_caught() {
+    assert_eq!(
+        trace_codes(&replay("tests/traces/undeclared_edge.jsonl")),
+        vec![("E_TRACE_UNDECLARED_EDGE", Some(3), Some(2))]
+    );
+    assert_eq!(
+        trace_codes(&replay("tests/traces/after_terminal.jsonl")),
+        vec![("E_TRACE_AFTER_TERMINAL", Some(11), Some(10))]
+    );
+    assert_eq!(trace_codes(&replay("tests/traces/no_terminal.jsonl")), vec![("E_TRACE_NO_TERMINAL", Some(9), None)]);
+    let wrong = replay("tests/traces/wrong_hash.jsonl");
+    assert_eq!(trace_codes(&wrong), vec![("E_TRACE_HASH", Some(1), None)]);
+    assert!(wrong.findings[0].message.starts_with("the trace was recorded against table sha256 0000"));
+}
+
+#[test]
+fn record_mismatches_name_their_seq() {
+    let valid = read("tests/traces/valid_two_turns.jsonl");
+    let check = |from: &str, to: &str| {
+        assert_eq!(valid.matches(from).count(), 1, "{from}");
+        trace_codes(&trace::replay(shipped(), "t.jsonl", &valid.replacen(from, to, 1)))
+    };
+    assert_eq!(
+        check("\"seq\":4,", "\"seq\":5,"),
+        vec![("E_TRACE_SEQ", Some(5), Some(5)), ("E_TRACE_SEQ", Some(6), Some(5))]
+    );
+    assert_eq!(
+        check("\"from\":\"ExecuteTools\"", "\"from\":\"Consume\""),
+        vec![("E_TRACE_WRONG_STATE", Some(5), Some(4))]
+    );
+    assert_eq!(
+        check("\"edge\":\"consume.tools\",\"kind\":\"internal\"", "\"edge\":\"consume.tools\",\"kind\":\"continue\""),
+        vec![("E_TRACE_EDGE_MISMATCH", Some(4), Some(3))]
+    );
+    assert_eq!(check("\"has_tool_use\":true", "\"has_tool_use\":false"), vec![("E_TRACE_GUARD", Some(4), Some(3))]);
+    assert_eq!(check("\"t_ms\":918.3,", ""), vec![("E_TRACE_RECORD", Some(5), Some(4))]);
+    assert_eq!(
+        check(
+            "\"turns_left\":true},\"counters\":{\"budget_continuations\":20,\"stop_hook_blocks\":8,\"turns\":98",
+            "\"turns_left\":true},\"counters\":{\"budget_continuations\":20,\"stop_hook_blocks\":8,\"turns\":99"
+        ),
+        // The replay resynchronises on the record's 99, so seq 6's 98 is a second mismatch.
+        vec![("E_TRACE_COUNTERS", Some(6), Some(5)), ("E_TRACE_COUNTERS", Some(7), Some(6))]
+    );
+}
+
+#[test]
+fn the_audit_command_exits_by_its_findings() {
+    let mut out = Vec::new();
+    let args = AuditArgs {
+        table: None,
+        trace: Some(root().join("tests/traces/valid_two_turns.jsonl")),
+        max_turns: Some(2),
+        format: AuditFormat::Text,
+    };
+    assert_eq!(run_audit(&args, &mut out), 0);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("valid_two_turns.jsonl: 9 records, ends with terminal `completed`: ok\n"), "{text}");
+
+    let mut out = Vec::new();
+    let args = AuditArgs {
+        table: Some(root().join("tests/tables/duplicate_edge_id.toml")),
+        trace: None,
+        max_turns: None,
+        format: AuditFormat::Json,
+    };
+    assert_eq!(run_audit(&args, &mut out), 1);
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(json["result"], "fail");
+    assert_eq!(json["findings"][0]["code"], "E_DUPLICATE_EDGE_ID");
+    assert_eq!(json["findings"][0]["location"]["line"], 322);
+}
+
+#[test]
+fn docs_transitions_md_is_current() {
+    let want = render(shipped(), "transitions/loop.toml", DiagramFormat::Markdown);
+    let path: PathBuf = root().join("docs/transitions.md");
+    if std::env::var_os("UPDATE").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    let first_diff = have.lines().zip(want.lines()).position(|(a, b)| a != b);
+    assert!(
+        have == want,
+        "docs/transitions.md is stale (first difference at line {}): regenerate it with \
+         `UPDATE=1 cargo test --test audit docs_transitions_md_is_current` \
+         or `cargo run -- table --format markdown > docs/transitions.md`",
+        first_diff.map_or(have.lines().count().min(want.lines().count()) + 1, |i| i + 1)
+    );
+    let mut out = Vec::new();
+    assert_eq!(run_table(&TableArgs { format: DiagramFormat::Markdown, table: None }, &mut out), 0);
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+}
