@@ -2,15 +2,15 @@
 //! truncations, aborts and hook outcomes. Whatever the mix, a run ends in exactly one terminal
 //! record, takes only declared edges (the engine fails the run otherwise), never breaks the
 //! tool_use/tool_result pairing, and never sends more model requests in a turn than the
-//! table's counters allow.
+//! auditor proves the table allows.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use agentloop::audit::explore::explore;
 use agentloop::engine::clock::VirtualClock;
-use agentloop::engine::run::header;
 use agentloop::engine::state::pairing_violation;
-use agentloop::engine::table::Counters;
-use agentloop::harness::{run_scenario, scenario_options};
+use agentloop::engine::table::shipped;
+use agentloop::harness::run_scenario;
 use agentloop::scenario::Scenario;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -193,15 +193,14 @@ fn scenario(plan: &Plan) -> Option<Scenario> {
     Scenario::parse("random.json", &doc.to_string()).ok()
 }
 
-/// The most main requests one turn can send, from the counters' bounds: every send may be
-/// retried (`retries`, renewed by a fallback); within one stop-hook/budget segment a turn may
-/// re-send once per collapse drain, reactive compaction, escalation and recovery; stop-hook
-/// blocks renew recoveries, and budget continuations renew everything below them.
-fn per_turn_bound(b: &Counters) -> u64 {
-    let attempts = u64::from(1 + b["retries"]) * u64::from(1 + b["fallbacks"]);
-    let recoveries = u64::from(1 + b["collapse_drains"] + b["reactive_compacts"] + b["escalations"] + b["recoveries"]);
-    let segments = u64::from(1 + b["stop_hook_blocks"]) * u64::from(1 + b["budget_continuations"]);
-    attempts * recoveries * segments
+/// The most main requests one turn can send, as `agentloop audit` proves it from the table
+/// at the default bounds (every generated run has bounds at or below them).
+fn per_turn_bound() -> u64 {
+    static BOUND: OnceLock<u64> = OnceLock::new();
+    *BOUND.get_or_init(|| {
+        let exploration = explore(shipped(), "transitions/loop.toml", None);
+        exploration.worst.expect("the shipped table has a worst case").per_turn.including_resends
+    })
 }
 
 proptest! {
@@ -225,7 +224,7 @@ proptest! {
             prop_assert_eq!(pairing_violation(&request.messages), None, "request {}", i);
         }
         prop_assert_eq!(pairing_violation(&run.outcome.messages), None);
-        let bound = per_turn_bound(&header(&scenario_options(&scenario)).bounds);
+        let bound = per_turn_bound();
         let mut per_turn = std::collections::BTreeMap::<u32, u64>::new();
         for r in trace.iter().filter(|r| r.to == "Request") {
             *per_turn.entry(r.turn).or_default() += 1;

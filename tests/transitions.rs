@@ -5,11 +5,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use agentloop::audit::trace::replay;
 use agentloop::cli::demo::SCENARIOS;
 use agentloop::engine::clock::VirtualClock;
+use agentloop::engine::run::header;
 use agentloop::engine::state::pairing_violation;
 use agentloop::engine::table::shipped;
-use agentloop::harness::{ScenarioRun, run_scenario};
+use agentloop::harness::{ScenarioRun, run_scenario, scenario_options};
 use agentloop::protocol::{ContentBlock, Role};
 use agentloop::scenario::Scenario;
 
@@ -318,4 +320,22 @@ async fn retries_note_their_delay_and_cause() {
         assert_eq!(r.detail.as_deref(), Some(detail.as_str()));
     }
     assert_eq!(run.outcome.trace[1].counters["retries"], 1);
+}
+
+/// What the engine records, the auditor accepts: each scenario's JSONL trace (as
+/// `--trace=jsonl` writes it) replays against the table without a finding.
+#[tokio::test]
+async fn every_scenario_trace_replays_clean() {
+    for (name, _, terminal) in cases() {
+        let run = run(name).await;
+        let mut text = serde_json::to_string(&header(&scenario_options(&scenario(name)))).unwrap();
+        for record in &run.outcome.trace {
+            text.push('\n');
+            text.push_str(&serde_json::to_string(record).unwrap());
+        }
+        let report = replay(shipped(), &format!("{name}.jsonl"), &text);
+        assert_eq!(report.findings, vec![], "{name}");
+        assert_eq!(report.records, run.outcome.trace.len(), "{name}");
+        assert_eq!(report.terminal.as_deref(), Some(terminal), "{name}");
+    }
 }
