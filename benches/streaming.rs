@@ -20,7 +20,8 @@ fn scenario() -> Scenario {
     let mut content = Vec::new();
     for i in 0..5 {
         content.push(json!({"type": "tool_use", "name": "Bash", "input": {"command": "sleep 0.2", "description": format!("step {i}")}}));
-        content.push(json!({"type": "text", "text": "Now the next step of the plan, explained in a sentence or two. "}));
+        content
+            .push(json!({"type": "text", "text": "Now the next step of the plan, explained in a sentence or two. "}));
     }
     let doc = json!({
         "name": "bench-streaming",

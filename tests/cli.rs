@@ -1,0 +1,136 @@
+//! The `agentloop` binary as users run it: demo list, exit statuses, traces, bad input,
+//! and a real Ctrl+C (SIGINT) in the middle of a streamed reply.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn agentloop() -> Command {
+    Command::cargo_bin("agentloop").unwrap()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = agentloop().args(args).stdin(Stdio::null()).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn demo_list_names_every_scenario_with_what_it_shows() {
+    let (code, out, _) = run(&["demo", "--list"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), agentloop::cli::demo::SCENARIOS.len());
+    assert!(lines[0].starts_with("read-greeting "), "{}", lines[0]);
+    assert!(lines.iter().all(|l| l.split_whitespace().count() > 2), "every line says what it shows");
+}
+
+#[test]
+fn exit_statuses_follow_the_terminal_reason() {
+    let cases = [
+        ("read-greeting", 0),
+        ("model-error", 1),
+        ("prompt-too-long", 1),
+        ("blocking-limit", 1),
+        ("max-turns", 3),
+        ("stop-hook-prevented", 4),
+        ("hook-stopped", 4),
+        ("abort-streaming", 130),
+        ("abort-tools", 130),
+    ];
+    for (name, expected) in cases {
+        let (code, _, err) = run(&["demo", name]);
+        assert_eq!(code, expected, "{name}: {err}");
+    }
+}
+
+#[test]
+fn jsonl_trace_ends_in_exactly_one_terminal_record_and_audits_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.jsonl");
+    let (code, _, err) = run(&["demo", "--trace=jsonl", "--trace-file", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records[0]["type"], "header");
+    assert_eq!(records[0]["table_sha256"], agentloop::engine::table::shipped().sha256.as_str());
+    let terminals: Vec<usize> = (0..records.len()).filter(|&i| records[i]["kind"] == "terminal").collect();
+    assert_eq!(terminals, vec![records.len() - 1]);
+    assert_eq!(records.last().unwrap()["reason"], "completed");
+    let (code, out, _) = run(&["audit", "--trace", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn a_malformed_scenario_names_the_file_and_the_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.json");
+    std::fs::write(&file, "{\"prompt\": \"x\", \"responses\": [{\"content\": [], \"stop_reason\": 7}]}").unwrap();
+    let model = format!("scripted:{}", file.display());
+    let (code, _, err) = run(&["run", "--model", &model, "--cwd", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.json") && err.contains("responses[0].stop_reason"), "{err}");
+}
+
+#[test]
+fn run_writes_the_scenario_files_and_uses_its_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/read-greeting.json");
+    let model = format!("scripted:{scenario}");
+    let (code, out, err) = run(&["run", "--model", &model, "--cwd", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("greeting.txt")).unwrap(), "hello from step one\n");
+    assert!(out.contains("It says: hello from step one."), "{out}");
+}
+
+#[test]
+fn json_output_is_one_result_object() {
+    let (code, out, _) = run(&["demo", "max-turns", "--output-format", "json"]);
+    assert_eq!(code, 3);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["type"], "result");
+    assert_eq!(v["subtype"], "error_max_turns");
+    assert_eq!(v["terminal_reason"], "max_turns");
+    assert_eq!(v["is_error"], true);
+    assert_eq!(v["num_turns"], 1);
+}
+
+#[test]
+fn no_model_is_a_usage_error() {
+    let (code, _, err) = run(&["run", "-p", "hello"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--model"), "{err}");
+}
+
+/// A real SIGINT while the reply streams ends the run as aborted_streaming (exit 130), with
+/// the trace's single terminal record written.
+#[test]
+fn ctrl_c_while_streaming_aborts_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("slow.json");
+    let text = "word ".repeat(200);
+    let doc = serde_json::json!({"prompt": "talk", "responses": [{"content": [{"type": "text", "text": text}], "chunk_delay_ms": 50}]});
+    std::fs::write(&scenario, doc.to_string()).unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let child = agentloop()
+        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.path().to_str().unwrap()])
+        .args(["--trace=jsonl", "--trace-file", trace.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("aborted_streaming"), "{stderr}");
+    let last = std::fs::read_to_string(&trace).unwrap().lines().last().unwrap().to_owned();
+    let last: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["edge"], "sampling.abort");
+}
