@@ -4,9 +4,14 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+#[cfg(test)]
+mod fixture;
+pub mod glob;
+pub mod grep;
 pub mod orchestrate;
 pub mod paths;
 pub mod read;
+pub mod walk;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -124,6 +129,8 @@ impl Registry {
     pub fn standard() -> Self {
         let mut r = Self::new();
         r.register(Arc::new(read::Read));
+        r.register(Arc::new(glob::Glob::default()));
+        r.register(Arc::new(grep::Grep::default()));
         r
     }
 
