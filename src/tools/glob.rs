@@ -103,7 +103,8 @@ async fn glob(input: Input, ctx: ToolContext, threads: usize) -> Result<ToolOutp
     Ok(ToolOutput::ok(render(found)))
 }
 
-/// Files under `root` whose relative path (absolute path when `absolute`) matches, newest first.
+/// Files under `root` whose relative path (absolute path when `absolute`) matches; the first
+/// [`MAX_RESULTS`] are the newest, in order.
 fn find(
     root: &Path,
     matcher: &GlobMatcher,
@@ -126,7 +127,7 @@ fn find(
             Some((modified, path.to_path_buf()))
         }
     })?;
-    walk::sort_newest_first(&mut found);
+    walk::sort_newest_first(&mut found, MAX_RESULTS);
     Ok(found)
 }
 

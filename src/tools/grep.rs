@@ -3,11 +3,11 @@
 //!
 //! Output, paths absolute:
 //! - `files_with_matches` (the default): one path per line, newest modification time first
-//!   (ties by path), as Claude Code lists them;
+//!   (ties in byte order of the paths), as Claude Code lists them;
 //! - `content`: `path:line:text` for matching lines (`path:text` with `"-n": false`), context
 //!   lines as `path-line-text`, `--` between groups that are not adjacent and between files
-//!   when context is asked for; files in path order, lines in file order;
-//! - `count`: `path:N` (matching lines per file), in path order.
+//!   when context is asked for; files in byte order of their paths, lines in file order;
+//! - `count`: `path:N` (matching lines per file), in byte order of the paths.
 //!
 //! `head_limit` keeps the first N lines or entries (0 means no limit) and a note says how many
 //! were left out. Options that do not apply to the chosen mode are ignored.
@@ -156,18 +156,19 @@ async fn grep(input: Input, ctx: ToolContext, threads: usize) -> Result<ToolOutp
 
 /// The text the model reads, in the mode's order, cut at `head_limit` with a note.
 fn render(q: &Query, mut hits: Vec<Hits>) -> String {
+    let limit = q.head_limit.filter(|&n| n > 0).unwrap_or(usize::MAX);
     let (lines, unit): (Vec<String>, &str) = match q.mode {
         OutputMode::FilesWithMatches => {
-            let mut dated: Vec<_> = hits.into_iter().map(|h| (walk::modified(&h.path), h.path)).collect();
-            walk::sort_newest_first(&mut dated);
+            let mut dated: Vec<_> = hits.into_iter().map(|h| (h.modified, h.path)).collect();
+            walk::sort_newest_first(&mut dated, limit);
             (dated.into_iter().map(|(_, p)| p.display().to_string()).collect(), "files")
         }
         OutputMode::Count => {
-            hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            hits.sort_unstable_by(|a, b| walk::path_order(&a.path, &b.path));
             (hits.into_iter().map(|h| format!("{}:{}", h.path.display(), h.count)).collect(), "files")
         }
         OutputMode::Content => {
-            hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            hits.sort_unstable_by(|a, b| walk::path_order(&a.path, &b.path));
             let separate = q.before > 0 || q.after > 0;
             let mut lines = Vec::new();
             for h in hits {
@@ -183,10 +184,6 @@ fn render(q: &Query, mut hits: Vec<Hits>) -> String {
         return if q.mode == OutputMode::FilesWithMatches { "No files found" } else { "No matches found" }.to_owned();
     }
     let total = lines.len();
-    let limit = match q.head_limit {
-        Some(n) if n > 0 => n.min(total),
-        _ => total,
-    };
     let mut out = lines.into_iter().take(limit).collect::<Vec<_>>().join("\n");
     if total > limit {
         out.push_str(&format!("\n({} more {unit} not shown; raise head_limit or narrow the search)", total - limit));

@@ -2,7 +2,7 @@
 //! `.ignore`, hidden files and directories skipped), applied whether or not the tree is a git
 //! repository, walked in parallel, and the sort orders both tools print in.
 
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -71,18 +71,36 @@ where
 }
 
 /// `path` relative to `root` (the path itself when it is not under `root`).
+///
+/// A byte-prefix test rather than [`Path::strip_prefix`], which walks components and showed
+/// up in Glob's profile; `root` is the walk's root, so every path starts with it as given.
 pub fn relative<'a>(root: &Path, path: &'a Path) -> &'a Path {
-    path.strip_prefix(root).unwrap_or(path)
+    use std::os::unix::ffi::OsStrExt;
+    let (root, bytes) = (root.as_os_str().as_bytes(), path.as_os_str().as_bytes());
+    match bytes.strip_prefix(root) {
+        Some([b'/', rest @ ..]) => Path::new(std::ffi::OsStr::from_bytes(rest)),
+        Some(rest) if root.ends_with(b"/") => Path::new(std::ffi::OsStr::from_bytes(rest)),
+        Some([]) => Path::new(""),
+        _ => path,
+    }
 }
 
-/// Modification time of `path`, or the epoch when it cannot be read.
-pub fn modified(path: &Path) -> SystemTime {
-    std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH)
+/// Path order for listings: byte order of the paths, which is cheap to compare (a sort by
+/// components costs a third of a large Glob) and groups each directory's files together.
+pub fn path_order(a: &Path, b: &Path) -> Ordering {
+    a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes())
 }
 
-/// Sort paths newest modification time first, ties by path (Claude Code's order for file lists).
-pub fn sort_newest_first(paths: &mut [(SystemTime, PathBuf)]) {
-    paths.sort_unstable_by(|a, b| (Reverse(a.0), &a.1).cmp(&(Reverse(b.0), &b.1)));
+/// Put the `keep` newest paths first, newest modification time first, ties in
+/// [`path_order`] (Claude Code's order for file lists); the rest stay in no particular order.
+pub fn sort_newest_first(paths: &mut [(SystemTime, PathBuf)], keep: usize) {
+    let order =
+        |a: &(SystemTime, PathBuf), b: &(SystemTime, PathBuf)| b.0.cmp(&a.0).then_with(|| path_order(&a.1, &b.1));
+    let keep = keep.min(paths.len());
+    if keep < paths.len() && keep > 0 {
+        paths.select_nth_unstable_by(keep - 1, order);
+    }
+    paths[..keep].sort_unstable_by(order);
 }
 
 #[cfg(test)]
@@ -93,12 +111,27 @@ mod tests {
     #[test]
     fn sorts_newest_first_then_by_path() {
         let t = |s| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
-        let mut v = vec![(t(1), PathBuf::from("b")), (t(2), PathBuf::from("z")), (t(1), PathBuf::from("a"))];
-        sort_newest_first(&mut v);
-        let order: Vec<_> = v.iter().map(|(_, p)| p.to_str().unwrap()).collect();
-        assert_eq!(order, ["z", "a", "b"]);
+        let v = vec![
+            (t(1), PathBuf::from("b")),
+            (t(2), PathBuf::from("z")),
+            (t(1), PathBuf::from("a")),
+            (t(0), PathBuf::from("c")),
+            (t(1), PathBuf::from("a-b/x")),
+            (t(1), PathBuf::from("a/x")),
+        ];
+        let order = |keep| {
+            let mut v = v.clone();
+            sort_newest_first(&mut v, keep);
+            v.iter().take(keep).map(|(_, p)| p.to_str().unwrap().to_owned()).collect::<Vec<_>>()
+        };
+        assert_eq!(order(6), ["z", "a", "a-b/x", "a/x", "b", "c"]);
+        assert_eq!(order(3), ["z", "a", "a-b/x"]);
+        assert_eq!(order(0), Vec::<String>::new());
         assert_eq!(threads(3), 3);
         assert!(threads(0) >= 1);
         assert_eq!(relative(Path::new("/r"), Path::new("/r/x/y")), Path::new("x/y"));
+        assert_eq!(relative(Path::new("/"), Path::new("/x/y")), Path::new("x/y"));
+        assert_eq!(relative(Path::new("/r"), Path::new("/r")), Path::new(""));
+        assert_eq!(relative(Path::new("/r"), Path::new("/rs/x")), Path::new("/rs/x"));
     }
 }

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -44,6 +45,8 @@ pub(super) struct Hits {
     pub(super) lines: Vec<String>,
     /// Matching lines (at least 1; exactly 1 in files_with_matches mode, which stops there).
     pub(super) count: u64,
+    /// Modification time, read (on the walker's thread) in files_with_matches mode only.
+    pub(super) modified: SystemTime,
 }
 
 /// Why a search did not run to the end.
@@ -83,7 +86,11 @@ pub(super) fn run(q: &Query, cancel: &CancellationToken) -> Result<Vec<Hits>, Fa
             }
             let mut sink = Collect::new(q, entry.path());
             searcher.search_path(&matcher, entry.path(), &mut sink).ok()?;
-            sink.finish()
+            let mut hits = sink.finish()?;
+            if q.mode == OutputMode::FilesWithMatches {
+                hits.modified = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
+            }
+            Some(hits)
         }
     })
     .map_err(|walk::Cancelled| Failure::Cancelled)
@@ -189,6 +196,7 @@ impl<'q> Collect<'q> {
             path: self.path.to_path_buf(),
             lines: self.lines,
             count: self.count,
+            modified: SystemTime::UNIX_EPOCH,
         })
     }
 }
