@@ -6,7 +6,11 @@
 
 pub mod bash;
 pub mod edit;
+#[cfg(test)]
+mod fixture;
 pub mod fresh;
+pub mod glob;
+pub mod grep;
 pub mod orchestrate;
 pub mod paths;
 pub mod permissions;
@@ -14,6 +18,7 @@ pub mod read;
 #[cfg(test)]
 mod schema_tests;
 pub mod streaming;
+pub mod walk;
 pub mod write;
 
 use std::collections::BTreeMap;
@@ -135,6 +140,8 @@ impl Registry {
         r.register(Arc::new(write::Write));
         r.register(Arc::new(edit::Edit));
         r.register(Arc::new(bash::Bash));
+        r.register(Arc::new(glob::Glob::default()));
+        r.register(Arc::new(grep::Grep::default()));
         r
     }
 

@@ -46,8 +46,8 @@ impl Tool for Read {
             "type": "object",
             "properties": {
                 "file_path": {"type": "string", "description": "The path of the file to read (absolute, or relative to the working directory)"},
-                "offset": {"type": "integer", "minimum": 1, "description": "The line number to start reading from. Only provide if the file is too large to read at once"},
-                "limit": {"type": "integer", "minimum": 1, "description": "The number of lines to read. Only provide if the file is too large to read at once."}
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show, counting from 1 (for files too long to read whole)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to show (default 2000)"}
             },
             "required": ["file_path"],
             "additionalProperties": false

@@ -12,7 +12,7 @@ fn definition(tool: &dyn Tool) -> serde_json::Value {
 #[test]
 fn standard_tools_in_order() {
     let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["Read", "Write", "Edit", "Bash"]);
+    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]);
 }
 
 #[test]
@@ -33,4 +33,14 @@ fn edit_schema() {
 #[test]
 fn bash_schema() {
     insta::assert_json_snapshot!(definition(&super::bash::Bash));
+}
+
+#[test]
+fn glob_schema() {
+    insta::assert_json_snapshot!(definition(&super::glob::Glob::default()));
+}
+
+#[test]
+fn grep_schema() {
+    insta::assert_json_snapshot!(definition(&super::grep::Grep::default()));
 }
