@@ -209,6 +209,18 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]),
             "completed",
         ),
+        (
+            "search-tree",
+            seq(&[
+                TOOL_TURN,
+                &["checkpoint.next_turn"],
+                TOOL_TURN,
+                &["checkpoint.next_turn"],
+                ANSWER,
+                &["checkpoint.completed"],
+            ]),
+            "completed",
+        ),
         ("plan-mode", seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]), "completed"),
     ]
 }

@@ -47,6 +47,7 @@ scenarios!(
     "run-command",
     "parallel-bash-failure",
     "plan-mode",
+    "search-tree",
 );
 
 /// Parse a built-in scenario by name.
