@@ -201,3 +201,151 @@ impl Executor {
         events
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::{HookEnv, NoHooks};
+    use crate::tools::permissions::{Mode, Policy};
+    use crate::tools::{Registry, Tool};
+    use serde_json::{Value, json};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A fake tool: sleeps `ms`, fails when `fail` is set, logs start and end, tracks overlap.
+    struct Fake {
+        name: &'static str,
+        safe: bool,
+        log: Arc<Mutex<Vec<String>>>,
+        in_flight: Arc<AtomicUsize>,
+        max: Arc<AtomicUsize>,
+    }
+
+    impl Tool for Fake {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn description(&self) -> &'static str {
+            "test tool"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn is_concurrency_safe(&self, _input: &Value) -> bool {
+            self.safe
+        }
+        fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+            let (log, in_flight, max) = (self.log.clone(), self.in_flight.clone(), self.max.clone());
+            Box::pin(async move {
+                let tag = input["tag"].as_str().unwrap_or_default().to_owned();
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(now, Ordering::SeqCst);
+                log.lock().unwrap().push(format!("start {tag}"));
+                let ms = input["ms"].as_u64().unwrap_or(0);
+                let cancelled = tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => false,
+                    _ = ctx.cancel.cancelled() => true,
+                };
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                log.lock().unwrap().push(format!("end {tag}"));
+                if cancelled || input["fail"].as_bool() == Some(true) {
+                    ToolOutput::error(format!("{tag} failed"))
+                } else {
+                    ToolOutput::ok(format!("{tag} ok"))
+                }
+            })
+        }
+    }
+
+    struct Rig {
+        executor: Executor,
+        log: Arc<Mutex<Vec<String>>>,
+        max: Arc<AtomicUsize>,
+    }
+
+    fn rig(limit: usize) -> Rig {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let max = Arc::new(AtomicUsize::new(0));
+        let mut registry = Registry::new();
+        for (name, safe) in [("Safe", true), ("Unsafe", false), ("Bash", true)] {
+            let tool = Fake { name, safe, log: log.clone(), in_flight: in_flight.clone(), max: max.clone() };
+            registry.register(Arc::new(tool));
+        }
+        let dir = std::env::temp_dir();
+        let toolbox = Toolbox {
+            registry,
+            hooks: Arc::new(NoHooks),
+            env: HookEnv { session_id: "s".into(), cwd: dir.clone() },
+            policy: Arc::new(Policy::new(Mode::BypassPermissions, dir.clone())),
+            result_cap: 1000,
+            spill_dir: dir.clone(),
+        };
+        Rig { executor: Executor::new(Arc::new(toolbox), ToolContext::new(dir), limit), log, max }
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), input }
+    }
+
+    fn texts(outcome: &PhaseOutcome) -> Vec<(String, bool)> {
+        outcome
+            .results
+            .iter()
+            .map(|b| match b {
+                ContentBlock::ToolResult { content, is_error, .. } => (content.as_str().to_owned(), *is_error),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn results_come_back_in_call_order() {
+        let mut r = rig(10);
+        r.executor.add(call("1", "Safe", json!({"tag": "a", "ms": 60})));
+        r.executor.add(call("2", "Safe", json!({"tag": "b", "ms": 1})));
+        let outcome = r.executor.finish(&mut |_| {}).await;
+        assert_eq!(texts(&outcome), vec![("a ok".to_string(), false), ("b ok".to_string(), false)]);
+        assert_eq!(*r.log.lock().unwrap(), vec!["start a", "start b", "end b", "end a"]);
+    }
+
+    #[tokio::test]
+    async fn the_concurrency_limit_holds() {
+        let mut r = rig(2);
+        for i in 0..5 {
+            r.executor.add(call(&i.to_string(), "Safe", json!({"tag": i.to_string(), "ms": 20})));
+        }
+        let outcome = r.executor.finish(&mut |_| {}).await;
+        assert_eq!(outcome.results.len(), 5);
+        assert_eq!(r.max.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_unsafe_call_runs_alone_and_in_order() {
+        let mut r = rig(10);
+        r.executor.add(call("1", "Safe", json!({"tag": "s1", "ms": 30})));
+        r.executor.add(call("2", "Unsafe", json!({"tag": "u", "ms": 10})));
+        r.executor.add(call("3", "Safe", json!({"tag": "s2", "ms": 1})));
+        r.executor.finish(&mut |_| {}).await;
+        assert_eq!(*r.log.lock().unwrap(), vec!["start s1", "end s1", "start u", "end u", "start s2", "end s2"]);
+        assert_eq!(r.max.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failing_bash_call_cancels_its_siblings() {
+        let mut r = rig(10);
+        r.executor.add(call("1", "Safe", json!({"tag": "slow", "ms": 5000})));
+        r.executor.add(call("2", "Bash", json!({"tag": "bash", "ms": 10, "fail": true})));
+        r.executor.add(call("3", "Unsafe", json!({"tag": "later", "ms": 1})));
+        let outcome = r.executor.finish(&mut |_| {}).await;
+        assert_eq!(
+            texts(&outcome),
+            vec![
+                (SIBLING_CANCELLED.to_string(), true),
+                ("bash failed".to_string(), true),
+                (SIBLING_CANCELLED.to_string(), true)
+            ]
+        );
+        assert!(!r.log.lock().unwrap().contains(&"start later".to_string()));
+    }
+}
