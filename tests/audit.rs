@@ -194,6 +194,24 @@ fn an_unbounded_cycle_is_caught() {
 }
 
 #[test]
+fn bad_sets_are_caught_with_their_line() {
+    let text = SHIPPED_TABLE.replacen("sets = { cause = \"truncated\" }", "sets = { cause = \"cut\" }", 1).replacen(
+        "sets = { tools_ran = true }",
+        "sets = { tools_run = true }",
+        1,
+    );
+    let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
+    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(327)), ("E_BAD_SETS", Some(381))]);
+    assert_eq!(
+        r.findings[0].message,
+        "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \
+         (\"prompt_too_long\", \"truncated\")"
+    );
+    assert_eq!(r.findings[1].message, "edge `tools.done`: `sets` names `tools_run`, which is not a declared fact");
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
 fn a_missing_terminal_reason_is_caught() {
     let r = audit_file("tests/tables/missing_terminal_reason.toml");
     assert_eq!(codes(&r.findings), vec![("E_MISSING_TERMINAL_REASON", None)]);

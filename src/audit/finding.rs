@@ -44,6 +44,8 @@ pub enum Code {
     ContinueAndTerminal,
     /// A guard does not parse or reads something undeclared.
     BadGuard,
+    /// An edge's `sets` names an undeclared fact or gives one a value it cannot have.
+    BadSets,
     /// The engine's loader rejected the table for a reason the auditor has no code for.
     TableRejected,
     /// One of the seven continue reasons has no edge.
@@ -127,6 +129,7 @@ impl Code {
             Code::UnknownReason => "E_UNKNOWN_REASON",
             Code::ContinueAndTerminal => "E_CONTINUE_AND_TERMINAL",
             Code::BadGuard => "E_BAD_GUARD",
+            Code::BadSets => "E_BAD_SETS",
             Code::TableRejected => "E_TABLE_REJECTED",
             Code::MissingContinueReason => "E_MISSING_CONTINUE_REASON",
             Code::MissingTerminalReason => "E_MISSING_TERMINAL_REASON",

@@ -27,6 +27,7 @@ fn section(code: Code) -> &'static str {
         | C::UnknownReason
         | C::ContinueAndTerminal
         | C::BadGuard
+        | C::BadSets
         | C::TableRejected
         | C::MissingContinueReason
         | C::MissingTerminalReason
