@@ -68,6 +68,9 @@ pub enum Code {
     ShadowedEdge,
     /// An edge consumes a counter its guard does not require to be left.
     ConsumeUnguarded,
+    /// A state's guards read a fact that some edges into the state set and others (or the
+    /// start) leave free.
+    FactPartlySet,
     /// A state cannot be reached from the initial state.
     UnreachableState,
     /// An edge is never taken from the initial state.
@@ -141,6 +144,7 @@ impl Code {
             Code::GuardGap => "E_GUARD_GAP",
             Code::ShadowedEdge => "E_SHADOWED_EDGE",
             Code::ConsumeUnguarded => "E_CONSUME_UNGUARDED",
+            Code::FactPartlySet => "W_FACT_PARTLY_SET",
             Code::UnreachableState => "E_UNREACHABLE_STATE",
             Code::UnreachableEdge => "E_UNREACHABLE_EDGE",
             Code::NoPathToTerminal => "E_NO_PATH_TO_TERMINAL",
@@ -168,7 +172,7 @@ impl Code {
     /// How bad a finding with this code is.
     pub fn severity(self) -> Severity {
         match self {
-            Code::ExplorationLimit => Severity::Warning,
+            Code::ExplorationLimit | Code::FactPartlySet => Severity::Warning,
             _ => Severity::Error,
         }
     }
