@@ -60,20 +60,20 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
     assert_eq!(
         summary,
         vec![
-            ("continue", "next_turn", 4),
+            ("continue", "next_turn", 5),
             ("continue", "collapse_drain_retry", 3),
             ("continue", "reactive_compact_retry", 3),
-            ("continue", "max_output_tokens_escalate", 3),
-            ("continue", "max_output_tokens_recovery", 5),
+            ("continue", "max_output_tokens_escalate", 4),
+            ("continue", "max_output_tokens_recovery", 7),
             ("continue", "stop_hook_blocking", 4),
             ("continue", "token_budget_continuation", 4),
             ("terminal", "completed", 4),
-            ("terminal", "max_turns", 400),
+            ("terminal", "max_turns", 500),
             ("terminal", "aborted_streaming", 2),
             ("terminal", "aborted_tools", 4),
             ("terminal", "model_error", 2),
             ("terminal", "stop_hook_prevented", 4),
-            ("terminal", "hook_stopped", 4),
+            ("terminal", "hook_stopped", 5),
             ("terminal", "prompt_too_long", 3),
             ("terminal", "blocking_limit", 1),
         ]
@@ -83,15 +83,31 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
         path("completed"),
         &ids(&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.completed"])
     );
+    // Facts an edge sets are fixed in the state it enters: Recover truncates only after a
+    // truncated reply, and a turn goes on only after its tools ran.
+    assert_eq!(
+        path("max_output_tokens_escalate"),
+        &ids(&["prepare.request", "request.stream_opened", "consume.truncated", "recover.max_output_tokens_escalate"])
+    );
     assert_eq!(
         path("max_output_tokens_recovery"),
         &ids(&[
             "prepare.request",
-            "request.prompt_too_long",
+            "request.stream_opened",
+            "consume.truncated",
             "recover.max_output_tokens_escalate",
-            "request.prompt_too_long",
+            "request.stream_opened",
+            "consume.truncated",
             "recover.max_output_tokens_recovery"
         ])
+    );
+    assert_eq!(
+        path("next_turn"),
+        &ids(&["prepare.request", "request.stream_opened", "consume.tools", "tools.done", "checkpoint.next_turn"])
+    );
+    assert_eq!(
+        path("collapse_drain_retry"),
+        &ids(&["prepare.request", "request.prompt_too_long", "recover.collapse_drain_retry"])
     );
     assert_eq!(
         path("aborted_tools"),
@@ -99,8 +115,8 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
     );
     assert_eq!(
         report::compress(path("max_turns")),
-        "(prepare.request request.stream_opened consume.end_turn checkpoint.next_turn) x99 \
-         prepare.request request.stream_opened consume.end_turn checkpoint.max_turns"
+        "(prepare.request request.stream_opened consume.tools tools.done checkpoint.next_turn) x99 \
+         prepare.request request.stream_opened consume.tools tools.done checkpoint.max_turns"
     );
 }
 
@@ -111,6 +127,7 @@ fn the_text_summary_states_the_proof() {
         "agentloop audit: transitions/loop.toml\n",
         "  edges: 32 (11 internal, 7 continue, 14 terminal)\n",
         "  guards        ok: exclusive and covering on all 11 (state, event) pairs, consumption guarded\n",
+        "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n",
         "  per turn: at most 819 model calls (9020 counting retries and fallback)\n",
         "  per run:  at most 1512 model calls (16643 counting retries and fallback) with max_turns = 100\n",
         "  terminal blocking_limit              prepare.blocking_limit\n",
@@ -134,7 +151,7 @@ fn max_turns_bounds_the_run() {
     assert_eq!(worst.per_turn, Calls { excluding_resends: 819, including_resends: 9020 });
     assert_eq!(worst.per_run, Calls { excluding_resends: 833, including_resends: 9174 });
     let max_turns = ex.witnesses.iter().find(|w| w.reason == "max_turns").unwrap();
-    assert_eq!(max_turns.path.len(), 12);
+    assert_eq!(max_turns.path.len(), 15);
 }
 
 #[test]
@@ -162,7 +179,7 @@ fn an_edge_no_counter_values_enable_is_caught() {
         r.findings[0].message,
         "edge `request.fallback` is never taken in the exploration of (state x counters x facts): `Request` is \
          reached, but its guard `error == retryable && fallback_due && fallbacks_left` never holds there with the \
-         counters a run can have"
+         counters a run can have and the facts the edges into it set"
     );
     assert_eq!(r.findings[0].path, ids(&["prepare.request"]));
 }
@@ -191,6 +208,39 @@ fn an_unbounded_cycle_is_caught() {
         ids(&["request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery", "prepare.request"])
     );
     assert!(r.exploration.as_ref().unwrap().worst.is_none());
+}
+
+#[test]
+fn bad_sets_are_caught_with_their_line() {
+    let text = SHIPPED_TABLE.replacen("sets = { cause = \"truncated\" }", "sets = { cause = \"cut\" }", 1).replacen(
+        "sets = { tools_ran = true }",
+        "sets = { tools_run = true }",
+        1,
+    );
+    let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
+    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(327)), ("E_BAD_SETS", Some(381))]);
+    assert_eq!(
+        r.findings[0].message,
+        "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \
+         (\"prompt_too_long\", \"truncated\")"
+    );
+    assert_eq!(r.findings[1].message, "edge `tools.done`: `sets` names `tools_run`, which is not a declared fact");
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
+fn a_fact_only_some_entering_edges_set_is_a_warning() {
+    let text = SHIPPED_TABLE.replacen("sets = { tools_ran = false }\n", "", 1);
+    let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
+    assert_eq!(codes(&r.findings), vec![("W_FACT_PARTLY_SET", Some(48))]);
+    assert_eq!(r.exit_code(), 0);
+    // Where `consume.end_turn` leaves `tools_ran` free, the shortest `next_turn` skips the tools.
+    let ex = r.exploration.as_ref().unwrap();
+    let next = ex.witnesses.iter().find(|w| w.reason == "next_turn").unwrap();
+    assert_eq!(
+        next.path,
+        ids(&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.next_turn"])
+    );
 }
 
 #[test]
@@ -273,6 +323,19 @@ fn record_mismatches_name_their_seq() {
         vec![("E_TRACE_EDGE_MISMATCH", Some(4), Some(3))]
     );
     assert_eq!(check("\"has_tool_use\":true", "\"has_tool_use\":false"), vec![("E_TRACE_GUARD", Some(4), Some(3))]);
+    // A fact recorded otherwise than the edge into the state set it.
+    let contradicted = valid.replacen("\"tools_ran\":false", "\"tools_ran\":true", 1);
+    let r = trace::replay(shipped(), "t.jsonl", &contradicted);
+    assert_eq!(trace_codes(&r), vec![("E_TRACE_GUARD", Some(10), Some(9))]);
+    assert_eq!(
+        r.findings[0].message,
+        "`tools_ran` is recorded as true, but `consume.end_turn`, which entered `Checkpoint`, set it to false; guard \
+         `!tools_ran && stop_hook == pass && !(budget_wants_more && budget_continuations_left)` of \
+         `checkpoint.completed` is false under the recorded guards"
+    );
+    // A fact left out of the record is read from what the entering edge set.
+    let omitted = valid.replacen("\"tools_ran\":false,", "", 1);
+    assert_eq!(trace_codes(&trace::replay(shipped(), "t.jsonl", &omitted)), vec![]);
     assert_eq!(check("\"t_ms\":918.3,", ""), vec![("E_TRACE_RECORD", Some(5), Some(4))]);
     assert_eq!(
         check(

@@ -1,10 +1,11 @@
 //! The statechart drawn from the table: Mermaid (a flowchart with superstates as subgraphs),
 //! Graphviz DOT (superstates as clusters) and Markdown (the Mermaid diagram plus a table of
-//! every state and edge). Continue edges are dotted and blue, terminal edges thick and red.
+//! every state and edge, with the facts each edge sets). Continue edges are dotted and blue, terminal edges thick and red.
 //! `docs/transitions.md` is the Markdown export of the shipped table.
 
 use std::fmt::Write;
 
+use crate::engine::guard::FactValue;
 use crate::engine::table::{EdgeDecl, EdgeKind, StateKind, Table};
 
 /// Export formats.
@@ -198,13 +199,22 @@ pub fn markdown(table: &Table, source: &str) -> String {
         let parent = s.parent.as_deref().unwrap_or_default();
         let _ = writeln!(out, "| `{}` | {kind} | {} | {} |", s.name, code(parent), cell(&s.doc));
     }
-    out.push_str("\n## Edges\n\n| id | from | event | guard | to | reason | consumes | resets |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    out.push_str("\n## Edges\n\n| id | from | event | guard | to | reason | consumes | resets | sets |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for e in &table.edges {
         let list = |v: &[String]| v.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
+        let sets = e
+            .sets
+            .iter()
+            .map(|(k, v)| match v {
+                FactValue::Bool(b) => format!("`{k} = {b}`"),
+                FactValue::Value(v) => format!("`{k} = \"{v}\"`"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         let _ = writeln!(
             out,
-            "| `{}` | `{}` | `{}` | {} | `{}` | {} | {} | {} |",
+            "| `{}` | `{}` | `{}` | {} | `{}` | {} | {} | {} | {sets} |",
             e.id,
             e.from,
             e.on,
@@ -256,6 +266,20 @@ mod tests {
         )
         .unwrap();
         let md = markdown(&t, "t.toml");
-        assert!(md.contains("| `x` | `A` | `go` | `a \\|\\| b` | `Z` | terminal `completed` |  |  |\n"), "{md}");
+        assert!(md.contains("| `x` | `A` | `go` | `a \\|\\| b` | `Z` | terminal `completed` |  |  |  |\n"), "{md}");
+        let md = markdown(shipped(), "loop.toml");
+        assert!(
+            md.contains(
+                "| `consume.truncated` | `Consume` | `message_complete` | `!has_tool_use && truncated` | `Recover` |  \
+                 |  |  | `cause = \"truncated\"` |\n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| `tools.done` | `ExecuteTools` | `tools_finished` |  | `Checkpoint` |  |  |  | `tools_ran = true` |\n"
+            ),
+            "{md}"
+        );
     }
 }

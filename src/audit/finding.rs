@@ -44,6 +44,8 @@ pub enum Code {
     ContinueAndTerminal,
     /// A guard does not parse or reads something undeclared.
     BadGuard,
+    /// An edge's `sets` names an undeclared fact or gives one a value it cannot have.
+    BadSets,
     /// The engine's loader rejected the table for a reason the auditor has no code for.
     TableRejected,
     /// One of the seven continue reasons has no edge.
@@ -66,6 +68,9 @@ pub enum Code {
     ShadowedEdge,
     /// An edge consumes a counter its guard does not require to be left.
     ConsumeUnguarded,
+    /// A state's guards read a fact that some edges into the state set and others (or the
+    /// start) leave free.
+    FactPartlySet,
     /// A state cannot be reached from the initial state.
     UnreachableState,
     /// An edge is never taken from the initial state.
@@ -127,6 +132,7 @@ impl Code {
             Code::UnknownReason => "E_UNKNOWN_REASON",
             Code::ContinueAndTerminal => "E_CONTINUE_AND_TERMINAL",
             Code::BadGuard => "E_BAD_GUARD",
+            Code::BadSets => "E_BAD_SETS",
             Code::TableRejected => "E_TABLE_REJECTED",
             Code::MissingContinueReason => "E_MISSING_CONTINUE_REASON",
             Code::MissingTerminalReason => "E_MISSING_TERMINAL_REASON",
@@ -138,6 +144,7 @@ impl Code {
             Code::GuardGap => "E_GUARD_GAP",
             Code::ShadowedEdge => "E_SHADOWED_EDGE",
             Code::ConsumeUnguarded => "E_CONSUME_UNGUARDED",
+            Code::FactPartlySet => "W_FACT_PARTLY_SET",
             Code::UnreachableState => "E_UNREACHABLE_STATE",
             Code::UnreachableEdge => "E_UNREACHABLE_EDGE",
             Code::NoPathToTerminal => "E_NO_PATH_TO_TERMINAL",
@@ -165,7 +172,7 @@ impl Code {
     /// How bad a finding with this code is.
     pub fn severity(self) -> Severity {
         match self {
-            Code::ExplorationLimit => Severity::Warning,
+            Code::ExplorationLimit | Code::FactPartlySet => Severity::Warning,
             _ => Severity::Error,
         }
     }

@@ -1,7 +1,9 @@
 //! Guards decided by enumeration: for every leaf state and every event it handles (its own
 //! edges and its superstates'), every assignment of the atoms those guards read must enable
 //! exactly one edge. Boolean facts and `COUNTER_left` atoms range over `true`/`false`,
-//! enumerated facts over their declared values.
+//! enumerated facts over their declared values. (Determinism is required for every assignment,
+//! even of facts an entering edge `sets`.) [`partly_set_findings`] warns when a state's guards
+//! read a fact that only some of the ways into the state set.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -92,6 +94,53 @@ pub(crate) fn events_of<'t>(table: &'t Table, state: &str) -> Vec<&'t str> {
         .map(|e| e.name.as_str())
         .filter(|ev| table.edges.iter().any(|e| e.on == *ev && ancestry.contains(&e.from.as_str())))
         .collect()
+}
+
+/// The facts (not `COUNTER_left` atoms) that the guards of edges out of `state` (or out of one
+/// of its superstates) read, on any event.
+pub(crate) fn facts_read(table: &Table, state: &str) -> BTreeSet<String> {
+    let ancestry = table.ancestry(state);
+    table
+        .edges
+        .iter()
+        .filter(|e| ancestry.contains(&e.from.as_str()))
+        .filter_map(|e| e.guard.as_ref())
+        .flat_map(|g| g.atoms().into_keys())
+        .filter(|atom| table.fact(atom).is_some())
+        .collect()
+}
+
+/// A warning for every (leaf state, fact its guards read) where some edges into the state set
+/// the fact and other edges, or the start of a run, leave it free: the auditor then fixes it
+/// on some paths and not on others, which is usually a `sets` forgotten on an edge.
+pub fn partly_set_findings(table: &Table, path: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for state in table.states.iter().filter(|s| s.kind == StateKind::Leaf) {
+        let incoming: Vec<&EdgeDecl> = table.edges.iter().filter(|e| e.to == state.name).collect();
+        for fact in facts_read(table, &state.name) {
+            let (setting, free): (Vec<&EdgeDecl>, Vec<&EdgeDecl>) =
+                incoming.iter().partition(|e| e.sets.contains_key(&fact));
+            let start = table.initial == state.name;
+            if setting.is_empty() || (free.is_empty() && !start) {
+                continue;
+            }
+            let quote = |edges: &[&EdgeDecl]| edges.iter().map(|e| format!("`{}`", e.id)).collect::<Vec<_>>();
+            let mut unset = quote(&free);
+            if start {
+                unset.push("the start of a run".into());
+            }
+            let m = format!(
+                "the guards of `{}` read `{fact}`, which {} set{} but {} leave{} free",
+                state.name,
+                quote(&setting).join(", "),
+                if setting.len() == 1 { "s" } else { "" },
+                unset.join(", "),
+                if unset.len() == 1 { "s" } else { "" }
+            );
+            out.push(Finding::new(Code::FactPartlySet, m, Location::at(path, Some(state.line)).state(&state.name)));
+        }
+    }
+    out
 }
 
 /// Exclusivity, coverage and shadowing of every (leaf state, event) group, and whether each
@@ -204,5 +253,28 @@ mod tests {
     fn the_shipped_guards_are_exclusive_and_covering() {
         assert_eq!(guard_findings(shipped(), "loop.toml"), vec![]);
         assert_eq!(events_of(shipped(), "Request"), vec!["stream_opened", "request_failed", "abort"]);
+    }
+
+    #[test]
+    fn lists_the_facts_a_state_reads() {
+        let read = |s: &str| facts_read(shipped(), s).into_iter().collect::<Vec<_>>();
+        assert_eq!(read("Checkpoint"), vec!["budget_wants_more", "hook_stop", "stop_hook", "tools_ran"]);
+        assert_eq!(read("Recover"), vec!["cause", "compacted", "staged_collapses"]);
+        assert_eq!(read("ExecuteTools"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn warns_when_only_some_edges_into_a_state_set_a_fact() {
+        assert_eq!(partly_set_findings(shipped(), "loop.toml"), vec![]);
+        let text = crate::engine::table::SHIPPED_TABLE.replacen("sets = { tools_ran = false }\n", "", 1);
+        let table = Table::load("t.toml", &text).unwrap();
+        let found = partly_set_findings(&table, "t.toml");
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].code, found[0].severity), (Code::FactPartlySet, crate::audit::finding::Severity::Warning));
+        assert_eq!(
+            found[0].message,
+            "the guards of `Checkpoint` read `tools_ran`, which `tools.done` sets but `consume.end_turn` leaves free"
+        );
+        assert_eq!(found[0].location.state.as_deref(), Some("Checkpoint"));
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! [`audit_table`] runs, in order: the raw structure pass ([`structure::raw_findings`], every
 //! declaration problem with a code), the engine's own loader, the checks on the loaded table
-//! (reasons, targets, dead ends), guard exclusivity and coverage ([`guards`]), reachability
+//! (reasons, targets, dead ends), guard exclusivity and coverage and facts only some entering
+//! edges set ([`guards`]), reachability
 //! ([`graph`]), the static termination proof ([`termination`]) and the bounded exhaustive
 //! exploration ([`explore`]) that computes worst-case model calls and witnesses.
 //! [`trace::replay`] checks a recorded `--trace=jsonl` run against a table; [`export`] draws
@@ -87,6 +88,7 @@ pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Rep
     let ranking_line = text.lines().position(|l| l.trim() == "[termination]").map(|i| i + 1);
     report.findings.extend(structure::table_findings(&table, path));
     report.findings.extend(guards::guard_findings(&table, path));
+    report.findings.extend(guards::partly_set_findings(&table, path));
     report.findings.extend(graph::reachability_findings(&table, path));
     report.findings.extend(termination::termination_findings(&table, path, ranking_line));
     // The exploration keeps all its findings; the report drops an unreachable edge the state

@@ -27,6 +27,7 @@ fn section(code: Code) -> &'static str {
         | C::UnknownReason
         | C::ContinueAndTerminal
         | C::BadGuard
+        | C::BadSets
         | C::TableRejected
         | C::MissingContinueReason
         | C::MissingTerminalReason
@@ -34,7 +35,7 @@ fn section(code: Code) -> &'static str {
         | C::TerminalMismatch
         | C::EdgeFromTerminal
         | C::DeadEnd => "structure",
-        C::GuardOverlap | C::GuardGap | C::ShadowedEdge | C::ConsumeUnguarded => "guards",
+        C::GuardOverlap | C::GuardGap | C::ShadowedEdge | C::ConsumeUnguarded | C::FactPartlySet => "guards",
         C::UnreachableState | C::UnreachableEdge | C::NoPathToTerminal => "reachability",
         C::UnboundedCycle | C::RankingNotDecreasing | C::CounterNotRanked => "termination",
         C::ProductCycle | C::ProductDeadEnd | C::ExplorationLimit => "exploration",
@@ -153,7 +154,10 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
         );
         if let Some(w) = ex.worst {
             let turns = max_turns(ex).map(|n| format!(" with max_turns = {n}")).unwrap_or_default();
-            let _ = writeln!(out, "worst case (entries into {CALL_STATE}; facts free, counters exact)");
+            let _ = writeln!(
+                out,
+                "worst case (entries into {CALL_STATE}; counters exact, facts free unless the edge into the state sets them)"
+            );
             let _ = writeln!(
                 out,
                 "  per turn: at most {} model calls ({} counting retries and fallback)",

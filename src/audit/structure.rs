@@ -10,7 +10,7 @@ use toml::Spanned;
 use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::guard::Guard;
 use crate::engine::reason::{ContinueReason, TerminalReason};
-use crate::engine::table::{EdgeKind, StateKind, Table};
+use crate::engine::table::{EdgeKind, StateKind, Table, set_value};
 
 /// The table cannot be audited at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,6 +114,8 @@ struct RawEdge {
     consumes: Vec<String>,
     #[serde(default)]
     resets: Vec<String>,
+    #[serde(default)]
+    sets: Option<Spanned<BTreeMap<String, toml::Value>>>,
     #[serde(default, rename = "doc")]
     _doc: String,
 }
@@ -259,6 +261,14 @@ pub fn raw_findings(path: &str, text: &str) -> Result<Vec<Finding>, InputError> 
             && let Err(problem) = check_guard(text, &facts, &counters)
         {
             out.push(Finding::new(Code::BadGuard, format!("edge `{}`: {problem}", e.id), at.clone()));
+        }
+        if let Some(sets) = &e.sets {
+            for (name, value) in sets.get_ref() {
+                if let Err(problem) = set_value(name, facts.get(name.as_str()).copied(), value) {
+                    let at = loc(sets.span().start).edge(&e.id);
+                    out.push(Finding::new(Code::BadSets, format!("edge `{}`: {problem}", e.id), at));
+                }
+            }
         }
     }
     Ok(out)

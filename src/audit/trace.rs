@@ -4,8 +4,9 @@
 //! "counters":{…}}` (`bounds` and `counters` optional: the table's bounds, and bound minus
 //! `spent_at_start`). Every further line is a transition record; each must take a declared
 //! edge out of the current state (the previous record's `to`, first the table's initial
-//! state), agree with the table on `to`, `event`, `kind` and `reason`, satisfy its guard under
-//! its recorded `guards`, and carry counters the edge explains (consumed minus one, reset to the
+//! state), agree with the table on `to`, `event`, `kind` and `reason`, record no guard fact
+//! otherwise than the previous record's edge `sets` it, satisfy its guard under its recorded
+//! `guards` (completed by those `sets`), and carry counters the edge explains (consumed minus one, reset to the
 //! bound, others unchanged; counters the edge changes must be present). Exactly one terminal
 //! record ends the trace. After a mismatch the replay resynchronises on the record.
 
@@ -37,6 +38,8 @@ struct Replay<'t> {
     bounds: BTreeMap<String, u32>,
     counters: BTreeMap<String, u32>,
     state: String,
+    /// The previous record's edge and the facts it sets for the current state.
+    entered: Option<(String, Facts)>,
     findings: Vec<Finding>,
 }
 
@@ -131,6 +134,7 @@ impl Replay<'_> {
                 Some(id),
             );
             self.resync(text("to"), counters);
+            self.entered = None;
             return text("kind") == Some("terminal");
         };
         let here = self.state.clone();
@@ -145,6 +149,7 @@ impl Replay<'_> {
         self.check_guard(edge, guards, line, seq);
         self.check_counters(edge, guards, counters, line, seq);
         self.resync(Some(text("to").unwrap_or(&edge.to)), counters);
+        self.entered = Some((edge.id.clone(), edge.sets.clone()));
         matches!(edge.kind, EdgeKind::Terminal(_)) || text("kind") == Some("terminal")
     }
 
@@ -167,8 +172,7 @@ impl Replay<'_> {
     }
 
     fn check_guard(&mut self, edge: &EdgeDecl, guards: &Map<String, Value>, line: usize, seq: Option<u64>) {
-        let Some(guard) = &edge.guard else { return };
-        let facts: Facts = guards
+        let recorded: Facts = guards
             .iter()
             .filter_map(|(k, v)| match v {
                 Value::Bool(b) => Some((k.clone(), FactValue::Bool(*b))),
@@ -176,13 +180,34 @@ impl Replay<'_> {
                 _ => None,
             })
             .collect();
-        let text = edge.guard_text.as_deref().unwrap_or_default();
-        let problem = match guard.eval(&facts) {
-            Ok(true) => return,
-            Ok(false) => format!("guard `{text}` of `{}` is false under the recorded guards", edge.id),
-            Err(e) => format!("guard `{text}` of `{}`: {e}", edge.id),
-        };
-        self.report(Code::TraceGuard, problem, line, seq, Some(&edge.id));
+        // What the entering edge set holds unless recorded; recorded otherwise, it is a mismatch.
+        let mut problems = Vec::new();
+        let mut facts = Facts::new();
+        if let Some((by, set)) = &self.entered {
+            for (k, v) in set {
+                if let Some(r) = recorded.get(k).filter(|r| *r != v) {
+                    problems.push(format!(
+                        "`{k}` is recorded as {r}, but `{by}`, which entered `{}`, set it to {v}",
+                        self.state
+                    ));
+                }
+            }
+            facts.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        facts.extend(recorded);
+        if let Some(guard) = &edge.guard {
+            let text = edge.guard_text.as_deref().unwrap_or_default();
+            match guard.eval(&facts) {
+                Ok(true) => {}
+                Ok(false) => {
+                    problems.push(format!("guard `{text}` of `{}` is false under the recorded guards", edge.id))
+                }
+                Err(e) => problems.push(format!("guard `{text}` of `{}`: {e}", edge.id)),
+            }
+        }
+        if !problems.is_empty() {
+            self.report(Code::TraceGuard, problems.join("; "), line, seq, Some(&edge.id));
+        }
     }
 
     fn check_counters(
@@ -252,8 +277,15 @@ impl Replay<'_> {
 pub fn replay(table: &Table, path: &str, text: &str) -> TraceReport {
     let bounds: BTreeMap<String, u32> = table.counters.iter().map(|c| (c.name.clone(), c.bound)).collect();
     let counters = table.counters.iter().map(|c| (c.name.clone(), c.bound.saturating_sub(c.spent_at_start))).collect();
-    let mut replay =
-        Replay { table, path: path.to_owned(), bounds, counters, state: table.initial.clone(), findings: Vec::new() };
+    let mut replay = Replay {
+        table,
+        path: path.to_owned(),
+        bounds,
+        counters,
+        state: table.initial.clone(),
+        entered: None,
+        findings: Vec::new(),
+    };
     let mut records = 0;
     let mut expected_seq = 1u64;
     let mut terminal: Option<(u64, String)> = None;

@@ -2,9 +2,11 @@
 //!
 //! Handlers decide which edge to take from the facts they observe and hand it to
 //! [`Machine::go`]. After every transition, [`Machine::after_transition`] checks the taken
-//! edge against the table — declared, from this state, to that state, on that event, its
-//! guard true and every sibling guard false — then applies the edge's counter effects and
-//! writes the trace record. Counters change nowhere else, so code and table cannot drift.
+//! edge against the table — declared, from this state, to that state, on that event, no
+//! reported fact contradicting what the edge into this state `sets`, its guard true and every
+//! sibling guard false — then applies the edge's counter effects, remembers the facts it sets
+//! for the state it enters, and writes the trace record. Counters change nowhere else, so code
+//! and table cannot drift.
 //!
 //! The machine owns no I/O: model, tools, hooks and clock arrive in [`Ctx`].
 
@@ -100,11 +102,22 @@ pub(crate) struct Pending {
     pub(crate) detail: Option<String>,
 }
 
+/// The facts the last edge taken set for the state it entered (its `sets` in the table).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Entered {
+    /// The edge's id; empty before the first transition.
+    pub(crate) edge: String,
+    /// What it set.
+    pub(crate) facts: Facts,
+}
+
 /// The machine's shared storage.
 pub struct Machine {
     /// The loop's data.
     pub st: LoopState,
     pub(crate) pending: Option<Pending>,
+    /// Replaced on every transition: facts set by one edge hold only in the state it enters.
+    pub(crate) entered: Entered,
 }
 
 #[state_machine(
@@ -269,7 +282,7 @@ pub fn value(v: &str) -> FactValue {
 impl Machine {
     /// A machine at the start of a run.
     pub fn new(st: LoopState) -> Self {
-        Machine { st, pending: None }
+        Machine { st, pending: None, entered: Entered::default() }
     }
 
     /// Take `edge` to `target`: record it for the table check and transition.
@@ -340,6 +353,10 @@ impl Machine {
                 ctx.violation.get_or_insert(message);
             }
         }
+        self.entered = match ctx.table.edge(pending.edge.id()) {
+            Some(decl) => Entered { edge: decl.id.clone(), facts: decl.sets.clone() },
+            None => Entered::default(),
+        };
     }
 
     /// Check a transition against the table; on success return the guard facts to record.
@@ -360,8 +377,18 @@ impl Machine {
                 return Err(format!("edge `{id}` consumes `{c}`, which is spent"));
             }
         }
+        for (fact, set) in &self.entered.facts {
+            if let Some(reported) = p.facts.get(fact).filter(|v| *v != set) {
+                return Err(format!(
+                    "edge `{id}` was taken with `{fact}` = {reported}, but `{}`, which entered `{from}`, set it to {set}",
+                    self.entered.edge
+                ));
+            }
+        }
         let candidates = table.edges_from(from, p.event);
-        let mut all = p.facts.clone();
+        // What the entering edge set holds here unless the handler reports it (identically).
+        let mut all = self.entered.facts.clone();
+        all.extend(p.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
         for name in self.st.counters.keys() {
             all.insert(format!("{name}_left"), FactValue::Bool(self.st.left(name) > 0));
         }
@@ -425,5 +452,60 @@ mod tests {
         let declared_leaves =
             table.states.iter().filter(|s| s.kind != crate::engine::table::StateKind::Superstate).count();
         assert_eq!(declared_leaves, count, "every leaf state of the table has a handler");
+    }
+
+    fn machine_entered_by(edge: &str) -> Machine {
+        let table = crate::engine::table::shipped();
+        let st = LoopState::new(crate::engine::options::EngineOptions::default(), "hi", Vec::new(), table);
+        let mut m = Machine::new(st);
+        m.entered = Entered { edge: edge.to_owned(), facts: table.edge(edge).unwrap().sets.clone() };
+        m
+    }
+
+    fn pending(edge: Edge, event: &'static str, facts: Facts) -> Pending {
+        Pending { edge, event, facts, delay_ms: None, detail: None }
+    }
+
+    /// A handler must not report a fact otherwise than the edge into its state set it.
+    #[test]
+    fn reported_facts_must_agree_with_the_entering_edge() {
+        let table = crate::engine::table::shipped();
+        let m = machine_entered_by("request.prompt_too_long");
+        let escalate =
+            pending(Edge::RecoverMaxOutputTokensEscalate, "recovery_checked", facts([("cause", value("truncated"))]));
+        assert_eq!(
+            m.check(table, "Recover", "Request", &escalate),
+            Err("edge `recover.max_output_tokens_escalate` was taken with `cause` = truncated, but \
+                 `request.prompt_too_long`, which entered `Recover`, set it to prompt_too_long"
+                .to_owned())
+        );
+        let drain = pending(
+            Edge::RecoverCollapseDrainRetry,
+            "recovery_checked",
+            facts([("cause", value("prompt_too_long")), ("staged_collapses", yes(true)), ("compacted", yes(false))]),
+        );
+        assert_eq!(
+            m.check(table, "Recover", "Prepare", &drain),
+            Ok(facts([
+                ("cause", value("prompt_too_long")),
+                ("collapse_drains_left", yes(true)),
+                ("compacted", yes(false)),
+                ("escalations_left", yes(true)),
+                ("reactive_compacts_left", yes(true)),
+                ("recoveries_left", yes(true)),
+                ("staged_collapses", yes(true)),
+            ]))
+        );
+        // A fact the handler leaves out is read from what the entering edge set.
+        let m = machine_entered_by("consume.end_turn");
+        let completed = pending(
+            Edge::CheckpointCompleted,
+            "turn_checked",
+            facts([("stop_hook", value("pass")), ("budget_wants_more", yes(false))]),
+        );
+        assert_eq!(m.check(table, "Checkpoint", "Done", &completed).map(|f| f["tools_ran"].clone()), Ok(yes(false)));
+        let m = machine_entered_by("tools.done");
+        let next = pending(Edge::CheckpointNextTurn, "turn_checked", facts([("tools_ran", yes(false))]));
+        assert!(m.check(table, "Checkpoint", "Prepare", &next).unwrap_err().contains("set it to true"));
     }
 }

@@ -1,7 +1,8 @@
 //! The typed view of `transitions/loop.toml`.
 //!
 //! [`Table::load`] parses the TOML, resolves names and rejects what the engine cannot run
-//! (unknown states, events, facts or counters; duplicate ids; bad guards; unknown reasons).
+//! (unknown states, events, facts or counters; duplicate ids; bad guards; unknown reasons;
+//! `sets` that name an unknown fact or give it a value of the wrong kind).
 //! The deeper proofs (reachability, termination, guard exclusivity) belong to `audit`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,7 +11,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::engine::guard::{Guard, GuardError};
+use crate::engine::guard::{FactValue, Facts, Guard, GuardError};
 use crate::engine::reason::{ContinueReason, TerminalReason};
 
 /// The shipped table, embedded at build time.
@@ -136,6 +137,9 @@ pub struct EdgeDecl {
     pub consumes: Vec<String>,
     /// Counters restored to their bound.
     pub resets: Vec<String>,
+    /// Facts the edge establishes for the state it enters (`sets = { fact = value }`): they
+    /// hold until the next transition, and a handler there must not report them otherwise.
+    pub sets: Facts,
     /// What the edge means.
     pub doc: String,
     /// Line in the table file.
@@ -275,6 +279,8 @@ struct RawEdge {
     #[serde(default)]
     resets: Vec<String>,
     #[serde(default)]
+    sets: Option<toml::Spanned<BTreeMap<String, toml::Value>>>,
+    #[serde(default)]
     doc: String,
 }
 
@@ -384,6 +390,16 @@ impl Table {
                 check_guard_names(g, &facts, &counter_names)
                     .map_err(|err| invalid(line, format!("edge `{}`: {err}", e.id)))?;
             }
+            let mut sets = Facts::new();
+            if let Some(spanned) = &e.sets {
+                let at = line_of(text, spanned.span().start);
+                for (name, v) in spanned.get_ref() {
+                    let declared = facts.iter().find(|f| &f.name == name).map(|f| f.values.as_slice());
+                    let value =
+                        set_value(name, declared, v).map_err(|err| invalid(at, format!("edge `{}`: {err}", e.id)))?;
+                    sets.insert(name.clone(), value);
+                }
+            }
             edges.push(EdgeDecl {
                 id: e.id,
                 from: e.from,
@@ -394,6 +410,7 @@ impl Table {
                 kind,
                 consumes: e.consumes,
                 resets: e.resets,
+                sets,
                 doc: e.doc,
                 line,
             });
@@ -425,6 +442,11 @@ impl Table {
     /// The counter with this name.
     pub fn counter(&self, name: &str) -> Option<&CounterDecl> {
         self.counters.iter().find(|c| c.name == name)
+    }
+
+    /// The fact with this name.
+    pub fn fact(&self, name: &str) -> Option<&FactDecl> {
+        self.facts.iter().find(|f| f.name == name)
     }
 
     /// `state` followed by its superstates, innermost first.
@@ -483,6 +505,30 @@ fn check_guard_names(guard: &Guard, facts: &[FactDecl], counters: &BTreeSet<&str
     Ok(())
 }
 
+/// The value an edge's `sets` gives fact `name`, checked against its declaration: `declared` is
+/// the fact's `values` (empty for a boolean fact), `None` when no such fact is declared.
+///
+/// # Errors
+/// What is wrong, for a message: an unknown fact, a value of the wrong kind (a boolean fact
+/// takes `true` or `false`, an enumerated one a string), or a string not among the values.
+pub fn set_value(name: &str, declared: Option<&[String]>, value: &toml::Value) -> Result<FactValue, String> {
+    let Some(values) = declared else {
+        return Err(format!("`sets` names `{name}`, which is not a declared fact"));
+    };
+    let quoted = || values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ");
+    match (values.is_empty(), value) {
+        (true, toml::Value::Boolean(b)) => Ok(FactValue::Bool(*b)),
+        (true, other) => Err(format!("`sets` gives boolean fact `{name}` the value {other}; it takes true or false")),
+        (false, toml::Value::String(v)) if values.contains(v) => Ok(FactValue::Value(v.clone())),
+        (false, toml::Value::String(v)) => {
+            Err(format!("`sets` gives `{name}` the value \"{v}\", which is not one of its values ({})", quoted()))
+        }
+        (false, other) => {
+            Err(format!("`sets` gives enumerated fact `{name}` the value {other}; it takes one of {}", quoted()))
+        }
+    }
+}
+
 /// Lowercase hex SHA-256 of `text`.
 pub fn sha256_hex(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
@@ -529,6 +575,59 @@ mod tests {
         assert_eq!(err.to_string(), "t.toml:8: edge `x`: `to` names unknown state `B`");
         let err = Table::load("t.toml", "schema = 1\ninitial = \"A\"\n[[state]]\nname = 3\n").unwrap_err();
         assert!(err.to_string().contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn edges_declare_the_facts_they_set() {
+        let t = shipped();
+        let sets = |id: &str| t.edge(id).unwrap().sets.clone();
+        let one = |k: &str, v: FactValue| Facts::from([(k.to_owned(), v)]);
+        assert_eq!(sets("request.prompt_too_long"), one("cause", FactValue::Value("prompt_too_long".into())));
+        assert_eq!(sets("consume.prompt_too_long"), one("cause", FactValue::Value("prompt_too_long".into())));
+        assert_eq!(sets("consume.truncated"), one("cause", FactValue::Value("truncated".into())));
+        assert_eq!(sets("tools.done"), one("tools_ran", FactValue::Bool(true)));
+        assert_eq!(sets("consume.end_turn"), one("tools_ran", FactValue::Bool(false)));
+        let setting: Vec<&str> = t.edges.iter().filter(|e| !e.sets.is_empty()).map(|e| e.id.as_str()).collect();
+        assert_eq!(
+            setting,
+            vec![
+                "request.prompt_too_long",
+                "consume.end_turn",
+                "consume.truncated",
+                "consume.prompt_too_long",
+                "tools.done"
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_sets_name_the_line() {
+        let head = "schema = 1\ninitial = \"A\"\n[[state]]\nname = \"A\"\n[[event]]\nname = \"go\"\n[[fact]]\nname = \"flag\"\n[[fact]]\nname = \"kind\"\nvalues = [\"x\", \"y\"]\n[[edge]]\nid = \"e\"\nfrom = \"A\"\non = \"go\"\nto = \"A\"\n";
+        let err = |sets: &str| Table::load("t.toml", &format!("{head}sets = {sets}\n")).unwrap_err().to_string();
+        assert_eq!(
+            err("{ mystery = true }"),
+            "t.toml:17: edge `e`: `sets` names `mystery`, which is not a declared fact"
+        );
+        assert_eq!(
+            err("{ flag = \"yes\" }"),
+            "t.toml:17: edge `e`: `sets` gives boolean fact `flag` the value \"yes\"; it takes true or false"
+        );
+        assert_eq!(
+            err("{ kind = true }"),
+            "t.toml:17: edge `e`: `sets` gives enumerated fact `kind` the value true; it takes one of \"x\", \"y\""
+        );
+        assert_eq!(
+            err("{ kind = \"z\" }"),
+            "t.toml:17: edge `e`: `sets` gives `kind` the value \"z\", which is not one of its values (\"x\", \"y\")"
+        );
+        let ok = Table::load("t.toml", &format!("{head}sets = {{ flag = false, kind = \"y\" }}\n")).unwrap();
+        assert_eq!(
+            ok.edges[0].sets,
+            Facts::from([
+                ("flag".to_owned(), FactValue::Bool(false)),
+                ("kind".to_owned(), FactValue::Value("y".into()))
+            ])
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Bounded exhaustive exploration of (state x counter values x guard outcomes).
 //!
-//! Facts are free at every step (the environment may report anything) while counters are
-//! exact, starting at their bound minus `spent_at_start`. The product graph is explored in two
+//! Counters are exact, starting at their bound minus `spent_at_start`. A fact the edge into the
+//! current state `sets` is fixed to that value until the next edge; every other fact is free at
+//! every step (the environment may report anything). The product's "state" is therefore a
+//! *place*: a table state and the facts its entering edge fixed (see `model::Place`). The product graph is explored in two
 //! levels so that default bounds stay cheap: the highest-ranked counters are *outer* and change
 //! only on segment exits; a segment (`segment.rs`) explores the rest. The outer graph's nodes are
 //! (segment start, outer counter values). Both levels are searched depth first for cycles, then

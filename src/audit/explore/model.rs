@@ -1,13 +1,14 @@
-//! The product model: counter bounds, the split of counters into outer and inner ones, the
-//! mixed-radix encoding of counter values, and each state's enabled edges for a given set of
-//! `COUNTER_left` bits (facts range freely, so this is every edge some fact assignment enables).
+//! The product model: the places (a state and the facts its entering edge fixed), counter
+//! bounds, the split of counters into outer and inner ones, the mixed-radix encoding of counter
+//! values, and each place's enabled edges for a given set of `COUNTER_left` bits (facts not
+//! fixed range freely, so this is every edge some assignment of them enables).
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-use crate::audit::guards::{assignments, domains, enabled, events_of};
+use crate::audit::guards::{assignments, domains, enabled, events_of, facts_read};
 use crate::engine::guard::{FactValue, Facts};
 use crate::engine::reason::ContinueReason;
 use crate::engine::table::{EdgeKind, StateKind, Table};
@@ -66,9 +67,20 @@ pub struct CounterBound {
     pub option: Option<String>,
 }
 
+/// A state as the exploration sees it: a table state with the facts the edge that entered it
+/// `sets`, kept only when the state's guards read them (so edges that fix nothing the state
+/// reads share a place). Every other fact is free there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// State index.
+    pub state: usize,
+    /// Facts fixed on entry.
+    pub fixed: Facts,
+}
+
 /// What the exploration needs to know about one edge.
 pub(crate) struct EdgeInfo {
-    /// Target state index.
+    /// Target place index.
     pub to: usize,
     /// The target is a terminal state.
     pub terminal: bool,
@@ -125,6 +137,8 @@ impl Radix {
 pub(crate) struct Model<'t> {
     /// The table.
     pub table: &'t Table,
+    /// Places: the initial one first, then in the order edges enter them.
+    pub places: Vec<Place>,
     /// Bounds, in table order.
     pub bounds: Vec<CounterBound>,
     /// Counters that only change at segment exits.
@@ -133,7 +147,7 @@ pub(crate) struct Model<'t> {
     pub inner: Radix,
     /// Per edge, in table order.
     pub edges: Vec<EdgeInfo>,
-    /// Index of the initial state.
+    /// Index of the initial place (the initial state, nothing fixed).
     pub initial: usize,
     cache: EnabledCache,
 }
@@ -168,9 +182,25 @@ impl<'t> Model<'t> {
                 order.push(c);
             }
         }
-        // The longest lowest-ranked suffix whose product with the states stays small is inner.
+        let state_index = |name: &str| table.states.iter().position(|s| s.name == name).unwrap_or(0);
+        let mut places = vec![Place { state: state_index(&table.initial), fixed: Facts::new() }];
+        let targets: Vec<usize> = table
+            .edges
+            .iter()
+            .map(|e| {
+                let read = facts_read(table, &e.to);
+                let fixed: Facts =
+                    e.sets.iter().filter(|(k, _)| read.contains(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let place = Place { state: state_index(&e.to), fixed };
+                places.iter().position(|p| *p == place).unwrap_or_else(|| {
+                    places.push(place);
+                    places.len() - 1
+                })
+            })
+            .collect();
+        // The longest lowest-ranked suffix whose product with the places stays small is inner.
         let mut split = order.len();
-        let mut space = table.states.len() as u64;
+        let mut space = places.len() as u64;
         while split > 0 {
             match space.checked_mul(u64::from(bounds[order[split - 1]].bound) + 1) {
                 Some(s) if s <= INNER_SPACE_LIMIT => {
@@ -182,11 +212,11 @@ impl<'t> Model<'t> {
         }
         let outer = Radix::new(order[..split].to_vec(), &bounds)?;
         let inner = Radix::new(order[split..].to_vec(), &bounds)?;
-        let state_index = |name: &str| table.states.iter().position(|s| s.name == name).unwrap_or(0);
         let edges = table
             .edges
             .iter()
-            .map(|e| {
+            .zip(targets)
+            .map(|(e, to)| {
                 let consumes: Vec<usize> = e.consumes.iter().filter_map(|c| index(c)).collect();
                 let resets: Vec<usize> = e.resets.iter().filter_map(|c| index(c)).collect();
                 let call = u64::from(e.to == CALL_STATE);
@@ -195,7 +225,7 @@ impl<'t> Model<'t> {
                 let next_turn = e.kind == EdgeKind::Continue(ContinueReason::NextTurn);
                 let touches_outer = consumes.iter().chain(&resets).any(|c| outer.counters.contains(c));
                 EdgeInfo {
-                    to: state_index(&e.to),
+                    to,
                     terminal,
                     consumes,
                     resets,
@@ -205,15 +235,7 @@ impl<'t> Model<'t> {
                 }
             })
             .collect();
-        Some(Model {
-            table,
-            bounds,
-            outer,
-            inner,
-            edges,
-            initial: state_index(&table.initial),
-            cache: RefCell::new(FastMap::default()),
-        })
+        Some(Model { table, places, bounds, outer, inner, edges, initial: 0, cache: RefCell::new(FastMap::default()) })
     }
 
     /// Initial counter values, in table order.
@@ -237,14 +259,15 @@ impl<'t> Model<'t> {
         }
     }
 
-    /// Edges some fact assignment enables out of `state` when exactly the counters in `mask`
-    /// are left, sorted by table order.
-    pub fn enabled(&self, state: usize, mask: u64) -> Rc<[usize]> {
-        if let Some(hit) = self.cache.borrow().get(&(state, mask)) {
+    /// Edges out of `place` that some assignment of its free facts enables when exactly the
+    /// counters in `mask` are left, sorted by table order.
+    pub fn enabled(&self, place: usize, mask: u64) -> Rc<[usize]> {
+        if let Some(hit) = self.cache.borrow().get(&(place, mask)) {
             return Rc::clone(hit);
         }
         let table = self.table;
-        let name = &table.states[state].name;
+        let Place { state, fixed } = &self.places[place];
+        let name = &table.states[*state].name;
         let mut out = BTreeSet::new();
         for event in events_of(table, name) {
             let group = table.edges_from(name, event);
@@ -253,11 +276,14 @@ impl<'t> Model<'t> {
             let mut free = Vec::new();
             for (atom, domain) in all {
                 let counter = atom.strip_suffix("_left").and_then(|c| table.counters.iter().position(|k| k.name == c));
-                match counter {
-                    Some(c) if !table.facts.iter().any(|f| f.name == atom) => {
+                match (counter, fixed.get(&atom)) {
+                    (Some(c), _) if table.fact(&atom).is_none() => {
                         base.insert(atom, FactValue::Bool(mask & (1 << c) != 0));
                     }
-                    _ => free.push((atom, domain)),
+                    (_, Some(value)) => {
+                        base.insert(atom, value.clone());
+                    }
+                    (_, None) => free.push((atom, domain)),
                 }
             }
             for facts in assignments(&free) {
@@ -271,7 +297,7 @@ impl<'t> Model<'t> {
             }
         }
         let edges: Rc<[usize]> = out.into_iter().collect();
-        self.cache.borrow_mut().insert((state, mask), Rc::clone(&edges));
+        self.cache.borrow_mut().insert((place, mask), Rc::clone(&edges));
         edges
     }
 }
@@ -299,12 +325,61 @@ mod tests {
         assert_eq!(back, v);
     }
 
+    /// (state, facts fixed) of every place, and the place each edge enters.
+    #[test]
+    fn places_keep_the_facts_the_entering_edge_sets() {
+        let t = shipped();
+        let m = Model::new(t, None).unwrap();
+        let show = |p: &Place| {
+            let fixed: Vec<String> = p.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{} {}", t.states[p.state].name, fixed.join(","))
+        };
+        let places: Vec<String> = m.places.iter().map(show).collect();
+        assert_eq!(
+            places,
+            vec![
+                "Prepare ",
+                "Request ",
+                "Done ",
+                "Consume ",
+                "Recover cause=prompt_too_long",
+                "ExecuteTools ",
+                "Checkpoint tools_ran=false",
+                "Recover cause=truncated",
+                "Checkpoint tools_ran=true",
+            ]
+        );
+        let into = |id: &str| places[m.edges[t.edges.iter().position(|e| e.id == id).unwrap()].to].clone();
+        assert_eq!(into("consume.prompt_too_long"), "Recover cause=prompt_too_long");
+        assert_eq!(into("tools.done"), "Checkpoint tools_ran=true");
+        assert_eq!(into("checkpoint.next_turn"), "Prepare ");
+        // Each place enables only the edges its fixed facts allow.
+        let everything = (1 << 9) - 1;
+        let ids =
+            |place: usize| m.enabled(place, everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
+        assert_eq!(ids(7), vec!["recover.max_output_tokens_escalate"]);
+        assert_eq!(
+            ids(4),
+            vec!["recover.collapse_drain_retry", "recover.reactive_compact_retry", "recover.prompt_too_long"]
+        );
+        assert_eq!(ids(8), vec!["checkpoint.hook_stopped", "checkpoint.next_turn"]);
+        assert_eq!(
+            ids(6),
+            vec![
+                "checkpoint.stop_hook_prevented",
+                "checkpoint.stop_hook_blocking",
+                "checkpoint.token_budget_continuation",
+                "checkpoint.completed"
+            ]
+        );
+    }
+
     #[test]
     fn enabled_edges_follow_the_counter_bits() {
         let t = shipped();
         let m = Model::new(t, Some(3)).unwrap();
         assert_eq!(m.bounds[2].initial, 2);
-        let request = t.states.iter().position(|s| s.name == "Request").unwrap();
+        let request = m.places.iter().position(|p| t.states[p.state].name == "Request").unwrap();
         let ids = |mask: u64| m.enabled(request, mask).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
         let everything = (1 << 9) - 1;
         assert_eq!(

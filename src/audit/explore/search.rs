@@ -296,7 +296,7 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
     for &n in post.iter().rev() {
         let seg = &segs[nodes[n as usize].seg as usize];
         for &(u, d) in &seg.dead_ends {
-            closer(&mut dead[seg.nodes[u as usize].0], dist[n as usize] + u64::from(d), n, u);
+            closer(&mut dead[model.places[seg.nodes[u as usize].0].state], dist[n as usize] + u64::from(d), n, u);
         }
     }
     let mut values = values;
@@ -321,7 +321,8 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
                 let guard = e.guard_text.as_deref().unwrap_or("true");
                 let m = format!(
                     "edge `{}` is never taken in the exploration of (state x counters x facts): `{}` is reached, \
-                     but its guard `{guard}` never holds there with the counters a run can have",
+                     but its guard `{guard}` never holds there with the counters a run can have and the \
+                     facts the edges into it set",
                     e.id, table.states[s].name
                 );
                 Finding::new(Code::UnreachableEdge, m, loc).with_path(ids(&path_within(n, u)))

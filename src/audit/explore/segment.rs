@@ -1,4 +1,4 @@
-//! One segment of the product graph: everything reachable from a start node (state, inner
+//! One segment of the product graph: everything reachable from a start node (place, inner
 //! counter values) while the outer counters stay fixed, up to the exit edges (terminal edges,
 //! `next_turn`, and edges that touch an outer counter). Guards see the outer counters only as
 //! `COUNTER_left` bits, so a segment depends on its start and those bits alone and is shared by
@@ -24,7 +24,7 @@ pub(crate) struct Cycle {
 enum Succ {
     /// An edge to another node of the segment.
     Inner(usize, u32),
-    /// An exit edge, with the target key (state and inner counters after the edge).
+    /// An exit edge, with the target key (place and inner counters after the edge).
     Exit(usize, u64),
 }
 
@@ -34,7 +34,7 @@ enum Succ {
 pub(crate) struct Exit {
     /// The exit edge.
     pub edge: usize,
-    /// Target key: state index x inner space + inner code, after the edge's inner effects.
+    /// Target key: place index x inner space + inner code, after the edge's inner effects.
     pub target: u64,
     /// The node, among those the exit leaves from, with the fewest edges from the start.
     pub node: u32,
@@ -46,7 +46,7 @@ pub(crate) struct Exit {
 
 /// A built segment.
 pub(crate) struct Segment {
-    /// Nodes as (state index, inner code); index 0 is the start.
+    /// Nodes as (place index, inner code); index 0 is the start.
     pub nodes: Vec<(usize, u64)>,
     /// Predecessor (node, edge) on a path with the fewest edges.
     pred: Vec<Option<(u32, usize)>>,
@@ -63,7 +63,7 @@ pub(crate) struct Segment {
 }
 
 impl Segment {
-    /// Explore from `start_key` (state index x inner space + inner code) with the outer
+    /// Explore from `start_key` (place index x inner space + inner code) with the outer
     /// counters left as in `outer_mask`. `limit` caps the number of nodes.
     ///
     /// # Errors
@@ -81,11 +81,11 @@ impl Segment {
         let mut succ: Vec<Vec<Succ>> = Vec::new();
         let mut values = vec![0u32; model.bounds.len()];
         let mut expand = |u: usize, nodes: &mut Vec<(usize, u64)>, index: &mut FastMap<u64, u32>| -> Vec<Succ> {
-            let (state, code) = nodes[u];
+            let (place, code) = nodes[u];
             model.inner.decode(code, &mut values);
             let mask = outer_mask | Model::mask(&model.inner, &values);
             let mut out = Vec::new();
-            for &e in model.enabled(state, mask).iter() {
+            for &e in model.enabled(place, mask).iter() {
                 let mut after = values.clone();
                 model.apply(e, &mut after);
                 let key = model.edges[e].to as u64 * space + model.inner.encode(&after);
@@ -195,7 +195,8 @@ impl Segment {
             }
         }
         let mut reach: Vec<Option<(u32, u32)>> = vec![None; model.table.states.len()];
-        for (u, &(state, _)) in nodes.iter().enumerate() {
+        for (u, &(place, _)) in nodes.iter().enumerate() {
+            let state = model.places[place].state;
             if reach[state].is_none_or(|(d, _)| short[u] < d) {
                 reach[state] = Some((short[u], u as u32));
             }
