@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentloop::model::ModelError;
+use agentloop::model::anthropic::decode::decode;
 use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::{decode, event_stream};
+use agentloop::model::anthropic::stream::event_stream;
 use agentloop::model::assemble::{Assembled, Assembler};
 use agentloop::protocol::StreamEvent;
 use futures::StreamExt;
@@ -103,7 +104,7 @@ fn run<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     'chunks: for chunk in chunks {
         parser.push(chunk);
         while let Some(sse) = parser.next_event() {
-            if apply(&mut assembler, decode(&sse.data), &mut error) {
+            if apply(&mut assembler, decode(sse.data), &mut error) {
                 break 'chunks;
             }
         }

@@ -1,7 +1,8 @@
 //! The Anthropic Messages API provider.
 //!
 //! - [`sse`]: a strict, incremental WHATWG event-stream framer;
-//! - [`stream`]: response bytes to [`crate::protocol::StreamEvent`]s, with the idle timeout;
+//! - [`decode`]: one event payload to a [`crate::protocol::StreamEvent`];
+//! - [`stream`]: response bytes to an event stream, with the idle timeout;
 //! - [`request`]: the request body, with prompt-cache breakpoints;
 //! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
 //! - [`pricing`]: what the reported usage costs.
@@ -10,6 +11,7 @@
 //! model and lives outside this module.
 
 pub mod client;
+pub mod decode;
 mod errors;
 pub mod pricing;
 pub mod request;

@@ -12,40 +12,54 @@
 //! - a UTF-8 byte-order mark at the very start is skipped.
 //!
 //! `id` and `retry` are parsed as fields and ignored: a Messages stream cannot be resumed.
-//! The parser works on bytes and decodes UTF-8 only when an event is dispatched, so a
-//! character split across chunks is never a problem. Every input byte is scanned once
-//! (memchr) and copied at most twice, so the cost is linear in the input whatever the chunking.
+//! UTF-8 is checked once per chunk, as the bytes arrive (a character split across chunks waits
+//! for the rest of it; invalid bytes become U+FFFD as the standard says); from then on the parser
+//! works on text. Every input byte is checked and scanned (memchr) once and copied once (a line
+//! split across chunks, twice), so the cost is linear in the input whatever the chunking. Events
+//! are lent out ([`Event`] borrows the parser), so reading a stream allocates nothing per event
+//! once the buffers have grown.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use memchr::{memchr, memchr2};
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// One dispatched event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+/// One dispatched event, borrowed from the [`Parser`] until the next call on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event<'a> {
     /// The `event:` name, when the event had a non-empty one.
-    pub event: Option<String>,
+    pub event: Option<&'a str>,
     /// The `data:` lines, joined with `\n`.
-    pub data: String,
+    pub data: &'a str,
+}
+
+/// Where a dispatched event's name and data sit in the parser's buffer.
+#[derive(Debug, Clone)]
+struct Ready {
+    event: Option<Range<usize>>,
+    data: Range<usize>,
 }
 
 /// The incremental framer. See the module documentation for the rules it follows.
 #[derive(Debug, Default)]
 pub struct Parser {
-    /// Bytes of a line whose end has not arrived yet.
-    partial: Vec<u8>,
+    /// The start of a character split across chunks (at most 3 bytes).
+    split_char: Vec<u8>,
+    /// Text of a line whose end has not arrived yet.
+    partial: String,
     /// The previous chunk ended in CR: an LF at the start of the next one ends nothing.
     after_cr: bool,
     /// At least one line has been processed (the BOM can only come before the first).
     seen_line: bool,
-    /// Data of the event being read, each line followed by LF.
-    data: Vec<u8>,
+    /// The dispatched events not yet taken, then the data of the event being read (from
+    /// `pending`), each of its lines followed by LF.
+    buf: String,
+    /// Where the event being read starts in `buf`.
+    pending: usize,
     /// Name of the event being read.
-    event: Vec<u8>,
-    /// Events dispatched and not yet taken.
-    ready: VecDeque<SseEvent>,
+    event: String,
+    /// Dispatched events not yet taken, oldest first.
+    ready: VecDeque<Ready>,
 }
 
 impl Parser {
@@ -56,116 +70,162 @@ impl Parser {
 
     /// Feed the next bytes of the stream. Events they complete become available from
     /// [`Parser::next_event`].
-    pub fn push(&mut self, mut bytes: &[u8]) {
-        if self.after_cr && !bytes.is_empty() {
-            self.after_cr = false;
-            if bytes[0] == b'\n' {
-                bytes = &bytes[1..];
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.ready.is_empty() && self.pending > 0 {
+            // Every dispatched event has been taken: keep only the event being read.
+            self.buf.drain(..self.pending);
+            self.pending = 0;
+        }
+        if self.split_char.is_empty() {
+            self.push_bytes(bytes);
+        } else {
+            // Rare (a chunk boundary inside a character): decode the joined bytes.
+            let mut joined = std::mem::take(&mut self.split_char);
+            joined.extend_from_slice(bytes);
+            self.push_bytes(&joined);
+        }
+    }
+
+    /// The next complete event, oldest first.
+    pub fn next_event(&mut self) -> Option<Event<'_>> {
+        let ready = self.ready.pop_front()?;
+        Some(Event { event: ready.event.map(|range| &self.buf[range]), data: &self.buf[ready.data] })
+    }
+
+    /// Whether bytes of an event that has not been dispatched yet are held. At the end of a
+    /// stream such an event is discarded, as the standard says.
+    pub fn has_pending(&self) -> bool {
+        !self.split_char.is_empty()
+            || !self.partial.is_empty()
+            || self.buf.len() > self.pending
+            || !self.event.is_empty()
+    }
+
+    /// Decode `bytes` as UTF-8, keeping an incomplete character at the end for the next chunk.
+    fn push_bytes(&mut self, mut bytes: &[u8]) {
+        loop {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => return self.push_text(text),
+                Err(e) => {
+                    let (valid, rest) = bytes.split_at(e.valid_up_to());
+                    // Checked just above: `valid` is valid UTF-8.
+                    self.push_text(std::str::from_utf8(valid).unwrap_or_default());
+                    match e.error_len() {
+                        None => return self.split_char.extend_from_slice(rest),
+                        Some(invalid) => {
+                            self.push_text("\u{FFFD}");
+                            bytes = &rest[invalid..];
+                        }
+                    }
+                }
             }
         }
-        while let Some(pos) = memchr2(b'\n', b'\r', bytes) {
+    }
+
+    fn push_text(&mut self, mut text: &str) {
+        if self.after_cr && !text.is_empty() {
+            self.after_cr = false;
+            text = text.strip_prefix('\n').unwrap_or(text);
+        }
+        while let Some(pos) = memchr2(b'\n', b'\r', text.as_bytes()) {
             let mut next = pos + 1;
-            if bytes[pos] == b'\r' {
-                match bytes.get(next) {
+            if text.as_bytes()[pos] == b'\r' {
+                match text.as_bytes().get(next) {
                     Some(b'\n') => next += 1,
                     Some(_) => {}
                     None => self.after_cr = true,
                 }
             }
             if self.partial.is_empty() {
-                self.line(&bytes[..pos]);
+                self.line(&text[..pos]);
             } else {
                 let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(&bytes[..pos]);
+                line.push_str(&text[..pos]);
                 self.line(&line);
                 line.clear();
                 self.partial = line;
             }
-            bytes = &bytes[next..];
+            text = &text[next..];
         }
-        self.partial.extend_from_slice(bytes);
+        self.partial.push_str(text);
     }
 
-    /// The next complete event, oldest first.
-    pub fn next_event(&mut self) -> Option<SseEvent> {
-        self.ready.pop_front()
-    }
-
-    /// Whether bytes of an event that has not been dispatched yet are held. At the end of a
-    /// stream such an event is discarded, as the standard says.
-    pub fn has_pending(&self) -> bool {
-        !self.partial.is_empty() || !self.data.is_empty() || !self.event.is_empty()
-    }
-
-    fn line(&mut self, mut line: &[u8]) {
+    fn line(&mut self, mut line: &str) {
         if !self.seen_line {
             self.seen_line = true;
-            line = line.strip_prefix(BOM).unwrap_or(line);
+            line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
         }
         if line.is_empty() {
             self.dispatch();
             return;
         }
-        let (field, value) = match memchr(b':', line) {
+        let (field, value) = match memchr(b':', line.as_bytes()) {
             Some(0) => return,
             Some(colon) => {
                 let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
             }
-            None => (line, &b""[..]),
+            None => (line, ""),
         };
         match field {
-            b"data" => {
-                self.data.reserve(value.len() + 1);
-                self.data.extend_from_slice(value);
-                self.data.push(b'\n');
+            "data" => {
+                self.buf.reserve(value.len() + 1);
+                self.buf.push_str(value);
+                self.buf.push('\n');
             }
-            b"event" => {
+            "event" => {
                 self.event.clear();
-                self.event.extend_from_slice(value);
+                self.event.push_str(value);
             }
             _ => {}
         }
     }
 
     fn dispatch(&mut self) {
-        if self.data.is_empty() {
+        if self.buf.len() == self.pending {
             self.event.clear();
             return;
         }
-        self.data.pop();
-        let data = utf8(std::mem::take(&mut self.data));
-        let event = if self.event.is_empty() { None } else { Some(utf8(std::mem::take(&mut self.event))) };
-        self.ready.push_back(SseEvent { event, data });
+        // Leave out the LF after the last data line.
+        let data = self.pending..self.buf.len() - 1;
+        let event = (!self.event.is_empty()).then(|| {
+            let start = self.buf.len();
+            self.buf.push_str(&self.event);
+            start..self.buf.len()
+        });
+        self.event.clear();
+        self.ready.push_back(Ready { event, data });
+        self.pending = self.buf.len();
     }
-}
-
-/// Decode as the standard does: invalid sequences become U+FFFD.
-fn utf8(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ev(event: Option<&str>, data: &str) -> SseEvent {
-        SseEvent { event: event.map(str::to_owned), data: data.to_owned() }
+    type Owned = (Option<String>, String);
+
+    fn ev(event: Option<&str>, data: &str) -> Owned {
+        (event.map(str::to_owned), data.to_owned())
     }
 
-    fn parse_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
+    fn owned(e: Event<'_>) -> Owned {
+        ev(e.event, e.data)
+    }
+
+    fn parse_chunks(chunks: &[&[u8]]) -> Vec<Owned> {
         let mut p = Parser::new();
         let mut out = Vec::new();
         for chunk in chunks {
             p.push(chunk);
             while let Some(e) = p.next_event() {
-                out.push(e);
+                out.push(owned(e));
             }
         }
         out
     }
 
-    fn parse(input: &[u8]) -> Vec<SseEvent> {
+    fn parse(input: &[u8]) -> Vec<Owned> {
         parse_chunks(&[input])
     }
 
@@ -205,12 +265,26 @@ mod tests {
     fn pending_event_at_end_of_stream_is_discarded() {
         let mut p = Parser::new();
         p.push(b"data: done\n\ndata: half");
-        assert_eq!(p.next_event(), Some(ev(None, "done")));
+        assert_eq!(p.next_event().map(owned), Some(ev(None, "done")));
         assert_eq!(p.next_event(), None);
         assert!(p.has_pending());
         let mut p = Parser::new();
         p.push(b"data: no blank line\n");
         assert_eq!(p.next_event(), None);
+    }
+
+    #[test]
+    fn events_not_taken_survive_later_pushes() {
+        let mut p = Parser::new();
+        p.push(b"event: one\ndata: a\n\n");
+        p.push(b"data: b\n\ndata: ");
+        assert_eq!(p.next_event().map(owned), Some(ev(Some("one"), "a")));
+        p.push(b"c\n\n");
+        assert_eq!(p.next_event().map(owned), Some(ev(None, "b")));
+        assert_eq!(p.next_event().map(owned), Some(ev(None, "c")));
+        assert_eq!(p.next_event(), None);
+        p.push(b"data: d\n\n");
+        assert_eq!(p.next_event().map(owned), Some(ev(None, "d")));
     }
 
     #[test]
@@ -221,8 +295,15 @@ mod tests {
             assert_eq!(parse_chunks(&[&text[..cut], &text[cut..]]), want, "cut at {cut}");
         }
         assert_eq!(parse_chunks(&[b"\xEF\xBB", b"\xBFdata: b\n\n"]), vec![ev(None, "b")]);
-        // Invalid UTF-8 decodes to U+FFFD instead of failing.
+        // Invalid UTF-8 decodes to U+FFFD instead of failing, whatever the chunking.
         assert_eq!(parse(b"data: \xFF\n\n"), vec![ev(None, "\u{FFFD}")]);
+        let mixed: &[u8] = b"data: a\xE2\x82\xE2\x82\xAC\xF0\x9F\x98b\xC3\n\n";
+        let want = vec![ev(None, &String::from_utf8_lossy(&mixed[6..mixed.len() - 2]))];
+        assert_eq!(want[0].1, "a\u{FFFD}€\u{FFFD}b\u{FFFD}");
+        for size in 1..mixed.len() {
+            let chunks: Vec<&[u8]> = mixed.chunks(size).collect();
+            assert_eq!(parse_chunks(&chunks), want, "chunks of {size}");
+        }
     }
 
     #[test]

@@ -16,20 +16,13 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::time::{Instant, Sleep};
 
+use super::decode::decode;
 use super::sse::Parser;
 use crate::model::{EventStream, ModelError};
 use crate::protocol::StreamEvent;
 
 /// How long a stream may go without a single byte before it fails with [`ModelError::Idle`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Parse one SSE `data` payload.
-///
-/// # Errors
-/// [`ModelError::Protocol`] when the payload is not a JSON event object.
-pub fn decode(data: &str) -> Result<StreamEvent, ModelError> {
-    serde_json::from_str(data).map_err(|e| ModelError::Protocol(format!("bad event JSON ({e}): {}", snippet(data))))
-}
 
 /// Turn a response body into events. `idle_timeout` bounds the wait for each chunk.
 pub fn event_stream<S, B, E>(body: S, idle_timeout: Duration) -> EventStream
@@ -77,7 +70,7 @@ where
                 return Poll::Ready(None);
             }
             if let Some(sse) = this.parser.next_event() {
-                let event = decode(&sse.data);
+                let event = decode(sse.data);
                 this.finished = matches!(event, Ok(StreamEvent::MessageStop | StreamEvent::Error { .. }) | Err(_));
                 return Poll::Ready(Some(event));
             }
@@ -125,14 +118,6 @@ pub(crate) fn error_chain(error: &dyn Error) -> String {
         source = cause.source();
     }
     out
-}
-
-/// The start of a payload, for error messages.
-fn snippet(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((end, _)) => &data[..end],
-        None => data,
-    }
 }
 
 #[cfg(test)]
