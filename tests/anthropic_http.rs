@@ -353,3 +353,20 @@ async fn a_refused_connection_is_a_connection_error() {
     let ModelError::Connection(message) = &error else { panic!("{error:?}") };
     assert!(!message.contains(KEY));
 }
+
+#[tokio::test]
+async fn an_error_whose_body_stalls_still_reports_the_status() {
+    let head = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\nrequest-id: req_slow\r\n\r\n{\"type\"";
+    let base = raw_server(head.to_owned(), Duration::from_secs(10)).await;
+    let error = open(&model(&base, Duration::from_millis(300))).await.err().unwrap();
+    assert_eq!(
+        error,
+        ModelError::Http {
+            status: 503,
+            kind: "http_error".into(),
+            message: "Service Unavailable".into(),
+            request_id: Some("req_slow".into()),
+            retry_after: None,
+        }
+    );
+}

@@ -185,16 +185,16 @@ impl AnthropicModel {
             Ok(Ok(response)) => response,
         };
         if !response.status().is_success() {
-            return Err(errors::from_response(response).await);
+            return Err(errors::from_response(response, self.config.idle_timeout).await);
         }
         let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
         let content_type = content_type.unwrap_or("").to_owned();
         if !content_type.to_ascii_lowercase().starts_with("text/event-stream") {
-            let body = response.text().await.unwrap_or_default();
+            let body = errors::read_body(response, self.config.idle_timeout).await;
             return Err(ModelError::Protocol(format!(
                 "expected a text/event-stream reply, got {:?}: {}",
                 content_type,
-                errors::snippet(&body)
+                errors::snippet(&String::from_utf8_lossy(&body))
             )));
         }
         Ok(event_stream(response.bytes_stream(), self.config.idle_timeout))

@@ -19,15 +19,21 @@ struct Envelope {
     request_id: Option<String>,
 }
 
-/// Read a failed response into an [`ModelError::Http`].
-pub(crate) async fn from_response(response: reqwest::Response) -> ModelError {
+/// Read a failed response into an [`ModelError::Http`]. A body that does not arrive within
+/// `idle_timeout`, or breaks off, counts as empty: the status alone still classifies the error.
+pub(crate) async fn from_response(response: reqwest::Response, idle_timeout: Duration) -> ModelError {
     let status = response.status();
     let headers = response.headers().clone();
-    let body = match response.bytes().await {
-        Ok(bytes) => bytes.to_vec(),
-        Err(_) => Vec::new(),
-    };
+    let body = read_body(response, idle_timeout).await;
     from_parts(status.as_u16(), status.canonical_reason(), &headers, &body)
+}
+
+/// The whole body of a (non-streamed) response, or nothing if it stalls or breaks off.
+pub(crate) async fn read_body(response: reqwest::Response, idle_timeout: Duration) -> Vec<u8> {
+    match tokio::time::timeout(idle_timeout, response.bytes()).await {
+        Ok(Ok(bytes)) => bytes.to_vec(),
+        _ => Vec::new(),
+    }
 }
 
 /// [`from_response`] on its parts.

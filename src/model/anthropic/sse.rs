@@ -307,6 +307,19 @@ mod tests {
     }
 
     #[test]
+    fn a_long_line_fed_byte_by_byte_is_read_in_linear_time() {
+        // Re-scanning the pending line on every chunk would make this ~10^10 steps.
+        let text = "x".repeat(256 * 1024);
+        let mut p = Parser::new();
+        p.push(b"data: ");
+        for byte in text.as_bytes() {
+            p.push(std::slice::from_ref(byte));
+        }
+        p.push(b"\n\n");
+        assert_eq!(p.next_event().map(|e| e.data.len()), Some(text.len()));
+    }
+
+    #[test]
     fn one_byte_chunks_match_whole_input() {
         let input = b"event: a\r\ndata: {\"x\":1}\r\n\r\n: c\rdata: 2\r\r";
         let whole = parse(input);
