@@ -64,12 +64,15 @@ fn json_string(s: &str) -> Option<(String, &str)> {
     let mut out = String::with_capacity(s.len());
     let mut at = 1;
     loop {
-        // Deltas are short and escapes frequent: a plain scan beats a memchr call per escape.
-        let stop = at + bytes[at..].iter().position(|&b| matches!(b, b'"' | b'\\' | 0..=0x1f))?;
-        out.push_str(&s[at..stop]);
+        let stop = at + memchr::memchr2(b'"', b'\\', &bytes[at..])?;
+        let plain = &s[at..stop];
+        // JSON forbids raw control characters inside strings: let serde report them.
+        if plain.bytes().fold(false, |seen, b| seen | (b < 0x20)) {
+            return None;
+        }
+        out.push_str(plain);
         let (ch, used) = match bytes[stop] {
             b'"' => return Some((out, &s[stop + 1..])),
-            // JSON forbids raw control characters inside strings: let serde report them.
             b'\\' => match bytes.get(stop + 1)? {
                 b'"' => ('"', 2),
                 b'\\' => ('\\', 2),
