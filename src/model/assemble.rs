@@ -99,7 +99,7 @@ impl Assembler {
             StreamEvent::ContentBlockStart { index, content_block } => {
                 if index != self.blocks.len() {
                     return Err(ModelError::Protocol(format!(
-                        "content_block_start index {index}, expected {}",
+                        "content_block_start index {index} but expected {}",
                         self.blocks.len()
                     )));
                 }

@@ -5,6 +5,7 @@
 //! [`assemble`] module turns those into messages, so the engine never knows which
 //! provider it talks to.
 
+pub mod anthropic;
 pub mod assemble;
 pub mod error;
 pub mod scripted;

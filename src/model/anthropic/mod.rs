@@ -1,0 +1,22 @@
+//! The Anthropic Messages API provider.
+//!
+//! - [`sse`]: a strict, incremental WHATWG event-stream framer;
+//! - [`decode`]: one event payload to a [`crate::protocol::StreamEvent`];
+//! - [`stream`]: response bytes to an event stream, with the idle timeout;
+//! - [`request`]: the request body, with prompt-cache breakpoints;
+//! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
+//! - [`pricing`]: what the reported usage costs.
+//!
+//! Everything after the event stream (assembly, retries, fallback) is shared with the scripted
+//! model and lives outside this module.
+
+pub mod client;
+pub mod decode;
+mod errors;
+pub mod pricing;
+pub mod request;
+pub mod sse;
+pub mod stream;
+
+pub use client::{AnthropicConfig, AnthropicModel, Auth, Secret};
+pub use pricing::cost_usd;

@@ -1,0 +1,291 @@
+//! The body of a `POST /v1/messages` request, serialized straight from a [`ModelRequest`].
+//!
+//! The body always streams (`"stream": true`) and carries three prompt-cache breakpoints
+//! (`cache_control: {"type": "ephemeral"}`, the 5-minute cache):
+//! - on the system prompt, sent as a one-block list (an empty system prompt is left out, since
+//!   the API refuses empty text blocks);
+//! - on the last tool definition, which caches every tool;
+//! - on the last block of the last message that can carry one, which caches the whole history
+//!   for the next turn. Thinking blocks and empty text blocks cannot, so they are skipped.
+//!
+//! Nothing is copied: the borrowed wrappers below serialize the request's own messages, and
+//! only the marked block goes through a wrapper that adds the `cache_control` key.
+
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
+use serde_json::Value;
+
+use crate::model::{ModelError, ModelRequest};
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition};
+
+/// The request body as a serializable view of a [`ModelRequest`].
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBody<'a>(pub &'a ModelRequest);
+
+/// Serialize the body of `request` to JSON bytes.
+///
+/// # Errors
+/// [`ModelError::Protocol`] if a content block cannot be serialized (an [`ContentBlock::Other`]
+/// that is not a JSON object).
+pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+    serde_json::to_vec(&RequestBody(request))
+        .map_err(|e| ModelError::Protocol(format!("cannot serialize the request: {e}")))
+}
+
+/// `{"type": "ephemeral"}`.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemBlock<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Tools<'a>>,
+    messages: Messages<'a>,
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+impl Serialize for RequestBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.0;
+        let system = (!request.system.is_empty())
+            .then(|| [SystemBlock { kind: "text", text: &request.system, cache_control: EPHEMERAL }]);
+        let tools = (!request.tools.is_empty()).then_some(Tools(&request.tools));
+        Body {
+            model: &request.model,
+            max_tokens: request.max_tokens,
+            stream: true,
+            system,
+            tools,
+            messages: Messages(&request.messages),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The tool list, the last one marked.
+struct Tools<'a>(&'a [ToolDefinition]);
+
+#[derive(Serialize)]
+struct MarkedTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    cache_control: CacheControl,
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        if let Some((last, rest)) = self.0.split_last() {
+            for tool in rest {
+                seq.serialize_element(tool)?;
+            }
+            seq.serialize_element(&MarkedTool {
+                name: &last.name,
+                description: &last.description,
+                input_schema: &last.input_schema,
+                cache_control: EPHEMERAL,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// The history, its last message marked.
+struct Messages<'a>(&'a [Message]);
+
+#[derive(Serialize)]
+struct MarkedMessage<'a> {
+    role: Role,
+    content: MarkedContent<'a>,
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        if let Some((last, rest)) = self.0.split_last() {
+            for message in rest {
+                seq.serialize_element(message)?;
+            }
+            seq.serialize_element(&MarkedMessage { role: last.role, content: MarkedContent(&last.content) })?;
+        }
+        seq.end()
+    }
+}
+
+/// The blocks of the last message, the last cacheable one marked.
+struct MarkedContent<'a>(&'a [ContentBlock]);
+
+#[derive(Serialize)]
+struct MarkedBlock<'a> {
+    #[serde(flatten)]
+    block: &'a ContentBlock,
+    cache_control: CacheControl,
+}
+
+impl Serialize for MarkedContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let marked = self.0.iter().rposition(can_cache);
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for (i, block) in self.0.iter().enumerate() {
+            if Some(i) == marked {
+                seq.serialize_element(&MarkedBlock { block, cache_control: EPHEMERAL })?;
+            } else {
+                seq.serialize_element(block)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Whether the API accepts `cache_control` on this block.
+fn can_cache(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => false,
+        ContentBlock::Text { text, .. } => !text.is_empty(),
+        ContentBlock::ToolUse { .. } | ContentBlock::ToolResult { .. } => true,
+        ContentBlock::Other(value) => value.is_object(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Purpose;
+    use serde_json::json;
+
+    fn request(messages: Vec<Message>, tools: Vec<ToolDefinition>, system: &str) -> ModelRequest {
+        ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: system.into(),
+            messages,
+            tools,
+            max_tokens: 16_000,
+            purpose: Purpose::Main,
+        }
+    }
+
+    fn tool(name: &str) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: format!("{name} things"),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_slice(&to_json(request).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn marks_system_last_tool_and_last_block() {
+        let messages = vec![
+            Message::user_text("Read a.txt"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::text("Reading."),
+                    ContentBlock::ToolUse {
+                        id: "t1".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "a.txt"}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("t1", "hello", false), ContentBlock::text("thanks")],
+            },
+        ];
+        let req = request(messages, vec![tool("Read"), tool("Bash")], "Be brief.");
+        let cc = json!({"type": "ephemeral"});
+        assert_eq!(
+            body(&req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 16000,
+                "stream": true,
+                "system": [{"type": "text", "text": "Be brief.", "cache_control": cc}],
+                "tools": [
+                    {"name": "Read", "description": "Read things", "input_schema": {"type": "object"}},
+                    {"name": "Bash", "description": "Bash things", "input_schema": {"type": "object"}, "cache_control": cc},
+                ],
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]},
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "Reading."},
+                        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.txt"}},
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "hello"},
+                        {"type": "text", "text": "thanks", "cache_control": cc},
+                    ]},
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn empty_system_and_tools_are_left_out() {
+        let req = request(vec![Message::user_text("hi")], vec![], "");
+        assert_eq!(
+            body(&req),
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 16000,
+                "stream": true,
+                "messages": [{"role": "user", "content": [
+                    {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+                ]}],
+            })
+        );
+    }
+
+    #[test]
+    fn thinking_and_empty_text_are_never_marked() {
+        let last = Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::text("first"),
+                ContentBlock::Thinking { thinking: "hm".into(), signature: "sig".into() },
+                ContentBlock::text(""),
+            ],
+        };
+        let b = body(&request(vec![Message::user_text("q"), last], vec![], "s"));
+        let content = &b["messages"][1]["content"];
+        assert_eq!(content[0]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(content[1].get("cache_control"), None);
+        assert_eq!(content[2].get("cache_control"), None);
+        // Only the last message is marked.
+        assert_eq!(b["messages"][0]["content"][0].get("cache_control"), None);
+    }
+
+    #[test]
+    fn unknown_blocks_keep_their_keys_and_get_marked() {
+        let raw = json!({"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "x"}});
+        let last = Message { role: Role::Assistant, content: vec![ContentBlock::Other(raw)] };
+        let b = body(&request(vec![last], vec![], ""));
+        assert_eq!(
+            b["messages"][0]["content"][0],
+            json!({"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "x"},
+                   "cache_control": {"type": "ephemeral"}})
+        );
+    }
+}
