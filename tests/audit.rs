@@ -44,13 +44,13 @@ fn the_shipped_table_passes_with_its_worst_case() {
     assert_eq!(r.exit_code(), 0);
     let ex = r.exploration.as_ref().unwrap();
     let worst = ex.worst.unwrap();
-    assert_eq!(worst.per_turn, Calls { excluding_resends: 819, including_resends: 9020 });
-    assert_eq!(worst.per_run, Calls { excluding_resends: 1512, including_resends: 16643 });
+    assert_eq!(worst.per_turn, Calls { excluding_resends: 1764, including_resends: 19415 });
+    assert_eq!(worst.per_run, Calls { excluding_resends: 2952, including_resends: 32483 });
     let turns = ex.bounds.iter().find(|b| b.name == "turns").unwrap();
     assert_eq!((turns.bound, turns.initial), (100, 99));
     assert_eq!(ex.outer_counters, vec!["budget_continuations", "stop_hook_blocks", "turns"]);
     assert_eq!(ex.size.outer_nodes, 272_999);
-    assert_eq!(ex.taken, vec![true; 32]);
+    assert_eq!(ex.taken, vec![true; 33]);
 }
 
 #[test]
@@ -125,11 +125,11 @@ fn the_text_summary_states_the_proof() {
     let text = report::text(shipped_report());
     for line in [
         "agentloop audit: transitions/loop.toml\n",
-        "  edges: 32 (11 internal, 7 continue, 14 terminal)\n",
+        "  edges: 33 (12 internal, 7 continue, 14 terminal)\n",
         "  guards        ok: exclusive and covering on all 11 (state, event) pairs, consumption guarded\n",
         "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n",
-        "  per turn: at most 819 model calls (9020 counting retries and fallback)\n",
-        "  per run:  at most 1512 model calls (16643 counting retries and fallback) with max_turns = 100\n",
+        "  per turn: at most 1764 model calls (19415 counting retries and fallback)\n",
+        "  per run:  at most 2952 model calls (32483 counting retries and fallback) with max_turns = 100\n",
         "  terminal blocking_limit              prepare.blocking_limit\n",
         "findings: none\nPASS\n",
     ] {
@@ -137,7 +137,7 @@ fn the_text_summary_states_the_proof() {
     }
     let json = report::json(shipped_report());
     assert_eq!(json["result"], "pass");
-    assert_eq!(json["worst_case"]["per_run"]["including_resends"], 16643);
+    assert_eq!(json["worst_case"]["per_run"]["including_resends"], 32483);
     assert_eq!(json["bounds"]["max_turns"], 100);
     assert_eq!(json["witnesses"].as_array().unwrap().len(), 16);
 }
@@ -148,8 +148,8 @@ fn max_turns_bounds_the_run() {
     assert_eq!(r.findings, vec![]);
     let ex = r.exploration.as_ref().unwrap();
     let worst = ex.worst.unwrap();
-    assert_eq!(worst.per_turn, Calls { excluding_resends: 819, including_resends: 9020 });
-    assert_eq!(worst.per_run, Calls { excluding_resends: 833, including_resends: 9174 });
+    assert_eq!(worst.per_turn, Calls { excluding_resends: 1764, including_resends: 19415 });
+    assert_eq!(worst.per_run, Calls { excluding_resends: 1788, including_resends: 19679 });
     let max_turns = ex.witnesses.iter().find(|w| w.reason == "max_turns").unwrap();
     assert_eq!(max_turns.path.len(), 15);
 }
@@ -218,7 +218,7 @@ fn bad_sets_are_caught_with_their_line() {
         1,
     );
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
-    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(327)), ("E_BAD_SETS", Some(381))]);
+    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(337)), ("E_BAD_SETS", Some(401))]);
     assert_eq!(
         r.findings[0].message,
         "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \

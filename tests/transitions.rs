@@ -221,6 +221,15 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             ]),
             "completed",
         ),
+        (
+            "pause-turn",
+            seq(&[
+                &["prepare.request", "request.stream_opened", "consume.pause_turn"],
+                ANSWER,
+                &["checkpoint.completed"],
+            ]),
+            "completed",
+        ),
         ("plan-mode", seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]), "completed"),
     ]
 }

@@ -48,6 +48,7 @@ scenarios!(
     "parallel-bash-failure",
     "plan-mode",
     "search-tree",
+    "pause-turn",
 );
 
 /// Parse a built-in scenario by name.

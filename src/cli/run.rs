@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
@@ -11,10 +11,12 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run};
 use crate::engine::trace::{TraceFormat, TraceWriter};
-use crate::harness::{policy, scenario_options, scenario_settings};
+use crate::harness::{new_run_id, policy, scenario_options, scenario_settings};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
 use crate::model::Model;
+use crate::model::ModelError;
+use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
 use crate::model::scripted::ScriptedModel;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
@@ -57,6 +59,18 @@ pub struct RunArgs {
     /// Concurrency-safe tool calls that may run at once (default 10).
     #[arg(long, value_name = "N")]
     pub max_tool_concurrency: Option<usize>,
+    /// Retries of one model request (default 10).
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// First retry delay in milliseconds; doubles per attempt, plus up to 25% jitter (default 500).
+    #[arg(long, value_name = "MS")]
+    pub retry_base_delay_ms: Option<u64>,
+    /// Longest retry delay in milliseconds (default 32000).
+    #[arg(long, value_name = "MS")]
+    pub retry_max_delay_ms: Option<u64>,
+    /// Seconds without a byte from the model before the stream counts as dead and is retried (default 60).
+    #[arg(long, value_name = "SECS")]
+    pub stream_idle_timeout: Option<f64>,
     /// How the result is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
@@ -109,26 +123,22 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
         return Err(format!("--cwd {}: not a directory", cwd.display()));
     }
     let cancel = CancellationToken::new();
-    let model_name = args.model.clone().unwrap_or_default();
-    let Some(file) = model_name.strip_prefix("scripted:") else {
-        return Err(if model_name.is_empty() {
-            "no model given: use --model scripted:FILE (a scenario) or --model claude-… with ANTHROPIC_API_KEY set"
-                .to_owned()
-        } else {
-            format!("unknown model `{model_name}`: use scripted:FILE")
-        });
+    let mut spec = match args.model.as_deref().and_then(|m| m.strip_prefix("scripted:")) {
+        Some(file) => {
+            let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
+            scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
+            spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?
+        }
+        None => spec_for_api(&args, cwd, cancel)?,
     };
-    let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
-    let written = scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
-    tracing::debug!(?written, "scenario files written");
-    let mut spec = spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?;
     if let Some(prompt) = args.prompt.clone() {
         spec.prompt = prompt;
     }
     if spec.prompt.trim().is_empty() {
-        return Err("no prompt: pass -p PROMPT (the scenario has none)".into());
+        return Err("no prompt: pass -p PROMPT".into());
     }
     apply_flags(&mut spec.options, &args);
+    spec.options.validate()?;
     if let Some(path) = &args.settings {
         spec.settings = Settings::load(path).map_err(|e| e.to_string())?;
     }
@@ -142,6 +152,41 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
     Ok(spec)
 }
 
+/// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
+fn spec_for_api(args: &RunArgs, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, String> {
+    let name = match args.model.as_deref() {
+        Some(name) if name.starts_with("claude") => name.to_owned(),
+        Some(other) => {
+            return Err(format!("unknown model `{other}`: use claude-… (the Messages API) or scripted:FILE"));
+        }
+        None => DEFAULT_MODEL.to_owned(),
+    };
+    let mut config = AnthropicConfig::from_env().map_err(|e| match e {
+        ModelError::Config(help) => help,
+        other => other.to_string(),
+    })?;
+    if let Some(secs) = args.stream_idle_timeout {
+        config.idle_timeout = Duration::from_secs_f64(secs);
+    }
+    let model = AnthropicModel::new(config).map_err(|e| e.to_string())?;
+    let options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
+    Ok(RunSpec {
+        prompt: String::new(),
+        cwd,
+        options,
+        model: Arc::new(model),
+        scripted: None,
+        settings: Settings::default(),
+        policy: Policy::default(),
+        trace: args.trace.clone(),
+        format: args.output_format,
+        cancel,
+    })
+}
+
+/// The model `run` uses when `--model` is not given and an API key is set.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
 fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
     if let Some(n) = args.max_turns {
         options.max_turns = n;
@@ -154,6 +199,15 @@ fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
     }
     if let Some(n) = args.max_tool_concurrency {
         options.max_tool_concurrency = n;
+    }
+    if let Some(n) = args.max_retries {
+        options.max_retries = n;
+    }
+    if let Some(ms) = args.retry_base_delay_ms {
+        options.retry_base_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = args.retry_max_delay_ms {
+        options.retry_max_delay = Duration::from_millis(ms);
     }
 }
 

@@ -26,6 +26,8 @@ pub enum Edge {
     ConsumeEndTurn,
     /// `consume.truncated`
     ConsumeTruncated,
+    /// `consume.pause_turn`
+    ConsumePauseTurn,
     /// `consume.retry`
     ConsumeRetry,
     /// `consume.retries_exhausted`
@@ -72,7 +74,7 @@ pub enum Edge {
 
 impl Edge {
     /// Every edge, in table order.
-    pub const ALL: [Edge; 32] = [
+    pub const ALL: [Edge; 33] = [
         Edge::PrepareRequest,
         Edge::PrepareBlockingLimit,
         Edge::RequestStreamOpened,
@@ -84,6 +86,7 @@ impl Edge {
         Edge::ConsumeTools,
         Edge::ConsumeEndTurn,
         Edge::ConsumeTruncated,
+        Edge::ConsumePauseTurn,
         Edge::ConsumeRetry,
         Edge::ConsumeRetriesExhausted,
         Edge::ConsumePromptTooLong,
@@ -121,6 +124,7 @@ impl Edge {
             Edge::ConsumeTools => "consume.tools",
             Edge::ConsumeEndTurn => "consume.end_turn",
             Edge::ConsumeTruncated => "consume.truncated",
+            Edge::ConsumePauseTurn => "consume.pause_turn",
             Edge::ConsumeRetry => "consume.retry",
             Edge::ConsumeRetriesExhausted => "consume.retries_exhausted",
             Edge::ConsumePromptTooLong => "consume.prompt_too_long",

@@ -13,7 +13,7 @@ use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::state::{PendingCall, Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
-use crate::protocol::{ContentBlock, Message, Role};
+use crate::protocol::{ContentBlock, Message, Role, StopReason};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -236,6 +236,10 @@ and nothing is left to compact",
         let done = asm.finish();
         self.st.usage.add(&done.usage);
         let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
+        let paused = done.stop_reason == Some(StopReason::PauseTurn);
+        if done.stop_reason == Some(StopReason::Refusal) {
+            ctx.emit(EngineEvent::Warning("the model declined to answer (stop_reason refusal)".into()));
+        }
         let (message, dropped) = done.into_message();
         if !dropped.is_empty() {
             ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
@@ -245,13 +249,17 @@ and nothing is left to compact",
             .map(|t| PendingCall { id: t.id.to_owned(), name: t.name.to_owned(), input: t.input.clone() })
             .collect();
         let has_tool_use = !calls.is_empty();
-        let f = facts([("has_tool_use", yes(has_tool_use)), ("truncated", yes(truncated))]);
+        let f = facts([("has_tool_use", yes(has_tool_use)), ("truncated", yes(truncated)), ("paused", yes(paused))]);
         if has_tool_use {
             self.append(ctx, message);
             self.st.calls = calls;
             // Without streamed execution the executor is empty: ExecuteTools starts the calls.
             self.st.executor = (!executor.is_empty()).then_some(executor);
             self.go(Edge::ConsumeTools, "message_complete", f, State::ExecuteTools {})
+        } else if !truncated && paused && self.st.left(counter::PAUSES) > 0 {
+            // The API continues a paused turn when it gets the paused reply back as it is.
+            self.append(ctx, message);
+            self.go(Edge::ConsumePauseTurn, "message_complete", f, State::Prepare {})
         } else if truncated {
             let max_tokens = self.st.max_tokens();
             self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });

@@ -27,6 +27,8 @@ pub mod counter {
     pub const ESCALATIONS: &str = "escalations";
     /// Max-output recoveries this turn.
     pub const RECOVERIES: &str = "recoveries";
+    /// pause_turn continuations this turn.
+    pub const PAUSES: &str = "pauses";
     /// Fallback switches this run.
     pub const FALLBACKS: &str = "fallbacks";
     /// Retries of this request.
@@ -209,14 +211,15 @@ impl LoopState {
         }
     }
 
-    /// Append a message, merging into the previous one when both are user messages
-    /// (the API wants roles to alternate). Empty messages are not appended.
+    /// Append a message, merging it into the previous one when both have the same role (the
+    /// API wants roles to alternate; a reply that continues a paused turn extends it).
+    /// Empty messages are not appended.
     pub fn push_message(&mut self, message: Message) -> Option<&Message> {
         if message.content.is_empty() {
             return None;
         }
         match self.messages.last_mut() {
-            Some(last) if last.role == Role::User && message.role == Role::User => {
+            Some(last) if last.role == message.role => {
                 last.content.extend(message.content);
             }
             _ => self.messages.push(message),

@@ -314,11 +314,11 @@ mod tests {
         assert_eq!(names(&m.outer), vec!["budget_continuations", "stop_hook_blocks", "turns"]);
         assert_eq!(
             names(&m.inner),
-            vec!["collapse_drains", "reactive_compacts", "escalations", "recoveries", "fallbacks", "retries"]
+            vec!["collapse_drains", "reactive_compacts", "escalations", "recoveries", "pauses", "fallbacks", "retries"]
         );
-        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101, 2 * 2 * 2 * 4 * 2 * 11));
+        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101, 2 * 2 * 2 * 4 * 6 * 2 * 11));
         let v = m.initial_values();
-        assert_eq!(v, vec![20, 8, 99, 1, 1, 1, 3, 1, 10]);
+        assert_eq!(v, vec![20, 8, 99, 1, 1, 1, 3, 5, 1, 10]);
         let mut back = vec![0; v.len()];
         m.inner.decode(m.inner.encode(&v), &mut back);
         m.outer.decode(m.outer.encode(&v), &mut back);
@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(into("tools.done"), "Checkpoint tools_ran=true");
         assert_eq!(into("checkpoint.next_turn"), "Prepare ");
         // Each place enables only the edges its fixed facts allow.
-        let everything = (1 << 9) - 1;
+        let everything = (1 << 10) - 1;
         let ids =
             |place: usize| m.enabled(place, everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
         assert_eq!(ids(7), vec!["recover.max_output_tokens_escalate"]);
@@ -381,7 +381,7 @@ mod tests {
         assert_eq!(m.bounds[2].initial, 2);
         let request = m.places.iter().position(|p| t.states[p.state].name == "Request").unwrap();
         let ids = |mask: u64| m.enabled(request, mask).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
-        let everything = (1 << 9) - 1;
+        let everything = (1 << 10) - 1;
         assert_eq!(
             ids(everything),
             vec![

@@ -249,7 +249,9 @@ mod tests {
             ),
             (2, 2, 16)
         );
-        // 7 calls before a terminal edge; each with 10 retries, plus the fallback and its 10 retries.
-        assert_eq!(seg.terminal, Some([7, 7 * 11 + 11]));
+        // 12 calls before a terminal edge (the request, a collapse drain, a reactive compaction,
+        // an escalation, 3 recoveries, 5 pause_turn continuations); each with 10 retries, plus
+        // the fallback and its 10 retries.
+        assert_eq!(seg.terminal, Some([12, 12 * 11 + 11]));
     }
 }
