@@ -30,6 +30,7 @@ pub struct CliSink {
     /// Session id for stream-json.
     pub session_id: String,
     wrote_text: bool,
+    last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
     turn: u32,
 }
@@ -44,6 +45,7 @@ impl CliSink {
             on_tool_phase: None,
             session_id,
             wrote_text: false,
+            last_usage: None,
             started: Instant::now(),
             turn: 1,
         }
@@ -96,12 +98,17 @@ impl EventSink for CliSink {
             EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
                 self.end_text_line();
             }
+            EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
-                let kind = match message.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
-                self.stream_json(json!({"type": kind, "message": message, "session_id": self.session_id}));
+                let mut line = json!({"type": "user", "message": message, "session_id": self.session_id});
+                if message.role == Role::Assistant {
+                    line["type"] = json!("assistant");
+                    if let Some((model, usage)) = self.last_usage.take() {
+                        line["message"]["model"] = json!(model);
+                        line["message"]["usage"] = json!(usage);
+                    }
+                }
+                self.stream_json(line);
             }
             EngineEvent::ToolPhaseStarted { .. } => {
                 if let Some(hook) = &self.on_tool_phase {
@@ -153,7 +160,7 @@ pub fn stderr_is_terminal() -> bool {
 
 /// The result object of `--output-format json` and the last line of `stream-json`, in the
 /// shape Claude Code prints, plus our `terminal_reason`.
-pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, cost_usd: Option<f64>) -> Value {
+pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant) -> Value {
     let subtype = match outcome.terminal {
         TerminalReason::Completed => "success",
         TerminalReason::MaxTurns => "error_max_turns",
@@ -167,7 +174,7 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, c
         "num_turns": outcome.turns,
         "result": outcome.final_text,
         "session_id": session_id,
-        "total_cost_usd": cost_usd.unwrap_or(0.0),
+        "total_cost_usd": outcome.cost_usd,
         "usage": outcome.usage,
         "terminal_reason": outcome.terminal.as_str(),
         "error": outcome.error,

@@ -347,7 +347,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
     match spec.format {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{}", result_object(&outcome, &session_id, started, None));
+            println!("{}", result_object(&outcome, &session_id, started));
         }
     }
     if let Some(error) = &outcome.error {

@@ -45,6 +45,15 @@ pub enum EngineEvent {
         /// How long it ran.
         duration: Duration,
     },
+    /// A reply finished; its usage and, when the model is in the price table, its cost.
+    Usage {
+        /// The model that answered.
+        model: String,
+        /// Token counts of the reply.
+        usage: crate::protocol::Usage,
+        /// Cost of the reply in USD.
+        cost_usd: Option<f64>,
+    },
     /// Something the user should know that does not end the run.
     Warning(String),
 }

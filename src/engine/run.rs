@@ -50,6 +50,8 @@ pub struct RunOutcome {
     pub usage: UsageTotals,
     /// Main model requests sent (retries included).
     pub model_calls: u32,
+    /// Cost in USD (replies of models missing from the price table count 0).
+    pub cost_usd: f64,
     /// Turns taken.
     pub turns: u32,
     /// Every transition, in order.
@@ -145,6 +147,7 @@ pub async fn run(
         final_text: st.final_text(),
         usage: st.usage,
         model_calls: st.model_calls,
+        cost_usd: st.cost_usd,
         turns: st.turn(),
         trace: ctx.records,
     })

@@ -13,7 +13,7 @@ use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::state::{PendingCall, Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
-use crate::protocol::{ContentBlock, Message, Role, StopReason};
+use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -85,7 +85,7 @@ and nothing is left to compact",
             return Err(ModelError::Incomplete);
         }
         let done = asm.finish();
-        self.st.usage.add(&done.usage);
+        self.account(ctx, &done.usage);
         let (message, _) = done.into_message();
         let summary = message.text();
         if summary.trim().is_empty() {
@@ -234,7 +234,7 @@ and nothing is left to compact",
         }
         self.st.overload_streak = 0;
         let done = asm.finish();
-        self.st.usage.add(&done.usage);
+        self.account(ctx, &done.usage);
         let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
         if done.stop_reason == Some(StopReason::Refusal) {
@@ -345,6 +345,15 @@ and nothing is left to compact",
         if !results.is_empty() {
             self.append(ctx, Message { role: Role::User, content: results });
         }
+    }
+
+    /// Add one reply's usage (and its cost) to the run's totals and tell the caller.
+    fn account(&mut self, ctx: &mut Ctx, usage: &Usage) {
+        let model = self.st.model().to_owned();
+        self.st.usage.add(usage);
+        let cost_usd = crate::model::anthropic::cost_usd(&model, usage);
+        self.st.cost_usd += cost_usd.unwrap_or(0.0);
+        ctx.emit(EngineEvent::Usage { model, usage: *usage, cost_usd });
     }
 
     /// Append a message to the conversation and show it to the caller.

@@ -66,6 +66,16 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
+    /// These totals as one `Usage`, e.g. to price them.
+    pub fn as_usage(&self) -> Usage {
+        Usage {
+            input_tokens: Some(self.input_tokens),
+            output_tokens: Some(self.output_tokens),
+            cache_creation_input_tokens: Some(self.cache_creation_input_tokens),
+            cache_read_input_tokens: Some(self.cache_read_input_tokens),
+        }
+    }
+
     /// Add one reply's usage.
     pub fn add(&mut self, u: &Usage) {
         self.input_tokens += u.input_tokens.unwrap_or(0);
@@ -125,6 +135,8 @@ pub struct LoopState {
     pub usage: UsageTotals,
     /// Main requests sent (retries included).
     pub model_calls: u32,
+    /// Cost in USD of every reply so far, from the price table (replies of unpriced models add 0).
+    pub cost_usd: f64,
 }
 
 impl LoopState {
@@ -168,6 +180,7 @@ impl LoopState {
             error: None,
             usage: UsageTotals::default(),
             model_calls: 0,
+            cost_usd: 0.0,
         }
     }
 
