@@ -4,11 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-use toml::Spanned;
-
 use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::guard::Guard;
+use crate::engine::raw::RawTable;
 use crate::engine::reason::{ContinueReason, TerminalReason};
 use crate::engine::table::{EdgeKind, StateKind, Table, set_value};
 
@@ -31,93 +29,6 @@ pub enum InputError {
         /// The parser's message.
         message: String,
     },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    #[serde(rename = "schema")]
-    _schema: u32,
-    initial: String,
-    #[serde(default)]
-    state: Vec<Spanned<RawState>>,
-    #[serde(default)]
-    event: Vec<Spanned<RawNamed>>,
-    #[serde(default)]
-    fact: Vec<Spanned<RawNamed>>,
-    #[serde(default)]
-    counter: Vec<Spanned<RawCounter>>,
-    #[serde(default)]
-    termination: Option<Spanned<RawTermination>>,
-    #[serde(default)]
-    edge: Vec<Spanned<RawEdge>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawState {
-    name: String,
-    #[serde(default)]
-    kind: Option<StateKind>,
-    #[serde(default)]
-    parent: Option<String>,
-    #[serde(default, rename = "doc")]
-    _doc: String,
-}
-
-/// An event or a fact (events have no `values`).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNamed {
-    name: String,
-    #[serde(default)]
-    values: Vec<String>,
-    #[serde(default, rename = "doc")]
-    _doc: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCounter {
-    name: String,
-    #[serde(rename = "bound")]
-    _bound: u32,
-    #[serde(default, rename = "option")]
-    _option: Option<String>,
-    #[serde(default, rename = "spent_at_start")]
-    _spent_at_start: u32,
-    #[serde(default, rename = "doc")]
-    _doc: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTermination {
-    #[serde(default)]
-    ranking: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEdge {
-    id: String,
-    from: String,
-    on: String,
-    #[serde(default)]
-    guard: Option<String>,
-    to: String,
-    #[serde(default, rename = "continue")]
-    continue_reason: Option<String>,
-    #[serde(default)]
-    terminal: Option<String>,
-    #[serde(default)]
-    consumes: Vec<String>,
-    #[serde(default)]
-    resets: Vec<String>,
-    #[serde(default)]
-    sets: Option<Spanned<BTreeMap<String, toml::Value>>>,
-    #[serde(default, rename = "doc")]
-    _doc: String,
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -13,6 +13,7 @@ pub mod events;
 pub mod guard;
 pub mod machine;
 pub mod options;
+pub(crate) mod raw;
 pub mod reason;
 pub mod run;
 pub mod sampling;

@@ -9,6 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
+use toml::Spanned;
+
+use crate::engine::raw::RawTable;
 use sha2::{Digest, Sha256};
 
 use crate::engine::guard::{FactValue, Facts, Guard, GuardError};
@@ -192,98 +195,6 @@ pub enum TableError {
     },
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    schema: u32,
-    initial: String,
-    #[serde(default)]
-    state: Vec<toml::Spanned<RawState>>,
-    #[serde(default)]
-    event: Vec<RawEvent>,
-    #[serde(default)]
-    fact: Vec<RawFact>,
-    #[serde(default)]
-    counter: Vec<RawCounter>,
-    #[serde(default)]
-    termination: RawTermination,
-    #[serde(default)]
-    edge: Vec<toml::Spanned<RawEdge>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawState {
-    name: String,
-    #[serde(default)]
-    kind: Option<StateKind>,
-    #[serde(default)]
-    parent: Option<String>,
-    #[serde(default)]
-    doc: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEvent {
-    name: String,
-    #[serde(default)]
-    doc: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFact {
-    name: String,
-    #[serde(default)]
-    values: Vec<String>,
-    #[serde(default)]
-    doc: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCounter {
-    name: String,
-    bound: u32,
-    #[serde(default)]
-    option: Option<String>,
-    #[serde(default)]
-    spent_at_start: u32,
-    #[serde(default)]
-    doc: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawTermination {
-    #[serde(default)]
-    ranking: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEdge {
-    id: String,
-    from: String,
-    on: String,
-    #[serde(default)]
-    guard: Option<String>,
-    to: String,
-    #[serde(default, rename = "continue")]
-    continue_reason: Option<String>,
-    #[serde(default)]
-    terminal: Option<String>,
-    #[serde(default)]
-    consumes: Vec<String>,
-    #[serde(default)]
-    resets: Vec<String>,
-    #[serde(default)]
-    sets: Option<toml::Spanned<BTreeMap<String, toml::Value>>>,
-    #[serde(default)]
-    doc: String,
-}
-
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
@@ -326,12 +237,18 @@ impl Table {
             return Err(invalid(1, format!("initial state `{}` is not declared", raw.initial)));
         }
 
-        let events: Vec<EventDecl> = raw.event.into_iter().map(|e| EventDecl { name: e.name, doc: e.doc }).collect();
-        let facts: Vec<FactDecl> =
-            raw.fact.into_iter().map(|f| FactDecl { name: f.name, values: f.values, doc: f.doc }).collect();
+        let events: Vec<EventDecl> =
+            raw.event.into_iter().map(Spanned::into_inner).map(|e| EventDecl { name: e.name, doc: e.doc }).collect();
+        let facts: Vec<FactDecl> = raw
+            .fact
+            .into_iter()
+            .map(Spanned::into_inner)
+            .map(|f| FactDecl { name: f.name, values: f.values, doc: f.doc })
+            .collect();
         let counters: Vec<CounterDecl> = raw
             .counter
             .into_iter()
+            .map(Spanned::into_inner)
             .map(|c| CounterDecl {
                 name: c.name,
                 bound: c.bound,
@@ -341,7 +258,8 @@ impl Table {
             })
             .collect();
         let counter_names: BTreeSet<&str> = counters.iter().map(|c| c.name.as_str()).collect();
-        for name in &raw.termination.ranking {
+        let ranking = raw.termination.map(Spanned::into_inner).unwrap_or_default().ranking;
+        for name in &ranking {
             if !counter_names.contains(name.as_str()) {
                 return Err(invalid(1, format!("ranking names unknown counter `{name}`")));
             }
@@ -423,7 +341,7 @@ impl Table {
             events,
             facts,
             counters,
-            ranking: raw.termination.ranking,
+            ranking,
             edges,
             sha256: sha256_hex(text),
         })
