@@ -13,7 +13,6 @@ use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,7 +20,7 @@ use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use self::capture::{Capture, pump};
-use super::{Tool, ToolContext, ToolOutput, parse_input};
+use super::{Tool, ToolContext, ToolOutput, typed_call};
 
 /// Timeout when the call gives none, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -89,14 +88,7 @@ impl Tool for Bash {
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        async move {
-            let input: Input = match parse_input("Bash", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            run(input, &ctx).await
-        }
-        .boxed()
+        typed_call("Bash", input, move |input: Input| async move { Ok(run(input, &ctx).await) })
     }
 }
 

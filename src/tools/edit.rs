@@ -2,14 +2,13 @@
 //! have been read in this run and be unchanged on disk since (see [`super::fresh`]); the
 //! answer is a short unified diff of the change.
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 
 use super::paths::resolve;
-use super::{Tool, ToolContext, ToolOutput, fresh, parse_input};
+use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
 
 /// Diff lines shown in the answer; the rest is summarised in one line.
 pub const MAX_DIFF_LINES: usize = 200;
@@ -62,14 +61,7 @@ impl Tool for Edit {
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        async move {
-            let input: Input = match parse_input("Edit", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            edit(input, &ctx).await.unwrap_or_else(|e| e)
-        }
-        .boxed()
+        typed_call("Edit", input, move |input: Input| async move { edit(input, &ctx).await })
     }
 }
 

@@ -10,14 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{Tool, ToolContext, ToolOutput, parse_input, walk};
+use super::{Tool, ToolContext, ToolOutput, typed_call, walk};
 
 /// Files listed at most; the rest are counted in a note.
 pub const MAX_RESULTS: usize = 100;
@@ -67,14 +66,7 @@ impl Tool for Glob {
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let threads = self.threads;
-        async move {
-            let input: Input = match parse_input("Glob", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            glob(input, ctx, threads).await.unwrap_or_else(|e| e)
-        }
-        .boxed()
+        typed_call("Glob", input, move |input: Input| glob(input, ctx, threads))
     }
 }
 

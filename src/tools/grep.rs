@@ -16,13 +16,12 @@ mod search;
 #[cfg(test)]
 mod tests;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{Tool, ToolContext, ToolOutput, parse_input, walk};
+use super::{Tool, ToolContext, ToolOutput, typed_call, walk};
 use search::{Failure, Hits, Query};
 
 /// The `Grep` tool.
@@ -112,14 +111,7 @@ impl Tool for Grep {
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let threads = self.threads;
-        async move {
-            let input: Input = match parse_input("Grep", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            grep(input, ctx, threads).await.unwrap_or_else(|e| e)
-        }
-        .boxed()
+        typed_call("Grep", input, move |input: Input| grep(input, ctx, threads))
     }
 }
 

@@ -121,6 +121,25 @@ pub fn parse_input<T: serde::de::DeserializeOwned>(tool: &str, input: Value) -> 
     })
 }
 
+/// The body of every tool's [`Tool::call`]: parse the input into `T` (a failure becomes the
+/// error result [`parse_input`] writes), run `body`, and answer with its `Ok` or `Err` output.
+pub fn typed_call<T, Fut>(
+    tool: &'static str,
+    input: Value,
+    body: impl FnOnce(T) -> Fut + Send + 'static,
+) -> BoxFuture<'static, ToolOutput>
+where
+    T: serde::de::DeserializeOwned + Send + 'static,
+    Fut: std::future::Future<Output = Result<ToolOutput, ToolOutput>> + Send + 'static,
+{
+    Box::pin(async move {
+        match parse_input::<T>(tool, input) {
+            Ok(input) => body(input).await.unwrap_or_else(|e| e),
+            Err(e) => e,
+        }
+    })
+}
+
 /// The tools of a run, by name.
 #[derive(Clone, Default)]
 pub struct Registry {

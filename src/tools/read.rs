@@ -1,12 +1,11 @@
 //! `Read`: a file's lines, numbered like `cat -n`, with Claude Code's input schema.
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{ReadRecord, Tool, ToolContext, ToolOutput, parse_input};
+use super::{ReadRecord, Tool, ToolContext, ToolOutput, typed_call};
 
 /// Lines returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -59,14 +58,7 @@ impl Tool for Read {
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        async move {
-            let input: Input = match parse_input("Read", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            read(input, &ctx).await.unwrap_or_else(|e| e)
-        }
-        .boxed()
+        typed_call("Read", input, move |input: Input| async move { read(input, &ctx).await })
     }
 }
 

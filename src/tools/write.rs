@@ -2,13 +2,12 @@
 //! An existing file is only overwritten when this run has read it and it is unchanged on
 //! disk since (see [`super::fresh`]).
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{Tool, ToolContext, ToolOutput, fresh, parse_input};
+use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
 
 /// The `Write` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,14 +50,7 @@ impl Tool for Write {
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        async move {
-            let input: Input = match parse_input("Write", input) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            write(input, &ctx).await.unwrap_or_else(|e| e)
-        }
-        .boxed()
+        typed_call("Write", input, move |input: Input| async move { write(input, &ctx).await })
     }
 }
 
