@@ -123,7 +123,13 @@ fn ctrl_c_while_streaming_aborts_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Interrupt once the reply is streaming (the trace has recorded the stream opening), so the
+    // signal handler is surely installed and the abort lands mid-reply.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&trace).unwrap_or_default().contains("request.stream_opened") {
+        assert!(std::time::Instant::now() < deadline, "the run never started streaming");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
