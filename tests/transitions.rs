@@ -32,6 +32,18 @@ fn seq(parts: &[&[&'static str]]) -> Vec<&'static str> {
     parts.iter().flat_map(|p| p.iter().copied()).collect()
 }
 
+/// `turns` turns whose replies call tools, then a final answer that completes the run.
+fn tool_turns_then_answer(turns: usize) -> Vec<&'static str> {
+    let mut edges = Vec::new();
+    for _ in 0..turns {
+        edges.extend_from_slice(TOOL_TURN);
+        edges.push("checkpoint.next_turn");
+    }
+    edges.extend_from_slice(ANSWER);
+    edges.push("checkpoint.completed");
+    edges
+}
+
 /// (scenario, exact edge ids, terminal reason).
 fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
     let stop_hook_round: &[&'static str] =
@@ -45,12 +57,8 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
     let truncated_retry: &[&'static str] =
         &["prepare.request", "request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery"];
     vec![
-        ("read-greeting", seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]), "completed"),
-        (
-            "bad-tool-calls",
-            seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]),
-            "completed",
-        ),
+        ("read-greeting", tool_turns_then_answer(1), "completed"),
+        ("bad-tool-calls", tool_turns_then_answer(1), "completed"),
         ("max-turns", seq(&[TOOL_TURN, &["checkpoint.max_turns"]]), "max_turns"),
         (
             "abort-streaming",
@@ -180,47 +188,10 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             "completed",
         ),
         ("blocking-limit", seq(&[&["prepare.blocking_limit"]]), "blocking_limit"),
-        (
-            "edit-file",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "run-command",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "parallel-bash-failure",
-            seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]),
-            "completed",
-        ),
-        (
-            "search-tree",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
+        ("edit-file", tool_turns_then_answer(2), "completed"),
+        ("run-command", tool_turns_then_answer(2), "completed"),
+        ("parallel-bash-failure", tool_turns_then_answer(1), "completed"),
+        ("search-tree", tool_turns_then_answer(2), "completed"),
         (
             "pause-turn",
             seq(&[
@@ -230,7 +201,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             ]),
             "completed",
         ),
-        ("plan-mode", seq(&[TOOL_TURN, &["checkpoint.next_turn"], ANSWER, &["checkpoint.completed"]]), "completed"),
+        ("plan-mode", tool_turns_then_answer(1), "completed"),
     ]
 }
 
