@@ -252,6 +252,8 @@ impl MockApi {
                     break;
                 }
                 let Ok(socket) = socket else { continue };
+                // Answer at once: no Nagle delay on small writes.
+                let _ = socket.set_nodelay(true);
                 let shared = accept_shared.clone();
                 thread::spawn(move || serve(socket, &shared));
             }
@@ -324,8 +326,9 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
                     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
                     body.len()
                 );
-                let _ = socket.write_all(head.as_bytes());
-                let _ = socket.write_all(&body.as_bytes()[..sent]);
+                let mut response = head.into_bytes();
+                response.extend_from_slice(&body.as_bytes()[..sent]);
+                let _ = socket.write_all(&response);
                 let _ = socket.flush();
                 let _ = socket.shutdown(Shutdown::Both);
                 return;
@@ -360,8 +363,10 @@ fn write_response(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
-    socket.write_all(head.as_bytes())?;
-    socket.write_all(body)?;
+    // One write: a head and a body written apart would wait on the client's delayed ACK.
+    let mut response = head.into_bytes();
+    response.extend_from_slice(body);
+    socket.write_all(&response)?;
     socket.flush()
 }
 
