@@ -1,0 +1,401 @@
+//! A local stand-in for the Anthropic Messages API on 127.0.0.1, shared by the HTTP tests and
+//! the end-to-end benchmark (each includes this file with `#[path]`).
+//!
+//! [`MockApi`] serves a scripted queue of [`Reply`]s in order, one per `POST /v1/messages`,
+//! over plain HTTP/1.1 with keep-alive: an SSE reply framed as the API frames it, an HTTP
+//! error with a JSON body and headers, or a reply whose connection drops mid-body. It records
+//! every request (headers and parsed JSON body).
+//!
+//! On every request it checks the invariant users of coding agents see broken most often:
+//! each `tool_use` in the history has exactly one matching `tool_result`, in the very next
+//! user message ([`pairing_violation`]). A request that breaks it, a body that is not JSON, or
+//! a request past the end of the script is answered with a 400 (as the real API would refuse
+//! it) and noted as a problem; dropping a `MockApi` that noted a problem fails the test.
+//!
+//! It is written on blocking `std::net` threads so that it works the same from a tokio test,
+//! a plain test that spawns the binary, and a benchmark.
+
+// Each test crate that includes this file uses only part of it.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+
+use agentloop::engine::state::pairing_violation;
+use agentloop::protocol::Message;
+use serde_json::{Value, json};
+
+/// One scripted answer to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `200 OK`, `content-type: text/event-stream`, this body; the connection stays open.
+    Sse(String),
+    /// An HTTP error status with extra headers and a JSON body.
+    Error {
+        /// The status code.
+        status: u16,
+        /// Extra response headers, e.g. `retry-after` or `request-id`.
+        headers: Vec<(String, String)>,
+        /// The JSON body.
+        body: Value,
+    },
+    /// `200 OK` announcing the whole of `body` in `content-length`, but only its first `sent`
+    /// bytes are written before the connection is closed.
+    Dropped {
+        /// The whole SSE body the headers promise.
+        body: String,
+        /// How many bytes of it are sent.
+        sent: usize,
+    },
+}
+
+impl Reply {
+    /// An API error: `{"type": "error", "error": {"type": kind, "message": message}}`.
+    pub fn error(status: u16, kind: &str, message: &str) -> Reply {
+        Reply::Error {
+            status,
+            headers: Vec::new(),
+            body: json!({"type": "error", "error": {"type": kind, "message": message}}),
+        }
+    }
+
+    /// The same reply with one more response header (errors only).
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Error { headers, .. } = &mut self {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// `body` cut just before the first occurrence of `marker`, the connection then closed.
+    pub fn dropped_before(body: String, marker: &str) -> Reply {
+        let sent = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
+        Reply::Dropped { body, sent }
+    }
+}
+
+/// Builds an SSE reply the way the API streams one: `message_start`, each block as
+/// `content_block_start` / deltas / `content_block_stop`, a `ping`, `message_delta` with the
+/// stop reason and output tokens, `message_stop`. Text is streamed a few characters per
+/// delta and tool input as several `input_json_delta` pieces, so assembly is exercised.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    events: Vec<Value>,
+    blocks: usize,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl Sse {
+    /// A reply from `model` to a prompt of `input_tokens` tokens.
+    pub fn new(model: &str, input_tokens: u64) -> Sse {
+        let start = json!({"type": "message_start", "message": {
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 1}}});
+        Sse { events: vec![start], blocks: 0, input_tokens, output_tokens: 0 }
+    }
+
+    /// A text block, streamed 7 characters per delta.
+    pub fn text(mut self, text: &str) -> Sse {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.events.push(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "text", "text": ""}}));
+        if index == 0 {
+            self.events.push(json!({"type": "ping"}));
+        }
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(7) {
+            let piece: String = piece.iter().collect();
+            self.events.push(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "text_delta", "text": piece}}));
+        }
+        self.events.push(json!({"type": "content_block_stop", "index": index}));
+        self.output_tokens += text.len() as u64 / 4 + 1;
+        self
+    }
+
+    /// A `tool_use` block whose input JSON arrives in three pieces.
+    pub fn tool_use(self, id: &str, name: &str, input: &Value) -> Sse {
+        self.input_block("tool_use", id, name, input)
+    }
+
+    /// A `server_tool_use` block (a tool the API runs itself, e.g. `web_search`).
+    pub fn server_tool_use(self, id: &str, name: &str, input: &Value) -> Sse {
+        self.input_block("server_tool_use", id, name, input)
+    }
+
+    fn input_block(mut self, kind: &str, id: &str, name: &str, input: &Value) -> Sse {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.events.push(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": kind, "id": id, "name": name, "input": {}}}));
+        let json = input.to_string();
+        let (a, b) = (json.len() / 3, 2 * json.len() / 3);
+        let (a, b) = (floor_char(&json, a), floor_char(&json, b));
+        for piece in ["", &json[..a], &json[a..b], &json[b..]] {
+            self.events.push(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}}));
+        }
+        self.events.push(json!({"type": "content_block_stop", "index": index}));
+        self.output_tokens += json.len() as u64 / 4 + 10;
+        self
+    }
+
+    /// The whole body, ending with `stop_reason`.
+    pub fn stop(mut self, stop_reason: &str) -> String {
+        self.events.push(json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}}));
+        self.events.push(json!({"type": "message_stop"}));
+        let mut body = String::new();
+        for event in &self.events {
+            let kind = event["type"].as_str().expect("every event has a type");
+            body.push_str(&format!("event: {kind}\ndata: {event}\n\n"));
+        }
+        body
+    }
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One request the mock received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The request line, e.g. `POST /v1/messages HTTP/1.1`.
+    pub request_line: String,
+    /// Header names (lowercased) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`null` if it was not JSON).
+    pub body: Value,
+}
+
+impl Recorded {
+    /// The value of header `name` (lowercase), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    script: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+    problems: Vec<String>,
+}
+
+impl Shared {
+    /// Record a request, check it, and choose its answer.
+    fn answer(&mut self, request: Recorded) -> Reply {
+        let n = self.requests.len() + 1;
+        let refusal = check(&request).map(|problem| format!("request {n}: {problem}"));
+        self.requests.push(request);
+        if let Some(problem) = refusal {
+            self.problems.push(problem.clone());
+            return Reply::error(400, "invalid_request_error", &format!("mock: {problem}"));
+        }
+        match self.script.pop_front() {
+            Some(reply) => reply,
+            None => {
+                let problem = format!("request {n} came after the end of the script");
+                self.problems.push(problem.clone());
+                Reply::error(400, "invalid_request_error", &format!("mock: {problem}"))
+            }
+        }
+    }
+}
+
+/// What is wrong with a request, if anything: the endpoint, the JSON, and tool pairing.
+fn check(request: &Recorded) -> Option<String> {
+    if request.request_line != "POST /v1/messages HTTP/1.1" {
+        return Some(format!("unexpected request line {:?}", request.request_line));
+    }
+    let Some(messages) = request.body.get("messages") else {
+        return Some("the body has no `messages`".into());
+    };
+    match serde_json::from_value::<Vec<Message>>(messages.clone()) {
+        Ok(messages) => pairing_violation(&messages).map(|v| format!("tool_use/tool_result pairing broken: {v}")),
+        Err(e) => Some(format!("`messages` do not parse: {e}")),
+    }
+}
+
+/// A scripted Messages API server on 127.0.0.1.
+#[derive(Debug)]
+pub struct MockApi {
+    address: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl MockApi {
+    /// Listen on a free port and serve `script`, one reply per request, in order.
+    pub fn start(script: Vec<Reply>) -> MockApi {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let address = listener.local_addr().expect("local address");
+        let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (accept_shared, accept_stop) = (shared.clone(), stop.clone());
+        thread::spawn(move || {
+            for socket in listener.incoming() {
+                if accept_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(socket) = socket else { continue };
+                // Answer at once: no Nagle delay on small writes.
+                let _ = socket.set_nodelay(true);
+                let shared = accept_shared.clone();
+                thread::spawn(move || serve(socket, &shared));
+            }
+        });
+        MockApi { address, shared, stop }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.lock().requests.clone()
+    }
+
+    /// The bodies of every request received so far.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.lock().requests.iter().map(|r| r.body.clone()).collect()
+    }
+
+    /// Scripted replies not yet served.
+    pub fn unserved(&self) -> usize {
+        self.lock().script.len()
+    }
+
+    /// Problems noted so far (broken pairing, bad bodies, requests past the script).
+    pub fn problems(&self) -> Vec<String> {
+        self.lock().problems.clone()
+    }
+
+    /// Take the problems noted so far, so that dropping the mock does not fail the test (for
+    /// tests of the mock's own checks).
+    pub fn take_problems(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().problems)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for MockApi {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.address);
+        let problems = self.problems();
+        if !problems.is_empty() && !thread::panicking() {
+            panic!("the mock API saw bad requests:\n{}", problems.join("\n"));
+        }
+    }
+}
+
+/// Answer requests on one connection until the client closes it or a reply drops it.
+fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
+    let mut buffer = Vec::new();
+    while let Some(request) = read_request(&mut socket, &mut buffer) {
+        let reply = shared.lock().unwrap_or_else(|e| e.into_inner()).answer(request);
+        let written = match reply {
+            Reply::Sse(body) => {
+                write_response(&mut socket, 200, &[], "text/event-stream; charset=utf-8", body.as_bytes())
+            }
+            Reply::Error { status, headers, body } => {
+                write_response(&mut socket, status, &headers, "application/json", body.to_string().as_bytes())
+            }
+            Reply::Dropped { body, sent } => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                let mut response = head.into_bytes();
+                response.extend_from_slice(&body.as_bytes()[..sent]);
+                let _ = socket.write_all(&response);
+                let _ = socket.flush();
+                let _ = socket.shutdown(Shutdown::Both);
+                return;
+            }
+        };
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+fn write_response(
+    socket: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        529 => "Overloaded",
+        _ => "Error",
+    };
+    let mut head = format!("HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+    // One write: a head and a body written apart would wait on the client's delayed ACK.
+    let mut response = head.into_bytes();
+    response.extend_from_slice(body);
+    socket.write_all(&response)?;
+    socket.flush()
+}
+
+/// Read one request (head and `content-length` body) from `socket`; `buffer` keeps bytes
+/// read past it. `None` once the client has closed the connection.
+fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded> {
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let n = socket.read(&mut chunk).ok().filter(|&n| n > 0)?;
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize =
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let body_start = head_end + 4;
+    while buffer.len() < body_start + length {
+        let n = socket.read(&mut chunk).ok().filter(|&n| n > 0)?;
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
+    buffer.drain(..body_start + length);
+    Some(Recorded { request_line, headers, body })
+}
