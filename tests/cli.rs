@@ -11,7 +11,15 @@ fn agentloop() -> Command {
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = agentloop().args(args).stdin(Stdio::null()).output().unwrap();
+    // Never reach a real API from tests, whatever the environment holds.
+    let out = agentloop()
+        .args(args)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into(),
