@@ -9,7 +9,11 @@ fn main() -> ExitCode {
     let cli = agentloop::cli::Cli::parse();
     // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs.
     let level = std::env::var("AGENTLOOP_LOG").ok().and_then(|l| l.parse().ok()).unwrap_or(tracing::Level::WARN);
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(level)
+        .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use statig::prelude::*;
+use tracing::Instrument;
 
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::machine::{Ctx, Deps, Event, Machine, State};
@@ -87,6 +88,7 @@ fn st_run_id(st: &LoopState) -> String {
 ///
 /// # Errors
 /// [`EngineError`] when the options are invalid or the machine breaks its table.
+#[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id))]
 pub async fn run(
     deps: Deps,
     options: EngineOptions,
@@ -108,8 +110,6 @@ pub async fn run(
     });
     let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox };
     let counters: Counters = st.counters.clone();
-    let span = tracing::info_span!("run", run_id = %st.options.run_id);
-    let _enter = span.enter();
     ctx.emit(EngineEvent::Message(st.messages[0].clone()));
     tracing::debug!(?counters, "run starts");
 
@@ -131,7 +131,8 @@ pub async fn run(
         let abortable = matches!(state, State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. });
         let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
         let before = ctx.records.len();
-        machine.handle_with_context(&event, &mut ctx).await;
+        let span = tracing::debug_span!("dispatch", state = crate::engine::machine::state_name(&state), ?event);
+        machine.handle_with_context(&event, &mut ctx).instrument(span).await;
         dispatches += 1;
         let moved = ctx.records.len() != before || ctx.violation.is_some();
         settled = !moved && ctx.deps.cancel.is_cancelled();
