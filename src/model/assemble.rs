@@ -5,6 +5,13 @@
 //! strictly at `content_block_stop`, unknown events, deltas and block types are tolerated, and
 //! usage counts from `message_delta` overwrite those of `message_start`. A tool_use whose JSON
 //! never completed is marked `input_complete: false` and is never executed.
+//!
+//! Events come in owned ([`Assembler::push`]) or, for the pieces of text that make up nearly
+//! all of a reply, borrowed ([`Assembler::push_text`]): a provider that decodes a delta into a
+//! buffer of its own appends it without allocating, and the [`Step`] it gets back lends the
+//! same text.
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
@@ -12,8 +19,11 @@ use crate::model::ModelError;
 use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReason, StreamEvent, Usage};
 
 /// What one pushed event changed, for callers that show progress or start tools early.
+///
+/// The text of a [`Step::Text`] or [`Step::Thinking`] is the piece that was pushed: owned when
+/// it came in an owned event, borrowed from the caller's piece for [`Assembler::push_text`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum Step<'a> {
     /// Nothing a caller needs to see.
     Quiet,
     /// Text appended to block `index`.
@@ -21,12 +31,12 @@ pub enum Step {
         /// Block index.
         index: usize,
         /// The appended text.
-        text: String,
+        text: Cow<'a, str>,
     },
     /// Thinking text appended.
     Thinking {
         /// The appended thinking.
-        text: String,
+        text: Cow<'a, str>,
     },
     /// Block `index` is complete.
     BlockDone(usize),
@@ -34,6 +44,29 @@ pub enum Step {
     Stopped,
     /// An `error` event ended the stream.
     Failed(ApiErrorBody),
+}
+
+/// Which text of a block a streamed piece extends: the three delta types that carry a piece
+/// of a string (`text_delta`, `thinking_delta`, `input_json_delta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// `text_delta`: the block's `text`.
+    Text,
+    /// `thinking_delta`: the block's `thinking`.
+    Thinking,
+    /// `input_json_delta`: the JSON text of a tool's input, parsed when the block stops.
+    InputJson,
+}
+
+impl TextKind {
+    /// The owned delta of this kind carrying `text`.
+    pub fn delta(self, text: String) -> Delta {
+        match self {
+            TextKind::Text => Delta::TextDelta { text },
+            TextKind::Thinking => Delta::ThinkingDelta { thinking: text },
+            TextKind::InputJson => Delta::InputJsonDelta { partial_json: text },
+        }
+    }
 }
 
 /// Gathers the events of one reply.
@@ -80,7 +113,7 @@ impl Assembler {
     ///
     /// # Errors
     /// [`ModelError::Protocol`] when a block starts out of order or a delta names no block.
-    pub fn push(&mut self, event: StreamEvent) -> Result<Step, ModelError> {
+    pub fn push(&mut self, event: StreamEvent) -> Result<Step<'static>, ModelError> {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.started = true;
@@ -195,18 +228,50 @@ impl Assembler {
         }
     }
 
-    fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step, ModelError> {
+    /// Apply a `content_block_delta` of kind `kind` carrying `piece`, exactly as
+    /// [`Assembler::push`] applies the owned event, without the event: the piece is appended
+    /// where it belongs and lent back in the step.
+    ///
+    /// # Errors
+    /// [`ModelError::Protocol`] when block `index` never started.
+    pub fn push_text<'a>(&mut self, index: usize, kind: TextKind, piece: &'a str) -> Result<Step<'a>, ModelError> {
         self.check_index(index)?;
+        Ok(self.append_text(index, kind, Cow::Borrowed(piece)))
+    }
+
+    /// Append a checked piece; the step lends or gives back the same piece.
+    fn append_text<'a>(&mut self, index: usize, kind: TextKind, piece: Cow<'a, str>) -> Step<'a> {
+        match kind {
+            TextKind::Text => {
+                append_str(&mut self.blocks[index], "text", &piece);
+                Step::Text { index, text: piece }
+            }
+            TextKind::Thinking => {
+                append_str(&mut self.blocks[index], "thinking", &piece);
+                Step::Thinking { text: piece }
+            }
+            TextKind::InputJson => {
+                self.json_buffers[index].push_str(&piece);
+                Step::Quiet
+            }
+        }
+    }
+
+    fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step<'static>, ModelError> {
+        self.check_index(index)?;
+        let (kind, text) = match delta {
+            Delta::TextDelta { text } => (TextKind::Text, text),
+            Delta::ThinkingDelta { thinking } => (TextKind::Thinking, thinking),
+            Delta::InputJsonDelta { partial_json } => (TextKind::InputJson, partial_json),
+            other => return Ok(self.apply_other_delta(index, other)),
+        };
+        Ok(self.append_text(index, kind, Cow::Owned(text)))
+    }
+
+    /// The deltas that carry no piece of text.
+    fn apply_other_delta(&mut self, index: usize, delta: Delta) -> Step<'static> {
         let block = &mut self.blocks[index];
-        let step = match delta {
-            Delta::TextDelta { text } => {
-                append_str(block, "text", &text);
-                Step::Text { index, text }
-            }
-            Delta::ThinkingDelta { thinking } => {
-                append_str(block, "thinking", &thinking);
-                Step::Thinking { text: thinking }
-            }
+        match delta {
             Delta::SignatureDelta { signature } => {
                 block.insert("signature".into(), Value::String(signature));
                 Step::Quiet
@@ -221,13 +286,10 @@ impl Assembler {
                 }
                 Step::Quiet
             }
-            Delta::InputJsonDelta { partial_json } => {
-                self.json_buffers[index].push_str(&partial_json);
+            Delta::TextDelta { .. } | Delta::ThinkingDelta { .. } | Delta::InputJsonDelta { .. } | Delta::Unknown => {
                 Step::Quiet
             }
-            Delta::Unknown => Step::Quiet,
-        };
-        Ok(step)
+        }
     }
 
     fn close_block(&mut self, index: usize) {
