@@ -74,6 +74,9 @@ impl TextKind {
 pub struct Assembler {
     blocks: Vec<Map<String, Value>>,
     json_buffers: Vec<String>,
+    /// The text and thinking appended to each open block, merged into it when it closes, so
+    /// that a delta is one append, without a lookup in the block's map.
+    pending: Vec<Pending>,
     closed: Vec<bool>,
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
@@ -82,6 +85,13 @@ pub struct Assembler {
     started: bool,
     stopped: bool,
     error: Option<ApiErrorBody>,
+}
+
+/// Text and thinking appended to an open block; `Some` once a delta of that kind arrived.
+#[derive(Debug, Default)]
+struct Pending {
+    text: Option<String>,
+    thinking: Option<String>,
 }
 
 /// The assembled reply.
@@ -216,6 +226,7 @@ impl Assembler {
         };
         self.blocks.push(map);
         self.json_buffers.push(String::new());
+        self.pending.push(Pending::default());
         self.closed.push(false);
         Ok(())
     }
@@ -239,15 +250,27 @@ impl Assembler {
         Ok(self.append_text(index, kind, Cow::Borrowed(piece)))
     }
 
-    /// Append a checked piece; the step lends or gives back the same piece.
+    /// Append a checked piece; the step lends or gives back the same piece. Text and thinking
+    /// wait in `pending` while the block is open (a block that already closed takes them
+    /// directly).
     fn append_text<'a>(&mut self, index: usize, kind: TextKind, piece: Cow<'a, str>) -> Step<'a> {
+        let closed = self.closed[index];
+        let pending = &mut self.pending[index];
         match kind {
             TextKind::Text => {
-                append_str(&mut self.blocks[index], "text", &piece);
+                if closed {
+                    append_str(&mut self.blocks[index], "text", &piece);
+                } else {
+                    pending.text.get_or_insert_default().push_str(&piece);
+                }
                 Step::Text { index, text: piece }
             }
             TextKind::Thinking => {
-                append_str(&mut self.blocks[index], "thinking", &piece);
+                if closed {
+                    append_str(&mut self.blocks[index], "thinking", &piece);
+                } else {
+                    pending.thinking.get_or_insert_default().push_str(&piece);
+                }
                 Step::Thinking { text: piece }
             }
             TextKind::InputJson => {
@@ -295,6 +318,13 @@ impl Assembler {
     fn close_block(&mut self, index: usize) {
         self.closed[index] = true;
         let block = &mut self.blocks[index];
+        let pending = std::mem::take(&mut self.pending[index]);
+        if let Some(text) = pending.text {
+            merge_str(block, "text", text);
+        }
+        if let Some(thinking) = pending.thinking {
+            merge_str(block, "thinking", thinking);
+        }
         let takes_input =
             matches!(block.get("type").and_then(Value::as_str), Some("tool_use" | "server_tool_use" | "mcp_tool_use"));
         let buffer = std::mem::take(&mut self.json_buffers[index]);
@@ -314,11 +344,23 @@ impl Assembler {
     }
 }
 
+/// Append `piece` to the string at `key`, or set `key` to it if it holds no string.
 fn append_str(block: &mut Map<String, Value>, key: &str, piece: &str) {
     match block.get_mut(key) {
         Some(Value::String(s)) => s.push_str(piece),
         _ => {
             block.insert(key.into(), Value::String(piece.to_owned()));
+        }
+    }
+}
+
+/// [`append_str`] for a whole pending text, moved in when the block held none.
+fn merge_str(block: &mut Map<String, Value>, key: &str, text: String) {
+    match block.get_mut(key) {
+        Some(Value::String(s)) if !s.is_empty() => s.push_str(&text),
+        Some(Value::String(s)) => *s = text,
+        _ => {
+            block.insert(key.into(), Value::String(text));
         }
     }
 }
@@ -377,6 +419,41 @@ mod tests {
         let (message, dropped) = done.into_message();
         assert_eq!(dropped, vec!["t2".to_string()]);
         assert_eq!(message.tool_uses().count(), 1);
+    }
+
+    #[test]
+    fn text_gathered_while_open_merges_like_appending_to_the_block() {
+        let start =
+            |index: usize, block: Value| ev(json!({"type":"content_block_start","index":index,"content_block":block}));
+        let mut a = Assembler::new();
+        a.push(start(0, json!({"type":"text","text":"pre-"}))).unwrap();
+        a.push(start(1, json!({"type":"text","text":null}))).unwrap();
+        a.push(start(2, json!({"type":"thinking"}))).unwrap();
+        a.push(start(3, json!({"type":"text"}))).unwrap();
+        for (index, kind, piece) in [
+            (0, TextKind::Text, "a"),
+            (1, TextKind::Text, "b"),
+            (0, TextKind::Text, "c"),
+            (1, TextKind::Text, "d"),
+            (2, TextKind::Thinking, "e"),
+            (3, TextKind::Text, ""),
+        ] {
+            a.push_text(index, kind, piece).unwrap();
+        }
+        assert_eq!(a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap(), Step::BlockDone(0));
+        // A piece for a block that already stopped still lands in it.
+        assert_eq!(a.push_text(0, TextKind::Text, "!").unwrap(), Step::Text { index: 0, text: Cow::Borrowed("!") });
+        assert_eq!(a.push_text(2, TextKind::Thinking, "f").unwrap(), Step::Thinking { text: Cow::Borrowed("f") });
+        let done = a.finish();
+        assert_eq!(
+            done.content,
+            vec![
+                json!({"type":"text","text":"pre-ac!"}),
+                json!({"type":"text","text":"bd"}),
+                json!({"type":"thinking","thinking":"ef"}),
+                json!({"type":"text","text":""}),
+            ]
+        );
     }
 
     #[test]

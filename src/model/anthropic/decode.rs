@@ -64,7 +64,7 @@ impl<'a> Decoded<'a> {
 /// A buffer for unescaped text, reused from one event to the next.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    bytes: Vec<u8>,
+    text: String,
 }
 
 impl Scratch {
@@ -83,10 +83,7 @@ pub fn decode(data: &str) -> Result<StreamEvent, ModelError> {
     let (index, kind, text) = match compact_delta(data, &mut scratch) {
         Some((index, kind, Lent::Plain(range))) => (index, kind, data[range].to_owned()),
         // The unescaped text is in `scratch`, which becomes the event's own string.
-        Some((index, kind, Lent::Unescaped)) => match String::from_utf8(scratch.bytes) {
-            Ok(text) => (index, kind, text),
-            Err(_) => return serde(data),
-        },
+        Some((index, kind, Lent::Unescaped)) => (index, kind, scratch.text),
         None => return serde(data),
     };
     Ok(StreamEvent::ContentBlockDelta { index, delta: kind.delta(text) })
@@ -103,11 +100,7 @@ pub fn decode_borrowed<'a>(data: &'a str, scratch: &'a mut Scratch) -> Result<De
     };
     let text = match lent {
         Lent::Plain(range) => &data[range],
-        // Unescaped from valid text, so valid: the check cannot fail.
-        Lent::Unescaped => match std::str::from_utf8(&scratch.bytes) {
-            Ok(text) => text,
-            Err(_) => return serde(data).map(Decoded::Event),
-        },
+        Lent::Unescaped => scratch.text.as_str(),
     };
     Ok(Decoded::Text { index, kind, text })
 }
@@ -141,14 +134,13 @@ pub fn framed_delta<'a>(text: &'a str, scratch: &'a mut Scratch) -> Option<(usiz
     }
     at += DATA_LINE.len();
     let (index, kind, quote) = delta_head(bytes, at)?;
-    let (lent, end) = json_string(bytes, quote, &mut scratch.bytes)?;
+    let (lent, end) = json_string(text, quote, &mut scratch.text)?;
     if !bytes[end..].starts_with(EVENT_END) {
         return None;
     }
     let text = match lent {
         Lent::Plain(range) => &text[range],
-        // Unescaped from valid text, so valid: the check cannot fail.
-        Lent::Unescaped => std::str::from_utf8(&scratch.bytes).ok()?,
+        Lent::Unescaped => scratch.text.as_str(),
     };
     Some((end + EVENT_END.len(), Decoded::Text { index, kind, text }))
 }
@@ -208,7 +200,7 @@ fn compact_delta(data: &str, scratch: &mut Scratch) -> Option<(usize, TextKind, 
         return None;
     }
     let (index, kind, quote) = delta_head(bytes, DELTA_PREFIX.len())?;
-    let (lent, end) = json_string(bytes, quote, &mut scratch.bytes)?;
+    let (lent, end) = json_string(data, quote, &mut scratch.text)?;
     let rest = bytes[end..].strip_prefix(b"}}")?;
     if !rest.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         return None;
@@ -250,10 +242,6 @@ fn specials(word: u64) -> u64 {
     (zero_byte(quote) | zero_byte(backslash) | (word.wrapping_sub(ONES * 0x20) & !word)) & HIGHS
 }
 
-fn is_special(byte: u8) -> bool {
-    byte == b'"' || byte == b'\\' || byte < 0x20
-}
-
 /// The eight bytes at `at`, if there are eight.
 #[inline]
 fn word_at(bytes: &[u8], at: usize) -> Option<[u8; 8]> {
@@ -272,16 +260,31 @@ fn find_special(bytes: &[u8], mut at: usize) -> Option<usize> {
         }
         at += 8;
     }
-    bytes[at..].iter().position(|&b| is_special(b)).map(|i| at + i)
+    bytes[at..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
 }
 
-/// The JSON string literal whose opening quote is at `quote`: where its value is and where the
-/// literal ends. Without escapes the value is a range of `bytes`; with them it is unescaped
-/// into `out`. Plain runs are copied eight bytes at a time (the word is stored whole and the
-/// bytes past the run cut off again). `None` for anything serde would reject (raw control
-/// characters, bad escapes, lone surrogates) or an unterminated literal, so that serde reports
-/// the error. UTF-8 is not checked here.
-fn json_string(bytes: &[u8], quote: usize, out: &mut Vec<u8>) -> Option<(Lent, usize)> {
+/// What each byte after a backslash stands for in a JSON string: the byte it unescapes to,
+/// or 0 for `u` (four hex digits follow) and for anything JSON does not allow.
+const UNESCAPE: [u8; 256] = {
+    let mut table = [0; 256];
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'/' as usize] = b'/';
+    table[b'b' as usize] = 0x08;
+    table[b'f' as usize] = 0x0c;
+    table[b'n' as usize] = b'\n';
+    table[b'r' as usize] = b'\r';
+    table[b't' as usize] = b'\t';
+    table
+};
+
+/// The JSON string literal whose opening quote is at byte `quote` of `text`: where its value
+/// is and where the literal ends. Without escapes the value is a range of `text`; with them it
+/// is unescaped into `out`, run by run (each run a slice of `text`, so no UTF-8 check is
+/// needed). `None` for anything serde would reject (raw control characters, bad escapes, lone
+/// surrogates) or an unterminated literal, so that serde reports the error.
+fn json_string(text: &str, quote: usize, out: &mut String) -> Option<(Lent, usize)> {
+    let bytes = text.as_bytes();
     if bytes.get(quote) != Some(&b'"') {
         return None;
     }
@@ -291,55 +294,31 @@ fn json_string(bytes: &[u8], quote: usize, out: &mut Vec<u8>) -> Option<(Lent, u
         return Some((Lent::Plain(start..at), at + 1));
     }
     out.clear();
-    out.extend_from_slice(&bytes[start..at]);
+    let mut run = start;
     loop {
-        // `bytes[at]` ends a plain run.
+        // `bytes[at]` ends the plain run from `run`: an ASCII byte, so a character boundary.
+        out.push_str(&text[run..at]);
         match bytes[at] {
             b'"' => return Some((Lent::Unescaped, at + 1)),
             b'\\' => {
-                let byte = match *bytes.get(at + 1)? {
-                    b'"' => b'"',
-                    b'\\' => b'\\',
-                    b'/' => b'/',
-                    b'b' => 0x08,
-                    b'f' => 0x0c,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'u' => {
-                        let (ch, used) = unicode_escape(&bytes[at..])?;
-                        out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
-                        at += used;
-                        at = copy_plain(bytes, at, out)?;
-                        continue;
-                    }
-                    _ => return None,
-                };
-                out.push(byte);
-                at = copy_plain(bytes, at + 2, out)?;
+                let escaped = *bytes.get(at + 1)?;
+                let byte = UNESCAPE[usize::from(escaped)];
+                if byte != 0 {
+                    out.push(char::from(byte));
+                    run = at + 2;
+                } else if escaped == b'u' {
+                    let (ch, used) = unicode_escape(&bytes[at..])?;
+                    out.push(ch);
+                    run = at + used;
+                } else {
+                    return None;
+                }
             }
             // JSON forbids raw control characters inside strings: let serde report them.
             _ => return None,
         }
+        at = find_special(bytes, run)?;
     }
-}
-
-/// Copy the plain run at `at` into `out`; where it ends.
-#[inline]
-fn copy_plain(bytes: &[u8], mut at: usize, out: &mut Vec<u8>) -> Option<usize> {
-    while let Some(word) = word_at(bytes, at) {
-        out.extend_from_slice(&word);
-        let found = specials(u64::from_le_bytes(word));
-        if found != 0 {
-            let plain = (found.trailing_zeros() / 8) as usize;
-            out.truncate(out.len() - 8 + plain);
-            return Some(at + plain);
-        }
-        at += 8;
-    }
-    let plain = bytes[at..].iter().position(|&b| is_special(b))?;
-    out.extend_from_slice(&bytes[at..at + plain]);
-    Some(at + plain)
 }
 
 /// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, at the start of `bytes`: the character and
@@ -390,7 +369,7 @@ mod tests {
         let fast = compact_delta(data, &mut scratch).map(|(index, kind, lent)| {
             let text = match lent {
                 Lent::Plain(range) => data[range].to_owned(),
-                Lent::Unescaped => String::from_utf8(scratch.bytes.clone()).unwrap(),
+                Lent::Unescaped => scratch.text.clone(),
             };
             StreamEvent::ContentBlockDelta { index, delta: kind.delta(text) }
         });
@@ -510,7 +489,7 @@ mod tests {
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#;
         let decoded = decode_borrowed(escaped, &mut scratch).unwrap();
         assert_eq!(decoded, Decoded::Text { index: 0, kind: TextKind::InputJson, text: r#"{"a""# });
-        assert_eq!(scratch.bytes, br#"{"a""#);
+        assert_eq!(scratch.text, r#"{"a""#);
         let ping = decode_borrowed(r#"{"type":"ping"}"#, &mut scratch).unwrap();
         assert_eq!(ping, Decoded::Event(StreamEvent::Ping));
     }
