@@ -549,6 +549,32 @@ mod tests {
     }
 
     #[test]
+    fn framed_delta_takes_only_the_exact_framing() {
+        let data = r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a\tb"}}"#;
+        let with_name = format!("event: content_block_delta\n{data}\n\nevent: ping\n");
+        let mut scratch = Scratch::new();
+        let want = Decoded::Text { index: 1, kind: TextKind::Text, text: "a\tb" };
+        assert_eq!(framed_delta(&with_name, &mut scratch), Some((with_name.len() - 12, want.clone())));
+        let bare = format!("{data}\n\n");
+        assert_eq!(framed_delta(&bare, &mut scratch), Some((bare.len(), want)));
+        // Anything else is left to the parser: other line ends, trailing bytes, another event
+        // name, no blank line (yet), another shape of payload.
+        let refused = [
+            format!("{data}\r\n\r\n"),
+            format!("{data} \n\n"),
+            format!("{data}\ndata: more\n\n"),
+            format!("event: other\n{data}\n\n"),
+            format!("{data}\n"),
+            format!("{data}\n: comment\n\n"),
+            data.replace("text_delta\",\"text", "signature_delta\",\"signature") + "\n\n",
+            data.replace("data: ", "data:") + "\n\n",
+        ];
+        for text in refused {
+            assert_eq!(framed_delta(&text, &mut scratch), None, "{text:?}");
+        }
+    }
+
+    #[test]
     fn protocol_errors_quote_the_payload() {
         let err = decode("{not json").unwrap_err();
         assert_eq!(

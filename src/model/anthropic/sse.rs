@@ -474,6 +474,42 @@ mod tests {
         assert_eq!(p.next_event().map(|e| e.data.len()), Some(text.len()));
     }
 
+    /// Takes every event that is exactly `data: x\n\n`, noting where it was offered text.
+    #[derive(Default)]
+    struct TakesX {
+        offered: Vec<String>,
+        events: Vec<Owned>,
+    }
+
+    impl Handler for TakesX {
+        fn event(&mut self, event: Event<'_>) -> ControlFlow<()> {
+            self.events.push(owned(event));
+            ControlFlow::Continue(())
+        }
+
+        fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
+            self.offered.push(text.chars().take(6).collect());
+            let taken = text.starts_with("data: x\n\n").then_some(9)?;
+            self.events.push(ev(Some("taken"), "x"));
+            Some((taken, ControlFlow::Continue(())))
+        }
+    }
+
+    #[test]
+    fn whole_events_are_offered_only_where_an_event_starts() {
+        let mut p = Parser::new();
+        let mut h = TakesX::default();
+        // Not at the very start (a BOM may come first), not inside an event, not mid-line; a
+        // comment starts no event. A refused offer (no blank line yet) goes to the parser.
+        let _ = p.feed_with(b": hi\ndata: x\n\nevent: e\ndata: x\n\ndata: x\n\ndata: x", &mut h);
+        let _ = p.feed_with(b"\n\ndata: y\n\n", &mut h);
+        assert_eq!(h.offered, ["data: ", "event:", "data: ", "data: ", "data: "]);
+        assert_eq!(
+            h.events,
+            [ev(Some("taken"), "x"), ev(Some("e"), "x"), ev(Some("taken"), "x"), ev(None, "x"), ev(None, "y")]
+        );
+    }
+
     #[test]
     fn one_byte_chunks_match_whole_input() {
         let input = b"event: a\r\ndata: {\"x\":1}\r\n\r\n: c\rdata: 2\r\r";
