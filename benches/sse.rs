@@ -1,18 +1,24 @@
-//! SSE parse + assemble throughput against a bare memchr newline count over the same bytes.
+//! SSE parse + assemble throughput against a bare memchr newline scan over the same bytes.
 //!
 //! The input is a generated ~50 MB Messages stream of text blocks and tool_use blocks, with
 //! deltas of 1 to 64 characters (the sizes the API streams), fed in 16 KiB chunks as a socket
 //! would deliver them. Stages are measured separately (framing, framing + decode, everything)
-//! beside two memchr baselines. `cargo bench --bench sse`; the ratios go to
-//! docs/performance.md.
+//! beside two memchr baselines, and the whole path three ways: lending each delta's text
+//! (`parse_and_assemble`), with one owned `StreamEvent` per event (`parse_and_assemble_owned`),
+//! and through the `EventStream` adapter the engine reads (`event_stream_and_assemble`).
+//! `cargo bench --bench sse`; the ratios go to docs/performance.md.
 
 use std::hint::black_box;
+use std::ops::ControlFlow;
 
-use agentloop::model::anthropic::decode::decode;
+use agentloop::model::ModelError;
+use agentloop::model::anthropic::decode::{Decoded, Reader, Scratch, apply, decode, decode_borrowed};
 use agentloop::model::anthropic::sse::Parser;
+use agentloop::model::anthropic::stream::event_stream;
 use agentloop::model::assemble::Assembler;
 use agentloop::protocol::StreamEvent;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt;
 use serde_json::json;
 
 const TARGET_BYTES: usize = 50 * 1024 * 1024;
@@ -129,42 +135,96 @@ fn generate() -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The whole path, lending each delta's text: compact deltas taken whole from the raw bytes
+/// (`decode::Reader`), the rest framed and decoded, all pushed into the assembler; `finish()`.
 fn parse_and_assemble(bytes: &[u8]) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
+    let mut scratch = Scratch::new();
+    let mut reader = Reader::new(&mut scratch, |decoded: Result<Decoded<'_>, ModelError>| {
+        decoded.unwrap().apply(&mut assembler).unwrap();
+        ControlFlow::Continue(())
+    });
     for chunk in bytes.chunks(CHUNK) {
-        parser.push(chunk);
-        while let Some(event) = parser.next_event() {
-            assembler.push(decode(event.data).unwrap()).unwrap();
-        }
+        let _ = parser.feed_with(chunk, &mut reader);
     }
     let done = assembler.finish();
     assert!(done.complete);
     done.content.len()
 }
 
+/// The whole path through the parser's events, each lent to `decode::apply` (no whole-event
+/// fast path).
+fn parse_and_assemble_events(bytes: &[u8]) -> usize {
+    let mut parser = Parser::new();
+    let mut assembler = Assembler::new();
+    let mut scratch = Scratch::new();
+    for chunk in bytes.chunks(CHUNK) {
+        let _ = parser.feed(chunk, |event| {
+            apply(&mut assembler, event.data, &mut scratch).unwrap();
+            ControlFlow::Continue(())
+        });
+    }
+    let done = assembler.finish();
+    assert!(done.complete);
+    done.content.len()
+}
+
+/// The whole path with one owned `StreamEvent` per event, as the `EventStream` seam carries
+/// (parser events, `decode`).
+fn parse_and_assemble_owned(bytes: &[u8]) -> usize {
+    let mut parser = Parser::new();
+    let mut assembler = Assembler::new();
+    for chunk in bytes.chunks(CHUNK) {
+        let _ = parser.feed(chunk, |event| {
+            assembler.push(decode(event.data).unwrap()).unwrap();
+            ControlFlow::Continue(())
+        });
+    }
+    let done = assembler.finish();
+    assert!(done.complete);
+    done.content.len()
+}
+
+/// What the engine runs: the `EventStream` adapter over a body of chunks, each event pushed.
+fn event_stream_and_assemble(bytes: &'static [u8]) -> usize {
+    let body = futures::stream::iter(bytes.chunks(CHUNK).map(Ok::<_, std::io::Error>));
+    let mut events = event_stream(body, std::time::Duration::from_secs(60));
+    let mut assembler = Assembler::new();
+    futures::executor::block_on(async {
+        while let Some(event) = events.next().await {
+            assembler.push(event.unwrap()).unwrap();
+        }
+    });
+    let done = assembler.finish();
+    assert!(done.complete);
+    done.content.len()
+}
+
 fn bench(c: &mut Criterion) {
-    let bytes = generate();
-    let events = memchr::memmem::find_iter(&bytes, b"\n\n").count();
+    // Leaked so that the stream adapter (which wants a 'static body) can read it too.
+    let bytes: &'static [u8] = generate().leak();
+    let events = memchr::memmem::find_iter(bytes, b"\n\n").count();
     eprintln!("input: {} bytes, {events} events, {CHUNK}-byte chunks", bytes.len());
     let mut group = c.benchmark_group("sse");
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     group.sample_size(10);
     // The baseline the issue names: memchr's newline count (a dedicated SIMD counting loop).
-    group.bench_function("memchr_newline_count", |b| b.iter(|| memchr::memchr_iter(b'\n', black_box(&bytes)).count()));
-    // A scan that stops at every newline, as any line parser must.
+    // memchr's newline count: a dedicated SIMD counting loop that never stops at a newline.
+    group.bench_function("memchr_newline_count", |b| b.iter(|| memchr::memchr_iter(b'\n', black_box(bytes)).count()));
+    // The baseline: a scan that stops at every newline, as any line parser must.
     group.bench_function("memchr_newline_positions", |b| {
-        b.iter(|| memchr::memchr_iter(b'\n', black_box(&bytes)).fold(0usize, |acc, at| acc ^ at))
+        b.iter(|| memchr::memchr_iter(b'\n', black_box(bytes)).fold(0usize, |acc, at| acc ^ at))
     });
     group.bench_function("framing", |b| {
         b.iter(|| {
             let mut parser = Parser::new();
             let mut total = 0;
-            for chunk in black_box(&bytes).chunks(CHUNK) {
-                parser.push(chunk);
-                while let Some(event) = parser.next_event() {
+            for chunk in black_box(bytes).chunks(CHUNK) {
+                let _ = parser.feed(chunk, |event| {
                     total += event.data.len();
-                }
+                    ControlFlow::Continue(())
+                });
             }
             total
         })
@@ -172,17 +232,24 @@ fn bench(c: &mut Criterion) {
     group.bench_function("framing_and_decode", |b| {
         b.iter(|| {
             let mut parser = Parser::new();
-            let mut pings = 0;
-            for chunk in black_box(&bytes).chunks(CHUNK) {
-                parser.push(chunk);
-                while let Some(event) = parser.next_event() {
-                    pings += usize::from(decode(event.data).unwrap() == StreamEvent::Ping);
-                }
+            let mut scratch = Scratch::new();
+            let mut total = 0;
+            for chunk in black_box(bytes).chunks(CHUNK) {
+                let _ = parser.feed(chunk, |event| {
+                    total += match decode_borrowed(event.data, &mut scratch).unwrap() {
+                        Decoded::Text { text, .. } => text.len(),
+                        Decoded::Event(event) => usize::from(event == StreamEvent::Ping),
+                    };
+                    ControlFlow::Continue(())
+                });
             }
-            pings
+            total
         })
     });
-    group.bench_function("parse_and_assemble", |b| b.iter(|| parse_and_assemble(black_box(&bytes))));
+    group.bench_function("parse_and_assemble", |b| b.iter(|| parse_and_assemble(black_box(bytes))));
+    group.bench_function("parse_and_assemble_events", |b| b.iter(|| parse_and_assemble_events(black_box(bytes))));
+    group.bench_function("parse_and_assemble_owned", |b| b.iter(|| parse_and_assemble_owned(black_box(bytes))));
+    group.bench_function("event_stream_and_assemble", |b| b.iter(|| event_stream_and_assemble(black_box(bytes))));
     group.finish();
 }
 

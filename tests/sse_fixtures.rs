@@ -1,6 +1,9 @@
 //! The recorded Anthropic streams of `shared/fixtures/anthropic-sse/` through the real SSE
 //! parser and the shared `Assembler`, compared with `expected.json`; then the same streams cut
-//! into chunks every which way, which must assemble identically.
+//! into chunks every which way, which must assemble identically. Every run goes three ways, which
+//! must agree: compact deltas taken whole from the raw bytes and the rest lent
+//! (`Parser::feed_with` a `decode::Reader`); every event lent (`Parser::feed`, `decode::apply`);
+//! and every event queued and owned (`Parser::push`, `decode`, `Assembler::push`).
 //!
 //! The fixtures live beside the repository (`../shared/…` from the crate root in CI); the
 //! nearest ancestor directory holding `shared/fixtures/anthropic-sse` is used, so worktrees
@@ -10,10 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentloop::model::ModelError;
-use agentloop::model::anthropic::decode::decode;
+use std::ops::ControlFlow;
+
+use agentloop::model::anthropic::decode::{Decoded, Reader, Scratch, apply as apply_lent, decode};
 use agentloop::model::anthropic::sse::Parser;
 use agentloop::model::anthropic::stream::event_stream;
-use agentloop::model::assemble::{Assembled, Assembler};
+use agentloop::model::assemble::{Assembled, Assembler, Step};
 use agentloop::protocol::StreamEvent;
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -96,8 +101,63 @@ fn finish(assembler: Assembler, mut error: Option<(String, String)>) -> Outcome 
     Outcome { assembled, error }
 }
 
-/// The synchronous path: parser, decode, assembler.
-fn run<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+/// The synchronous paths, which must agree.
+fn run<'a>(chunks: impl IntoIterator<Item = &'a [u8]> + Clone) -> Outcome {
+    let whole = run_reader(chunks.clone());
+    let lent = run_lent(chunks.clone());
+    let queued = run_queued(chunks);
+    assert!(whole == lent, "reader:\n{whole:?}\nlent:\n{lent:?}");
+    assert!(lent == queued, "lent:\n{lent:?}\nqueued:\n{queued:?}");
+    whole
+}
+
+/// Whether to go on after pushing one event; a protocol error is recorded.
+fn react(step: Result<Step<'_>, ModelError>, error: &mut Option<(String, String)>) -> ControlFlow<()> {
+    match step {
+        Ok(Step::Stopped | Step::Failed(_)) => ControlFlow::Break(()),
+        Ok(_) => ControlFlow::Continue(()),
+        Err(ModelError::Protocol(message)) => {
+            *error = Some(("client_protocol_error".into(), message));
+            ControlFlow::Break(())
+        }
+        Err(other) => panic!("unexpected {other}"),
+    }
+}
+
+/// Compact deltas taken whole from the raw bytes, the rest lent by the parser.
+fn run_reader<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+    let mut parser = Parser::new();
+    let mut assembler = Assembler::new();
+    let mut scratch = Scratch::new();
+    let mut error = None;
+    let mut reader = Reader::new(&mut scratch, |decoded: Result<Decoded<'_>, ModelError>| {
+        react(decoded.and_then(|d| d.apply(&mut assembler)), &mut error)
+    });
+    for chunk in chunks {
+        if parser.feed_with(chunk, &mut reader).is_break() {
+            break;
+        }
+    }
+    finish(assembler, error)
+}
+
+/// Events lent from each chunk and applied without owning them.
+fn run_lent<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+    let mut parser = Parser::new();
+    let mut assembler = Assembler::new();
+    let mut scratch = Scratch::new();
+    let mut error = None;
+    for chunk in chunks {
+        let flow = parser.feed(chunk, |sse| react(apply_lent(&mut assembler, sse.data, &mut scratch), &mut error));
+        if flow.is_break() {
+            break;
+        }
+    }
+    finish(assembler, error)
+}
+
+/// Events queued by the parser, each decoded into an owned event.
+fn run_queued<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
     let mut error = None;

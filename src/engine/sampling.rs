@@ -211,8 +211,8 @@ and nothing is left to compact",
                 Some(Err(error)) => return self.stream_failed(ctx, asm, executor, error).await,
             };
             match asm.push(event) {
-                Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text)),
-                Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text)),
+                Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text.into_owned())),
+                Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text.into_owned())),
                 Ok(Step::BlockDone(index)) if self.st.options.stream_tools => {
                     if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
                         for event in executor.add(ToolCall { id, name, input }) {

@@ -5,6 +5,13 @@
 //! strictly at `content_block_stop`, unknown events, deltas and block types are tolerated, and
 //! usage counts from `message_delta` overwrite those of `message_start`. A tool_use whose JSON
 //! never completed is marked `input_complete: false` and is never executed.
+//!
+//! Events come in owned ([`Assembler::push`]) or, for the pieces of text that make up nearly
+//! all of a reply, borrowed ([`Assembler::push_text`]): a provider that decodes a delta into a
+//! buffer of its own appends it without allocating, and the [`Step`] it gets back lends the
+//! same text.
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
@@ -12,8 +19,11 @@ use crate::model::ModelError;
 use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReason, StreamEvent, Usage};
 
 /// What one pushed event changed, for callers that show progress or start tools early.
+///
+/// The text of a [`Step::Text`] or [`Step::Thinking`] is the piece that was pushed: owned when
+/// it came in an owned event, borrowed from the caller's piece for [`Assembler::push_text`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum Step<'a> {
     /// Nothing a caller needs to see.
     Quiet,
     /// Text appended to block `index`.
@@ -21,12 +31,12 @@ pub enum Step {
         /// Block index.
         index: usize,
         /// The appended text.
-        text: String,
+        text: Cow<'a, str>,
     },
     /// Thinking text appended.
     Thinking {
         /// The appended thinking.
-        text: String,
+        text: Cow<'a, str>,
     },
     /// Block `index` is complete.
     BlockDone(usize),
@@ -36,11 +46,37 @@ pub enum Step {
     Failed(ApiErrorBody),
 }
 
+/// Which text of a block a streamed piece extends: the three delta types that carry a piece
+/// of a string (`text_delta`, `thinking_delta`, `input_json_delta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// `text_delta`: the block's `text`.
+    Text,
+    /// `thinking_delta`: the block's `thinking`.
+    Thinking,
+    /// `input_json_delta`: the JSON text of a tool's input, parsed when the block stops.
+    InputJson,
+}
+
+impl TextKind {
+    /// The owned delta of this kind carrying `text`.
+    pub fn delta(self, text: String) -> Delta {
+        match self {
+            TextKind::Text => Delta::TextDelta { text },
+            TextKind::Thinking => Delta::ThinkingDelta { thinking: text },
+            TextKind::InputJson => Delta::InputJsonDelta { partial_json: text },
+        }
+    }
+}
+
 /// Gathers the events of one reply.
 #[derive(Debug, Default)]
 pub struct Assembler {
     blocks: Vec<Map<String, Value>>,
     json_buffers: Vec<String>,
+    /// The text and thinking appended to each open block, merged into it when it closes, so
+    /// that a delta is one append, without a lookup in the block's map.
+    pending: Vec<Pending>,
     closed: Vec<bool>,
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
@@ -49,6 +85,13 @@ pub struct Assembler {
     started: bool,
     stopped: bool,
     error: Option<ApiErrorBody>,
+}
+
+/// Text and thinking appended to an open block; `Some` once a delta of that kind arrived.
+#[derive(Debug, Default)]
+struct Pending {
+    text: Option<String>,
+    thinking: Option<String>,
 }
 
 /// The assembled reply.
@@ -80,7 +123,7 @@ impl Assembler {
     ///
     /// # Errors
     /// [`ModelError::Protocol`] when a block starts out of order or a delta names no block.
-    pub fn push(&mut self, event: StreamEvent) -> Result<Step, ModelError> {
+    pub fn push(&mut self, event: StreamEvent) -> Result<Step<'static>, ModelError> {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.started = true;
@@ -183,6 +226,7 @@ impl Assembler {
         };
         self.blocks.push(map);
         self.json_buffers.push(String::new());
+        self.pending.push(Pending::default());
         self.closed.push(false);
         Ok(())
     }
@@ -195,18 +239,62 @@ impl Assembler {
         }
     }
 
-    fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step, ModelError> {
+    /// Apply a `content_block_delta` of kind `kind` carrying `piece`, exactly as
+    /// [`Assembler::push`] applies the owned event, without the event: the piece is appended
+    /// where it belongs and lent back in the step.
+    ///
+    /// # Errors
+    /// [`ModelError::Protocol`] when block `index` never started.
+    pub fn push_text<'a>(&mut self, index: usize, kind: TextKind, piece: &'a str) -> Result<Step<'a>, ModelError> {
         self.check_index(index)?;
+        Ok(self.append_text(index, kind, Cow::Borrowed(piece)))
+    }
+
+    /// Append a checked piece; the step lends or gives back the same piece. Text and thinking
+    /// wait in `pending` while the block is open (a block that already closed takes them
+    /// directly).
+    fn append_text<'a>(&mut self, index: usize, kind: TextKind, piece: Cow<'a, str>) -> Step<'a> {
+        let closed = self.closed[index];
+        let pending = &mut self.pending[index];
+        match kind {
+            TextKind::Text => {
+                if closed {
+                    append_str(&mut self.blocks[index], "text", &piece);
+                } else {
+                    pending.text.get_or_insert_default().push_str(&piece);
+                }
+                Step::Text { index, text: piece }
+            }
+            TextKind::Thinking => {
+                if closed {
+                    append_str(&mut self.blocks[index], "thinking", &piece);
+                } else {
+                    pending.thinking.get_or_insert_default().push_str(&piece);
+                }
+                Step::Thinking { text: piece }
+            }
+            TextKind::InputJson => {
+                self.json_buffers[index].push_str(&piece);
+                Step::Quiet
+            }
+        }
+    }
+
+    fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step<'static>, ModelError> {
+        self.check_index(index)?;
+        let (kind, text) = match delta {
+            Delta::TextDelta { text } => (TextKind::Text, text),
+            Delta::ThinkingDelta { thinking } => (TextKind::Thinking, thinking),
+            Delta::InputJsonDelta { partial_json } => (TextKind::InputJson, partial_json),
+            other => return Ok(self.apply_other_delta(index, other)),
+        };
+        Ok(self.append_text(index, kind, Cow::Owned(text)))
+    }
+
+    /// The deltas that carry no piece of text.
+    fn apply_other_delta(&mut self, index: usize, delta: Delta) -> Step<'static> {
         let block = &mut self.blocks[index];
-        let step = match delta {
-            Delta::TextDelta { text } => {
-                append_str(block, "text", &text);
-                Step::Text { index, text }
-            }
-            Delta::ThinkingDelta { thinking } => {
-                append_str(block, "thinking", &thinking);
-                Step::Thinking { text: thinking }
-            }
+        match delta {
             Delta::SignatureDelta { signature } => {
                 block.insert("signature".into(), Value::String(signature));
                 Step::Quiet
@@ -221,18 +309,22 @@ impl Assembler {
                 }
                 Step::Quiet
             }
-            Delta::InputJsonDelta { partial_json } => {
-                self.json_buffers[index].push_str(&partial_json);
+            Delta::TextDelta { .. } | Delta::ThinkingDelta { .. } | Delta::InputJsonDelta { .. } | Delta::Unknown => {
                 Step::Quiet
             }
-            Delta::Unknown => Step::Quiet,
-        };
-        Ok(step)
+        }
     }
 
     fn close_block(&mut self, index: usize) {
         self.closed[index] = true;
         let block = &mut self.blocks[index];
+        let pending = std::mem::take(&mut self.pending[index]);
+        if let Some(text) = pending.text {
+            merge_str(block, "text", text);
+        }
+        if let Some(thinking) = pending.thinking {
+            merge_str(block, "thinking", thinking);
+        }
         let takes_input =
             matches!(block.get("type").and_then(Value::as_str), Some("tool_use" | "server_tool_use" | "mcp_tool_use"));
         let buffer = std::mem::take(&mut self.json_buffers[index]);
@@ -252,11 +344,23 @@ impl Assembler {
     }
 }
 
+/// Append `piece` to the string at `key`, or set `key` to it if it holds no string.
 fn append_str(block: &mut Map<String, Value>, key: &str, piece: &str) {
     match block.get_mut(key) {
         Some(Value::String(s)) => s.push_str(piece),
         _ => {
             block.insert(key.into(), Value::String(piece.to_owned()));
+        }
+    }
+}
+
+/// [`append_str`] for a whole pending text, moved in when the block held none.
+fn merge_str(block: &mut Map<String, Value>, key: &str, text: String) {
+    match block.get_mut(key) {
+        Some(Value::String(s)) if !s.is_empty() => s.push_str(&text),
+        Some(Value::String(s)) => *s = text,
+        _ => {
+            block.insert(key.into(), Value::String(text));
         }
     }
 }
@@ -315,6 +419,41 @@ mod tests {
         let (message, dropped) = done.into_message();
         assert_eq!(dropped, vec!["t2".to_string()]);
         assert_eq!(message.tool_uses().count(), 1);
+    }
+
+    #[test]
+    fn text_gathered_while_open_merges_like_appending_to_the_block() {
+        let start =
+            |index: usize, block: Value| ev(json!({"type":"content_block_start","index":index,"content_block":block}));
+        let mut a = Assembler::new();
+        a.push(start(0, json!({"type":"text","text":"pre-"}))).unwrap();
+        a.push(start(1, json!({"type":"text","text":null}))).unwrap();
+        a.push(start(2, json!({"type":"thinking"}))).unwrap();
+        a.push(start(3, json!({"type":"text"}))).unwrap();
+        for (index, kind, piece) in [
+            (0, TextKind::Text, "a"),
+            (1, TextKind::Text, "b"),
+            (0, TextKind::Text, "c"),
+            (1, TextKind::Text, "d"),
+            (2, TextKind::Thinking, "e"),
+            (3, TextKind::Text, ""),
+        ] {
+            a.push_text(index, kind, piece).unwrap();
+        }
+        assert_eq!(a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap(), Step::BlockDone(0));
+        // A piece for a block that already stopped still lands in it.
+        assert_eq!(a.push_text(0, TextKind::Text, "!").unwrap(), Step::Text { index: 0, text: Cow::Borrowed("!") });
+        assert_eq!(a.push_text(2, TextKind::Thinking, "f").unwrap(), Step::Thinking { text: Cow::Borrowed("f") });
+        let done = a.finish();
+        assert_eq!(
+            done.content,
+            vec![
+                json!({"type":"text","text":"pre-ac!"}),
+                json!({"type":"text","text":"bd"}),
+                json!({"type":"thinking","thinking":"ef"}),
+                json!({"type":"text","text":""}),
+            ]
+        );
     }
 
     #[test]

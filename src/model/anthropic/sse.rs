@@ -1,7 +1,9 @@
 //! A strict, incremental server-sent-events framer (the WHATWG "event stream" format).
 //!
-//! Bytes go in with [`Parser::push`] in chunks of any size; complete events come out of
-//! [`Parser::next_event`]. The rules are the standard's:
+//! Bytes go in with [`Parser::feed`] in chunks of any size, and each event they complete is
+//! handed to a callback as it is found. (The older pair [`Parser::push`] and
+//! [`Parser::next_event`] queues the events instead, at the cost of one copy of each.) The rules
+//! are the standard's:
 //! - a line ends in LF, CRLF or CR, and a CR ending one chunk followed by an LF starting the
 //!   next is one line end;
 //! - a line starting with `:` is a comment;
@@ -9,22 +11,30 @@
 //!   with an empty value; `data` lines are joined with `\n`; `event` names the event;
 //! - an event is dispatched only by the blank line after it, and data still pending when the
 //!   stream ends is discarded (a half-received event never reaches the caller);
-//! - a UTF-8 byte-order mark at the very start is skipped.
+//! - the stream is UTF-8, invalid bytes becoming U+FFFD, and a byte-order mark at the very
+//!   start is skipped.
 //!
 //! `id` and `retry` are parsed as fields and ignored: a Messages stream cannot be resumed.
-//! UTF-8 is checked once per chunk, as the bytes arrive (a character split across chunks waits
-//! for the rest of it; invalid bytes become U+FFFD as the standard says); from then on the parser
-//! works on text. Every input byte is checked and scanned (memchr) once and copied once (a line
-//! split across chunks, twice), so the cost is linear in the input whatever the chunking. Events
-//! are lent out ([`Event`] borrows the parser), so reading a stream allocates nothing per event
-//! once the buffers have grown.
+//!
+//! UTF-8 is checked once per chunk, as the bytes arrive (SIMD, `simdutf8`; a character split
+//! across chunks waits for the rest of it; invalid bytes become U+FFFD); from then on the
+//! parser works on text. An event whose lines all lie in one chunk, the usual case, is lent
+//! out of the chunk itself: its name and its single `data` line are borrowed, not copied. Only
+//! what spans a chunk boundary and events with several `data` lines are copied, into buffers
+//! that are reused, so reading a stream allocates nothing per event once they have grown.
+//! Every input byte is checked and scanned (memchr) once, so the cost is linear in the input
+//! whatever the chunking.
+//!
+//! A [`Handler`] given to [`Parser::feed_with`] may also take whole events from the text
+//! itself, at each point where a new event starts ([`Handler::whole_event`]): a decoder that
+//! knows the exact bytes of its most common event reads those in one pass instead of three.
 
 use std::collections::VecDeque;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use memchr::{memchr, memchr2};
 
-/// One dispatched event, borrowed from the [`Parser`] until the next call on it.
+/// One dispatched event, borrowed from the chunk being fed or from the [`Parser`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event<'a> {
     /// The `event:` name, when the event had a non-empty one.
@@ -33,7 +43,38 @@ pub struct Event<'a> {
     pub data: &'a str,
 }
 
-/// Where a dispatched event's name and data sit in the parser's buffer.
+/// What [`Parser::feed_with`] hands the events to.
+pub trait Handler {
+    /// One complete event. Breaking stops the feed: the rest of the chunk is dropped unread.
+    fn event(&mut self, event: Event<'_>) -> ControlFlow<()>;
+
+    /// Offered the text from the start of a new event to the end of the chunk, with nothing
+    /// of an event pending: take one whole event from the front (its lines and the blank line
+    /// that ends it, all within `text`) and say how many bytes it spanned and whether to go
+    /// on; or `None` (the default) to let the parser read it.
+    ///
+    /// An implementation must only take text that holds exactly one event, with LF line ends
+    /// (no CR), and must treat it exactly as [`Handler::event`] would treat the event the
+    /// parser reads from it.
+    fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
+        let _ = text;
+        None
+    }
+}
+
+/// A callback as a [`Handler`].
+struct Callback<F>(F);
+
+impl<F> Handler for Callback<F>
+where
+    F: FnMut(Event<'_>) -> ControlFlow<()>,
+{
+    fn event(&mut self, event: Event<'_>) -> ControlFlow<()> {
+        (self.0)(event)
+    }
+}
+
+/// Where a queued event's name and data sit in [`Parser::queued`].
 #[derive(Debug, Clone)]
 struct Ready {
     event: Option<Range<usize>>,
@@ -49,17 +90,25 @@ pub struct Parser {
     partial: String,
     /// The previous chunk ended in CR: an LF at the start of the next one ends nothing.
     after_cr: bool,
-    /// At least one line has been processed (the BOM can only come before the first).
+    /// At least one line has been read (a BOM can only start the first).
     seen_line: bool,
-    /// The dispatched events not yet taken, then the data of the event being read (from
-    /// `pending`), each of its lines followed by LF.
-    buf: String,
-    /// Where the event being read starts in `buf`.
-    pending: usize,
-    /// Name of the event being read.
+    /// The `data` lines of the event being read, each followed by LF, when they could not be
+    /// borrowed (they came in an earlier chunk, or there are several).
+    data: String,
+    /// The name of the event being read, when it came in an earlier chunk.
     event: String,
-    /// Dispatched events not yet taken, oldest first.
+    /// Events queued by [`Parser::push`] and not yet taken: names and data, back to back.
+    queued: String,
+    /// Where each queued event lies in `queued`, oldest first.
     ready: VecDeque<Ready>,
+}
+
+/// What the event being read has borrowed from the chunk being fed: its only `data` line and
+/// its name. Whatever is still borrowed when the chunk ends is copied into the parser.
+#[derive(Default)]
+struct Borrowed<'t> {
+    data: Option<&'t str>,
+    event: Option<&'t str>,
 }
 
 impl Parser {
@@ -68,52 +117,83 @@ impl Parser {
         Self::default()
     }
 
-    /// Feed the next bytes of the stream. Events they complete become available from
-    /// [`Parser::next_event`].
-    pub fn push(&mut self, bytes: &[u8]) {
-        if self.ready.is_empty() && self.pending > 0 {
-            // Every dispatched event has been taken: keep only the event being read.
-            self.buf.drain(..self.pending);
-            self.pending = 0;
-        }
+    /// Feed the next bytes of the stream, calling `on_event` with each event they complete, in
+    /// order. When `on_event` breaks, the rest of `bytes` is dropped unread and the break is
+    /// returned: the caller is done with the stream (it saw its last event) and feeds no more.
+    pub fn feed<F>(&mut self, bytes: &[u8], on_event: F) -> ControlFlow<()>
+    where
+        F: FnMut(Event<'_>) -> ControlFlow<()>,
+    {
+        self.feed_with(bytes, &mut Callback(on_event))
+    }
+
+    /// [`Parser::feed`] with a [`Handler`], which may take whole events from the text.
+    pub fn feed_with<H: Handler>(&mut self, bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
         if self.split_char.is_empty() {
-            self.push_bytes(bytes);
+            if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
+                return self.feed_text(text, handler);
+            }
+            self.feed_bytes(bytes, handler)
         } else {
             // Rare (a chunk boundary inside a character): decode the joined bytes.
             let mut joined = std::mem::take(&mut self.split_char);
             joined.extend_from_slice(bytes);
-            self.push_bytes(&joined);
+            self.feed_bytes(&joined, handler)
         }
     }
 
-    /// The next complete event, oldest first.
+    /// Feed the next bytes of the stream, queueing the events they complete (copied into the
+    /// parser) for [`Parser::next_event`].
+    pub fn push(&mut self, bytes: &[u8]) {
+        let mut queued = std::mem::take(&mut self.queued);
+        let mut ready = std::mem::take(&mut self.ready);
+        if ready.is_empty() {
+            // Every queued event has been taken.
+            queued.clear();
+        }
+        let _ = self.feed(bytes, |sse| {
+            let event = sse.event.map(|name| {
+                let start = queued.len();
+                queued.push_str(name);
+                start..queued.len()
+            });
+            let start = queued.len();
+            queued.push_str(sse.data);
+            ready.push_back(Ready { event, data: start..queued.len() });
+            ControlFlow::Continue(())
+        });
+        self.queued = queued;
+        self.ready = ready;
+    }
+
+    /// The next event queued by [`Parser::push`], oldest first.
     pub fn next_event(&mut self) -> Option<Event<'_>> {
         let ready = self.ready.pop_front()?;
-        Some(Event { event: ready.event.map(|range| &self.buf[range]), data: &self.buf[ready.data] })
+        Some(Event { event: ready.event.map(|range| &self.queued[range]), data: &self.queued[ready.data] })
     }
 
     /// Whether bytes of an event that has not been dispatched yet are held. At the end of a
     /// stream such an event is discarded, as the standard says.
     pub fn has_pending(&self) -> bool {
-        !self.split_char.is_empty()
-            || !self.partial.is_empty()
-            || self.buf.len() > self.pending
-            || !self.event.is_empty()
+        !self.split_char.is_empty() || !self.partial.is_empty() || !self.data.is_empty() || !self.event.is_empty()
     }
 
     /// Decode `bytes` as UTF-8, keeping an incomplete character at the end for the next chunk.
-    fn push_bytes(&mut self, mut bytes: &[u8]) {
+    fn feed_bytes<H: Handler>(&mut self, mut bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
         loop {
             match std::str::from_utf8(bytes) {
-                Ok(text) => return self.push_text(text),
+                Ok(text) => return self.feed_text(text, handler),
                 Err(e) => {
                     let (valid, rest) = bytes.split_at(e.valid_up_to());
                     // Checked just above: `valid` is valid UTF-8.
-                    self.push_text(std::str::from_utf8(valid).unwrap_or_default());
+                    self.feed_text(std::str::from_utf8(valid).unwrap_or_default(), handler)?;
                     match e.error_len() {
-                        None => return self.split_char.extend_from_slice(rest),
+                        None => {
+                            self.split_char.extend_from_slice(rest);
+                            return ControlFlow::Continue(());
+                        }
                         Some(invalid) => {
-                            self.push_text("\u{FFFD}");
+                            self.feed_text("\u{FFFD}", handler)?;
                             bytes = &rest[invalid..];
                         }
                     }
@@ -122,80 +202,155 @@ impl Parser {
         }
     }
 
-    fn push_text(&mut self, mut text: &str) {
-        if self.after_cr && !text.is_empty() {
+    fn feed_text<H: Handler>(&mut self, mut text: &str, handler: &mut H) -> ControlFlow<()> {
+        if text.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        if self.after_cr {
             self.after_cr = false;
             text = text.strip_prefix('\n').unwrap_or(text);
         }
-        while let Some(pos) = memchr2(b'\n', b'\r', text.as_bytes()) {
-            let mut next = pos + 1;
-            if text.as_bytes()[pos] == b'\r' {
-                match text.as_bytes().get(next) {
-                    Some(b'\n') => next += 1,
-                    Some(_) => {}
-                    None => self.after_cr = true,
-                }
-            }
-            if self.partial.is_empty() {
-                self.line(&text[..pos]);
-            } else {
-                let mut line = std::mem::take(&mut self.partial);
-                line.push_str(&text[..pos]);
-                self.line(&line);
-                line.clear();
-                self.partial = line;
-            }
+        if !self.partial.is_empty() {
+            // The end of a line begun in an earlier chunk.
+            let Some((end, next)) = self.line_end(text) else {
+                self.partial.push_str(text);
+                return ControlFlow::Continue(());
+            };
+            let mut line = std::mem::take(&mut self.partial);
+            line.push_str(&text[..end]);
+            let mut borrowed = Borrowed::default();
+            let flow = self.line(&line, &mut borrowed, handler);
+            self.keep(borrowed);
+            line.clear();
+            self.partial = line;
+            flow?;
             text = &text[next..];
         }
-        self.partial.push_str(text);
+        let mut borrowed = Borrowed::default();
+        let flow = self.lines(text, &mut borrowed, handler);
+        self.keep(borrowed);
+        flow
     }
 
-    fn line(&mut self, mut line: &str) {
+    /// Read the complete lines of `text`; keep the incomplete last one.
+    fn lines<'t, H: Handler>(
+        &mut self,
+        mut text: &'t str,
+        borrowed: &mut Borrowed<'t>,
+        handler: &mut H,
+    ) -> ControlFlow<()> {
+        loop {
+            if borrowed.data.is_none()
+                && borrowed.event.is_none()
+                && self.data.is_empty()
+                && self.event.is_empty()
+                && self.seen_line
+                && !text.is_empty()
+                && let Some((used, flow)) = handler.whole_event(text)
+            {
+                text = &text[used..];
+                flow?;
+                continue;
+            }
+            let Some((end, next)) = self.line_end(text) else {
+                self.partial.push_str(text);
+                return ControlFlow::Continue(());
+            };
+            self.line(&text[..end], borrowed, handler)?;
+            text = &text[next..];
+        }
+    }
+
+    /// Where the first line of `bytes` ends and the next begins. A CR at the very end may be
+    /// the first half of a CRLF: the next chunk is told to skip an LF.
+    #[inline]
+    fn line_end(&mut self, text: &str) -> Option<(usize, usize)> {
+        let bytes = text.as_bytes();
+        let end = match bytes.first() {
+            // A blank line, the end of every event: no search needed.
+            Some(b'\n') => 0,
+            _ => memchr2(b'\n', b'\r', bytes)?,
+        };
+        let mut next = end + 1;
+        if bytes[end] == b'\r' {
+            match bytes.get(next) {
+                Some(b'\n') => next += 1,
+                Some(_) => {}
+                None => self.after_cr = true,
+            }
+        }
+        Some((end, next))
+    }
+
+    fn line<'t, H: Handler>(
+        &mut self,
+        mut line: &'t str,
+        borrowed: &mut Borrowed<'t>,
+        handler: &mut H,
+    ) -> ControlFlow<()> {
         if !self.seen_line {
             self.seen_line = true;
             line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
         }
         if line.is_empty() {
-            self.dispatch();
-            return;
+            return self.dispatch(borrowed, handler);
         }
-        let (field, value) = match memchr(b':', line.as_bytes()) {
-            Some(0) => return,
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
+        let (field, value) = if let Some(value) = line.strip_prefix("data:") {
+            ("data", value)
+        } else {
+            match memchr(b':', line.as_bytes()) {
+                Some(0) => return ControlFlow::Continue(()),
+                Some(colon) => (&line[..colon], &line[colon + 1..]),
+                None => (line, ""),
             }
-            None => (line, ""),
         };
+        let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
             "data" => {
-                self.buf.reserve(value.len() + 1);
-                self.buf.push_str(value);
-                self.buf.push('\n');
+                if self.data.is_empty() && borrowed.data.is_none() {
+                    borrowed.data = Some(value);
+                } else {
+                    if let Some(first) = borrowed.data.take() {
+                        self.data.push_str(first);
+                        self.data.push('\n');
+                    }
+                    self.data.reserve(value.len() + 1);
+                    self.data.push_str(value);
+                    self.data.push('\n');
+                }
             }
-            "event" => {
-                self.event.clear();
-                self.event.push_str(value);
-            }
+            "event" => borrowed.event = Some(value),
             _ => {}
         }
+        ControlFlow::Continue(())
     }
 
-    fn dispatch(&mut self) {
-        if self.buf.len() == self.pending {
-            self.event.clear();
-            return;
-        }
-        // Leave out the LF after the last data line.
-        let data = self.pending..self.buf.len() - 1;
-        let event = (!self.event.is_empty()).then(|| {
-            let start = self.buf.len();
-            self.buf.push_str(&self.event);
-            start..self.buf.len()
-        });
+    fn dispatch<H: Handler>(&mut self, borrowed: &mut Borrowed<'_>, handler: &mut H) -> ControlFlow<()> {
+        let name = borrowed.event.take().unwrap_or(&self.event);
+        let data = match borrowed.data.take() {
+            Some(data) => Some(data),
+            // Leave out the LF after the last data line.
+            None => self.data.len().checked_sub(1).map(|end| &self.data[..end]),
+        };
+        let flow = match data {
+            Some(data) => handler.event(Event { event: (!name.is_empty()).then_some(name), data }),
+            None => ControlFlow::Continue(()),
+        };
+        self.data.clear();
         self.event.clear();
-        self.ready.push_back(Ready { event, data });
-        self.pending = self.buf.len();
+        flow
+    }
+
+    /// The chunk that `borrowed` points into is ending: copy what it still holds.
+    fn keep(&mut self, borrowed: Borrowed<'_>) {
+        if let Some(data) = borrowed.data {
+            self.data.push_str(data);
+            self.data.push('\n');
+        }
+        if let Some(name) = borrowed.event {
+            self.event.clear();
+            self.event.push_str(name);
+        }
     }
 }
 
@@ -317,6 +472,42 @@ mod tests {
         }
         p.push(b"\n\n");
         assert_eq!(p.next_event().map(|e| e.data.len()), Some(text.len()));
+    }
+
+    /// Takes every event that is exactly `data: x\n\n`, noting where it was offered text.
+    #[derive(Default)]
+    struct TakesX {
+        offered: Vec<String>,
+        events: Vec<Owned>,
+    }
+
+    impl Handler for TakesX {
+        fn event(&mut self, event: Event<'_>) -> ControlFlow<()> {
+            self.events.push(owned(event));
+            ControlFlow::Continue(())
+        }
+
+        fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
+            self.offered.push(text.chars().take(6).collect());
+            let taken = text.starts_with("data: x\n\n").then_some(9)?;
+            self.events.push(ev(Some("taken"), "x"));
+            Some((taken, ControlFlow::Continue(())))
+        }
+    }
+
+    #[test]
+    fn whole_events_are_offered_only_where_an_event_starts() {
+        let mut p = Parser::new();
+        let mut h = TakesX::default();
+        // Not at the very start (a BOM may come first), not inside an event, not mid-line; a
+        // comment starts no event. A refused offer (no blank line yet) goes to the parser.
+        let _ = p.feed_with(b": hi\ndata: x\n\nevent: e\ndata: x\n\ndata: x\n\ndata: x", &mut h);
+        let _ = p.feed_with(b"\n\ndata: y\n\n", &mut h);
+        assert_eq!(h.offered, ["data: ", "event:", "data: ", "data: ", "data: "]);
+        assert_eq!(
+            h.events,
+            [ev(Some("taken"), "x"), ev(Some("e"), "x"), ev(Some("taken"), "x"), ev(None, "x"), ev(None, "y")]
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! From response body bytes to an [`EventStream`]: SSE framing ([`super::sse`]), then one
 //! [`StreamEvent`] per `data` payload, dispatched on its JSON `type` (the `event:` name may be
-//! missing, so it is not trusted).
+//! missing, so it is not trusted). Each chunk of the body is framed and decoded at once by a
+//! [`Reader`] (compact deltas taken whole from the raw bytes, other events lent out of the
+//! chunk), and the owned events are queued for the consumer.
 //!
 //! The stream ends after `message_stop` or an `error` event, after the first failure, or when
 //! the body ends. An early end is not an error here: the shared assembler sees no
@@ -8,7 +10,9 @@
 //! [`ModelError`]: bad JSON is `Protocol`, a transport error is `Connection`, and no bytes for
 //! the idle timeout is `Idle`.
 
+use std::collections::VecDeque;
 use std::error::Error;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -16,7 +20,7 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::time::{Instant, Sleep};
 
-use super::decode::decode;
+use super::decode::{Decoded, Reader, Scratch};
 use super::sse::Parser;
 use crate::model::{EventStream, ModelError};
 use crate::protocol::StreamEvent;
@@ -34,6 +38,8 @@ where
     Box::pin(SseEvents {
         body: Box::pin(body),
         parser: Parser::new(),
+        queue: VecDeque::new(),
+        scratch: Scratch::new(),
         idle_timeout,
         timer: None,
         body_done: false,
@@ -45,6 +51,11 @@ where
 struct SseEvents<S> {
     body: Pin<Box<S>>,
     parser: Parser,
+    /// Events decoded from the chunks read so far, not yet yielded. A terminal event or a
+    /// failure is always last: nothing after it is decoded.
+    queue: VecDeque<Result<StreamEvent, ModelError>>,
+    /// Unescaped text, reused from one event to the next.
+    scratch: Scratch,
     idle_timeout: Duration,
     /// Created on first poll (a tokio timer needs the runtime), reset on every chunk.
     timer: Option<Pin<Box<Sleep>>>,
@@ -66,13 +77,12 @@ where
         // Every field is Unpin (the body and the timer are boxed).
         let this = self.get_mut();
         loop {
+            if let Some(event) = this.queue.pop_front() {
+                this.finished = is_last(&event);
+                return Poll::Ready(Some(event));
+            }
             if this.finished {
                 return Poll::Ready(None);
-            }
-            if let Some(sse) = this.parser.next_event() {
-                let event = decode(sse.data);
-                this.finished = matches!(event, Ok(StreamEvent::MessageStop | StreamEvent::Error { .. }) | Err(_));
-                return Poll::Ready(Some(event));
             }
             if this.body_done {
                 this.finished = true;
@@ -80,7 +90,14 @@ where
             }
             match this.body.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    this.parser.push(chunk.as_ref());
+                    let queue = &mut this.queue;
+                    let mut reader = Reader::new(&mut this.scratch, |decoded: Result<Decoded<'_>, ModelError>| {
+                        let event = decoded.map(Decoded::into_owned);
+                        let last = is_last(&event);
+                        queue.push_back(event);
+                        if last { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+                    });
+                    let _ = this.parser.feed_with(chunk.as_ref(), &mut reader);
                     if let Some(timer) = this.timer.as_mut() {
                         timer.as_mut().reset(Instant::now() + this.idle_timeout);
                     }
@@ -102,6 +119,11 @@ where
             }
         }
     }
+}
+
+/// Whether nothing may follow `event`: `message_stop`, an `error` event or a failure.
+fn is_last(event: &Result<StreamEvent, ModelError>) -> bool {
+    matches!(event, Ok(StreamEvent::MessageStop | StreamEvent::Error { .. }) | Err(_))
 }
 
 /// An error and its sources, joined with `: ` (reqwest's own message is often just
