@@ -120,7 +120,7 @@ fn no_model_is_a_usage_error() {
 fn ctrl_c_while_streaming_aborts_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("slow.json");
-    let text = "word ".repeat(200);
+    let text = "word ".repeat(2000);
     let doc = serde_json::json!({"prompt": "talk", "responses": [{"content": [{"type": "text", "text": text}], "chunk_delay_ms": 50}]});
     std::fs::write(&scenario, doc.to_string()).unwrap();
     let trace = dir.path().join("trace.jsonl");

@@ -358,3 +358,14 @@ mod tests {
         assert_eq!(lex("a | b && c; d").unwrap().len(), 4);
     }
 }
+
+#[cfg(test)]
+mod slow_reader_tests {
+    use super::is_read_only;
+
+    /// The parallel-bash-failure demo relies on this command counting as read-only.
+    #[test]
+    fn a_long_read_only_pipeline_is_read_only() {
+        assert!(is_read_only("head -c 3000000000 /dev/zero | wc -c"));
+    }
+}
