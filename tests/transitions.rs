@@ -201,6 +201,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             ]),
             "completed",
         ),
+        ("autocompact", tool_turns_then_answer(1), "completed"),
         ("plan-mode", tool_turns_then_answer(1), "completed"),
     ]
 }
@@ -330,4 +331,21 @@ async fn every_scenario_trace_replays_clean() {
         assert_eq!(report.records, run.outcome.trace.len(), "{name}");
         assert_eq!(report.terminal.as_deref(), Some(terminal), "{name}");
     }
+}
+
+/// Near the window, Prepare summarises the history through an aux request before the call:
+/// no edge of its own, but the next request carries the summary instead of the history.
+#[tokio::test]
+async fn autocompact_replaces_the_history_before_the_call() {
+    let run = run("autocompact").await;
+    assert_eq!(run.model.served(), (2, 1));
+    let warned = run.events.iter().any(
+        |e| matches!(e, agentloop::engine::events::EngineEvent::Warning(w) if w.starts_with("autocompact: about")),
+    );
+    assert!(warned, "the compaction is announced");
+    let requests = run.model.requests();
+    let (_, last) = requests.last().unwrap();
+    assert_eq!(last.messages.len(), 1);
+    assert!(last.messages[0].all_text().contains("service.log was read: 400 requests"));
+    assert_eq!(pairing_violation(&last.messages), None);
 }

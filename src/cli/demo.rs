@@ -49,6 +49,7 @@ scenarios!(
     "plan-mode",
     "search-tree",
     "pause-turn",
+    "autocompact",
 );
 
 /// Parse a built-in scenario by name.
