@@ -38,6 +38,17 @@ fn demo_list_names_every_scenario_with_what_it_shows() {
 }
 
 #[test]
+fn demo_all_summarises_every_scenario() {
+    let (code, out, err) = run(&["demo", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), agentloop::cli::demo::SCENARIOS.len());
+    let first: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(first, ["read-greeting", "completed", "9", "transitions", "2", "model", "calls"]);
+    assert!(out.contains("abort-tools") && out.contains("aborted_tools"), "{out}");
+}
+
+#[test]
 fn exit_statuses_follow_the_terminal_reason() {
     let cases = [
         ("read-greeting", 0),

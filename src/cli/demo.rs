@@ -72,6 +72,9 @@ pub struct DemoArgs {
     /// List the scenarios, one per line: name, then what it shows.
     #[arg(long)]
     pub list: bool,
+    /// Run every scenario and print one line each: name, terminal reason, transitions, model calls.
+    #[arg(long, conflicts_with_all = ["name", "list"])]
+    pub all: bool,
     /// How the result is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
@@ -88,6 +91,9 @@ pub async fn command(args: DemoArgs) -> u8 {
             println!("{name:<24} {description}");
         }
         return 0;
+    }
+    if args.all {
+        return run_all().await;
     }
     let name = args.name.as_deref().unwrap_or(DEFAULT_DEMO);
     let scenario = match scenario(name) {
@@ -126,4 +132,33 @@ pub async fn command(args: DemoArgs) -> u8 {
         eprintln!("prompt: {}", spec.prompt);
     }
     execute(spec).await
+}
+
+/// Run every scenario in its own temporary directory and summarise how each ended.
+/// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all.
+async fn run_all() -> u8 {
+    let mut failed = false;
+    for (name, _) in SCENARIOS {
+        let outcome = match (scenario(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
+            (Ok(s), Ok(dir)) => {
+                let clock = std::sync::Arc::new(crate::engine::clock::SystemClock::new());
+                crate::harness::run_scenario(&s, dir.path(), clock).await.map_err(|e| e.to_string())
+            }
+            (Err(e), _) => Err(e),
+            (_, Err(e)) => Err(e.to_string()),
+        };
+        match outcome {
+            Ok(run) => println!(
+                "{name:<24} {:<20} {:>3} transitions  {:>2} model calls",
+                run.outcome.terminal.as_str(),
+                run.outcome.trace.len(),
+                run.outcome.model_calls
+            ),
+            Err(e) => {
+                failed = true;
+                println!("{name:<24} could not run: {e}");
+            }
+        }
+    }
+    u8::from(failed)
 }
