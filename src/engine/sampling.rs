@@ -10,7 +10,7 @@ use crate::context::{self, Thresholds};
 use crate::engine::edge::Edge;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
-use crate::engine::state::{PendingCall, Withheld, counter};
+use crate::engine::state::{Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
@@ -73,9 +73,8 @@ and nothing is left to compact",
             max_tokens: crate::model::DEFAULT_MAX_TOKENS,
             purpose: Purpose::Aux,
         };
-        let stream = ctx.deps.model.stream(request).await?;
+        let mut stream = ctx.deps.model.stream(request).await?;
         let mut asm = Assembler::new();
-        let mut stream = stream;
         while let Some(event) = stream.next().await {
             if let Step::Failed(e) = asm.push(event?)? {
                 return Err(ModelError::Stream { kind: e.kind, message: e.message });
@@ -244,10 +243,7 @@ and nothing is left to compact",
         if !dropped.is_empty() {
             ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
         }
-        let calls: Vec<PendingCall> = message
-            .tool_uses()
-            .map(|t| PendingCall { id: t.id.to_owned(), name: t.name.to_owned(), input: t.input.clone() })
-            .collect();
+        let calls: Vec<ToolCall> = message.tool_uses().map(ToolCall::from).collect();
         let has_tool_use = !calls.is_empty();
         let f = facts([("has_tool_use", yes(has_tool_use)), ("truncated", yes(truncated)), ("paused", yes(paused))]);
         if has_tool_use {
@@ -293,10 +289,10 @@ and nothing is left to compact",
     ) -> Outcome<State> {
         let class = error.class();
         self.note_overload(&error);
-        if executor.any_started() {
+        let started = executor.started();
+        if started > 0 {
             ctx.emit(EngineEvent::Warning(format!(
-                "the stream broke after {} tool call(s) started; whatever they did stays done",
-                executor.len()
+                "the stream broke after {started} tool call(s) started; whatever they did stays done"
             )));
         }
         let results = Self::settle(ctx, executor).await;

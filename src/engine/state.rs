@@ -10,6 +10,7 @@ use crate::engine::table::{Counters, Table};
 use crate::model::assemble::Assembler;
 use crate::model::{DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS, EventStream, ModelRequest, Purpose};
 use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Usage};
+use crate::tools::ToolCall;
 
 /// Counter names used by the handlers (declared in the table).
 pub mod counter {
@@ -34,9 +35,6 @@ pub mod counter {
     /// Retries of this request.
     pub const RETRIES: &str = "retries";
 }
-
-/// A tool call waiting for its result.
-pub type PendingCall = crate::tools::ToolCall;
 
 /// An error held back from the caller while recovery may still fix it.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,16 +64,6 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
-    /// These totals as one `Usage`, e.g. to price them.
-    pub fn as_usage(&self) -> Usage {
-        Usage {
-            input_tokens: Some(self.input_tokens),
-            output_tokens: Some(self.output_tokens),
-            cache_creation_input_tokens: Some(self.cache_creation_input_tokens),
-            cache_read_input_tokens: Some(self.cache_read_input_tokens),
-        }
-    }
-
     /// Add one reply's usage.
     pub fn add(&mut self, u: &Usage) {
         self.input_tokens += u.input_tokens.unwrap_or(0);
@@ -106,7 +94,7 @@ pub struct LoopState {
     /// A reply interrupted mid-stream, kept for the abort handler.
     pub partial: Option<Assembler>,
     /// Tool calls of the current reply, in call order.
-    pub calls: Vec<PendingCall>,
+    pub calls: Vec<ToolCall>,
     /// The executor of the current reply's calls (started while the reply streamed).
     pub executor: Option<crate::tools::streaming::Executor>,
     /// Results of calls of an interrupted reply, by tool_use id.

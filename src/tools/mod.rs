@@ -43,6 +43,12 @@ pub struct ToolCall {
     pub input: Value,
 }
 
+impl From<crate::protocol::ToolUse<'_>> for ToolCall {
+    fn from(t: crate::protocol::ToolUse<'_>) -> Self {
+        ToolCall { id: t.id.to_owned(), name: t.name.to_owned(), input: t.input.clone() }
+    }
+}
+
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {

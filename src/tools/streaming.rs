@@ -88,19 +88,14 @@ impl Executor {
         !self.running.is_empty()
     }
 
-    /// Number of calls added.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Whether no call was added.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    /// Whether any call has started (so its effects may already have happened).
-    pub fn any_started(&self) -> bool {
-        self.entries.iter().any(|e| !matches!(e.status, Status::Queued))
+    /// Number of calls that have started (so their effects may already have happened).
+    pub fn started(&self) -> usize {
+        self.entries.iter().filter(|e| !matches!(e.status, Status::Queued)).count()
     }
 
     /// Wait for one running call to finish; returns its finish event and any start events.
