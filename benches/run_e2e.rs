@@ -17,25 +17,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mock_api::{MockApi, Reply, Sse};
-use serde_json::json;
+use mock_api::{MockApi, ROUND_TRIP_ANSWER as ANSWER, read_round_trip};
 
 const RUNS: usize = 21;
 const WARMUP: usize = 3;
 const BINARY: &str = env!("CARGO_BIN_EXE_agentloop");
-const ANSWER: &str = "It says: Hello from the greeting file!";
-
-fn script() -> Vec<Reply> {
-    vec![
-        Reply::Sse(
-            Sse::new("claude-sonnet-4-5", 1200)
-                .text("Reading it.")
-                .tool_use("toolu_01", "Read", &json!({"file_path": "greeting.txt"}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(Sse::new("claude-sonnet-4-5", 1300).text(ANSWER).stop("end_turn")),
-    ]
-}
 
 fn work_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -67,7 +53,7 @@ fn task(launcher: &[&str], api: &MockApi, dir: &Path) -> Command {
 /// One measured run: wall time and peak RSS in KiB.
 #[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also reports its usage")]
 fn once() -> (Duration, u64) {
-    let api = MockApi::start(script());
+    let api = MockApi::start(read_round_trip());
     let dir = work_dir();
     let mut command = task(&[], &api, dir.path());
     command.stderr(Stdio::null());
@@ -100,7 +86,7 @@ fn gnu_time_peak() -> Option<String> {
     if !Path::new("/usr/bin/time").exists() {
         return None;
     }
-    let api = MockApi::start(script());
+    let api = MockApi::start(read_round_trip());
     let dir = work_dir();
     let out = task(&["/usr/bin/time", "-v"], &api, dir.path()).stderr(Stdio::piped()).output().ok()?;
     let stderr = String::from_utf8_lossy(&out.stderr);

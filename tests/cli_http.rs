@@ -8,23 +8,10 @@ mod mock_api;
 use std::process::{Command, Stdio};
 
 use assert_cmd::cargo::CommandCargoExt;
-use mock_api::{MockApi, Reply, Sse};
+use mock_api::{MockApi, read_round_trip};
 use serde_json::{Value, json};
 
 const PROMPT: &str = "Read greeting.txt and tell me what it says";
-
-/// The two replies of a Read round trip.
-fn read_round_trip() -> Vec<Reply> {
-    vec![
-        Reply::Sse(
-            Sse::new("claude-sonnet-4-5", 1200)
-                .text("Reading it.")
-                .tool_use("toolu_01", "Read", &json!({"file_path": "greeting.txt"}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(Sse::new("claude-sonnet-4-5", 1300).text("It says: Hello from the greeting file!").stop("end_turn")),
-    ]
-}
 
 /// `agentloop run` with only the Anthropic variables given here set.
 fn agentloop(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {

@@ -399,3 +399,21 @@ fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded
     buffer.drain(..body_start + length);
     Some(Recorded { request_line, headers, body })
 }
+
+/// The final answer of [`read_round_trip`].
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub const ROUND_TRIP_ANSWER: &str = "It says: Hello from the greeting file!";
+
+/// The two replies of a Read round trip: a call to Read greeting.txt, then the answer.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn read_round_trip() -> Vec<Reply> {
+    vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 1200)
+                .text("Reading it.")
+                .tool_use("toolu_01", "Read", &serde_json::json!({"file_path": "greeting.txt"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 1300).text(ROUND_TRIP_ANSWER).stop("end_turn")),
+    ]
+}
