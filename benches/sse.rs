@@ -2,23 +2,24 @@
 //!
 //! The input is a generated ~50 MB Messages stream of text blocks and tool_use blocks, with
 //! deltas of 1 to 64 characters (the sizes the API streams), fed in 16 KiB chunks as a socket
-//! would deliver them. Stages are measured separately (framing, framing + decode, everything)
-//! beside two memchr baselines, and the whole path three ways: lending each delta's text
-//! (`parse_and_assemble`), with one owned `StreamEvent` per event (`parse_and_assemble_owned`),
-//! and through the `EventStream` adapter the engine reads (`event_stream_and_assemble`).
-//! `cargo bench --bench sse`; the ratios go to docs/performance.md.
+//! would deliver them. Beside two memchr baselines: framing alone; the synchronous core of the
+//! client (`parse_and_assemble`: `Parser::feed_with` a `decode::Intake`); the same without the
+//! whole-event path (`parse_and_assemble_events`); the serde reference with one owned
+//! `StreamEvent` per event (`parse_and_assemble_owned`); and what the engine runs
+//! (`reply_and_assemble`: the `Reply` over a body stream, read to its end with text joined
+//! per read as the engine joins it). `cargo bench --bench sse`; the ratios go to
+//! docs/performance.md.
 
 use std::hint::black_box;
 use std::ops::ControlFlow;
 
-use agentloop::model::ModelError;
-use agentloop::model::anthropic::decode::{Decoded, Reader, Scratch, apply, decode, decode_borrowed};
+use agentloop::engine::reply_steps::{ReplySteps, Seen};
+use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
 use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::event_stream;
-use agentloop::model::assemble::Assembler;
-use agentloop::protocol::StreamEvent;
+use agentloop::model::anthropic::stream::sse_reply;
+use agentloop::model::assemble::{Assembler, Step};
+use agentloop::model::reply;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use futures::StreamExt;
 use serde_json::json;
 
 const TARGET_BYTES: usize = 50 * 1024 * 1024;
@@ -135,33 +136,31 @@ fn generate() -> Vec<u8> {
     out.into_bytes()
 }
 
-/// The whole path, lending each delta's text: compact deltas taken whole from the raw bytes
-/// (`decode::Reader`), the rest framed and decoded, all pushed into the assembler; `finish()`.
+/// The synchronous core of the client: each chunk fed to a `decode::Intake` (compact deltas
+/// taken whole from the raw bytes and decoded into the assembler, the rest framed by the parser
+/// and pushed); `finish()` parses the tool inputs.
 fn parse_and_assemble(bytes: &[u8]) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
-    let mut scratch = Scratch::new();
-    let mut reader = Reader::new(&mut scratch, |decoded: Result<Decoded<'_>, ModelError>| {
-        decoded.unwrap().apply(&mut assembler).unwrap();
-        ControlFlow::Continue(())
-    });
     for chunk in bytes.chunks(CHUNK) {
-        let _ = parser.feed_with(chunk, &mut reader);
+        let mut intake = Intake::new(&mut assembler, |step: Step<'_>| {
+            black_box(step);
+        });
+        let _ = parser.feed_with(chunk, &mut intake);
+        assert!(intake.failure().is_none());
     }
     let done = assembler.finish();
     assert!(done.complete);
     done.content.len()
 }
 
-/// The whole path through the parser's events, each lent to `decode::apply` (no whole-event
-/// fast path).
+/// Every event framed by the parser, then `decode::push_payload` (no whole-event path).
 fn parse_and_assemble_events(bytes: &[u8]) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
-    let mut scratch = Scratch::new();
     for chunk in bytes.chunks(CHUNK) {
         let _ = parser.feed(chunk, |event| {
-            apply(&mut assembler, event.data, &mut scratch).unwrap();
+            push_payload(&mut assembler, event.data).unwrap();
             ControlFlow::Continue(())
         });
     }
@@ -170,8 +169,7 @@ fn parse_and_assemble_events(bytes: &[u8]) -> usize {
     done.content.len()
 }
 
-/// The whole path with one owned `StreamEvent` per event, as the `EventStream` seam carries
-/// (parser events, `decode`).
+/// The reference: parser events read by serde into one owned `StreamEvent` each, pushed.
 fn parse_and_assemble_owned(bytes: &[u8]) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
@@ -186,18 +184,29 @@ fn parse_and_assemble_owned(bytes: &[u8]) -> usize {
     done.content.len()
 }
 
-/// What the engine runs: the `EventStream` adapter over a body of chunks, each event pushed.
-fn event_stream_and_assemble(bytes: &'static [u8]) -> usize {
+/// What the engine runs: the `Reply` over a body of chunks, read to its end, the steps of each
+/// read gathered by the engine's own `ReplySteps` (the text of a read joined into the one
+/// string of its `TextDelta` event).
+fn reply_and_assemble(bytes: &'static [u8]) -> usize {
     let body = futures::stream::iter(bytes.chunks(CHUNK).map(Ok::<_, std::io::Error>));
-    let mut events = event_stream(body, std::time::Duration::from_secs(60));
+    let mut reply = sse_reply(body, std::time::Duration::from_secs(60));
     let mut assembler = Assembler::new();
+    let mut shown = 0;
     futures::executor::block_on(async {
-        while let Some(event) = events.next().await {
-            assembler.push(event.unwrap()).unwrap();
+        let mut steps = ReplySteps::default();
+        loop {
+            let mut note = |step: Step<'_>| steps.note(step);
+            let Some(read) = reply::read(&mut reply, &mut assembler, &mut note).await else { break };
+            read.unwrap();
+            for seen in steps.take() {
+                if let Seen::Text(text) = seen {
+                    shown += black_box(text).len();
+                }
+            }
         }
     });
     let done = assembler.finish();
-    assert!(done.complete);
+    assert!(done.complete && shown > 0);
     done.content.len()
 }
 
@@ -229,27 +238,10 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
-    group.bench_function("framing_and_decode", |b| {
-        b.iter(|| {
-            let mut parser = Parser::new();
-            let mut scratch = Scratch::new();
-            let mut total = 0;
-            for chunk in black_box(bytes).chunks(CHUNK) {
-                let _ = parser.feed(chunk, |event| {
-                    total += match decode_borrowed(event.data, &mut scratch).unwrap() {
-                        Decoded::Text { text, .. } => text.len(),
-                        Decoded::Event(event) => usize::from(event == StreamEvent::Ping),
-                    };
-                    ControlFlow::Continue(())
-                });
-            }
-            total
-        })
-    });
     group.bench_function("parse_and_assemble", |b| b.iter(|| parse_and_assemble(black_box(bytes))));
     group.bench_function("parse_and_assemble_events", |b| b.iter(|| parse_and_assemble_events(black_box(bytes))));
     group.bench_function("parse_and_assemble_owned", |b| b.iter(|| parse_and_assemble_owned(black_box(bytes))));
-    group.bench_function("event_stream_and_assemble", |b| b.iter(|| event_stream_and_assemble(black_box(bytes))));
+    group.bench_function("reply_and_assemble", |b| b.iter(|| reply_and_assemble(black_box(bytes))));
     group.finish();
 }
 

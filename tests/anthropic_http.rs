@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use agentloop::model::anthropic::{AnthropicConfig, AnthropicModel, Auth, Secret};
 use agentloop::model::assemble::{Assembled, Assembler};
-use agentloop::model::{EventStream, Model, ModelError, ModelRequest, Purpose};
+use agentloop::model::{Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};
 use agentloop::protocol::{ContentBlock, Message, Role, StopReason, ToolDefinition};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -85,20 +84,13 @@ fn text_and_tool_reply() -> String {
     ])
 }
 
-async fn assemble(mut events: EventStream) -> (Assembled, Option<ModelError>) {
+async fn assemble(mut reply: ReplyStream) -> (Assembled, Option<ModelError>) {
     let mut assembler = Assembler::new();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => {
-                assembler.push(event).unwrap();
-            }
-            Err(error) => return (assembler.finish(), Some(error)),
-        }
-    }
-    (assembler.finish(), None)
+    let error = reply::read_to_end(&mut reply, &mut assembler, &mut |_| {}).await.err();
+    (assembler.finish(), error)
 }
 
-async fn open(model: &AnthropicModel) -> Result<EventStream, ModelError> {
+async fn open(model: &AnthropicModel) -> Result<ReplyStream, ModelError> {
     model.stream(request()).await
 }
 

@@ -1,9 +1,10 @@
 //! The recorded Anthropic streams of `shared/fixtures/anthropic-sse/` through the real SSE
 //! parser and the shared `Assembler`, compared with `expected.json`; then the same streams cut
 //! into chunks every which way, which must assemble identically. Every run goes three ways, which
-//! must agree: compact deltas taken whole from the raw bytes and the rest lent
-//! (`Parser::feed_with` a `decode::Reader`); every event lent (`Parser::feed`, `decode::apply`);
-//! and every event queued and owned (`Parser::push`, `decode`, `Assembler::push`).
+//! must agree: what the client runs, compact deltas taken whole from the raw bytes and decoded
+//! into the assembler (`Parser::feed_with` a `decode::Intake`); every event lent by the parser
+//! (`Parser::feed`, `decode::push_payload`); and the reference, every event queued and read by
+//! serde into an owned event (`Parser::push`, `decode`, `Assembler::push`).
 //!
 //! The fixtures live beside the repository (`../shared/…` from the crate root in CI); the
 //! nearest ancestor directory holding `shared/fixtures/anthropic-sse` is used, so worktrees
@@ -15,12 +16,12 @@ use std::sync::OnceLock;
 use agentloop::model::ModelError;
 use std::ops::ControlFlow;
 
-use agentloop::model::anthropic::decode::{Decoded, Reader, Scratch, apply as apply_lent, decode};
+use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
 use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::event_stream;
+use agentloop::model::anthropic::stream::sse_reply;
 use agentloop::model::assemble::{Assembled, Assembler, Step};
+use agentloop::model::reply;
 use agentloop::protocol::StreamEvent;
-use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -103,52 +104,32 @@ fn finish(assembler: Assembler, mut error: Option<(String, String)>) -> Outcome 
 
 /// The synchronous paths, which must agree.
 fn run<'a>(chunks: impl IntoIterator<Item = &'a [u8]> + Clone) -> Outcome {
-    let whole = run_reader(chunks.clone());
+    let intake = run_intake(chunks.clone());
     let lent = run_lent(chunks.clone());
     let queued = run_queued(chunks);
-    assert!(whole == lent, "reader:\n{whole:?}\nlent:\n{lent:?}");
+    assert!(intake == lent, "intake:\n{intake:?}\nlent:\n{lent:?}");
     assert!(lent == queued, "lent:\n{lent:?}\nqueued:\n{queued:?}");
-    whole
+    intake
 }
 
-/// Whether to go on after pushing one event; a protocol error is recorded.
-fn react(step: Result<Step<'_>, ModelError>, error: &mut Option<(String, String)>) -> ControlFlow<()> {
-    match step {
-        Ok(Step::Stopped | Step::Failed(_)) => ControlFlow::Break(()),
-        Ok(_) => ControlFlow::Continue(()),
-        Err(ModelError::Protocol(message)) => {
-            *error = Some(("client_protocol_error".into(), message));
-            ControlFlow::Break(())
-        }
-        Err(other) => panic!("unexpected {other}"),
+/// A protocol error, as the outcome records it.
+fn protocol_error(error: ModelError) -> (String, String) {
+    match error {
+        ModelError::Protocol(message) => ("client_protocol_error".into(), message),
+        other => panic!("unexpected {other}"),
     }
 }
 
-/// Compact deltas taken whole from the raw bytes, the rest lent by the parser.
-fn run_reader<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+/// What the client runs: each chunk fed to a `decode::Intake` (compact deltas taken whole from
+/// the raw bytes and decoded into the assembler, the rest framed by the parser).
+fn run_intake<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
-    let mut scratch = Scratch::new();
-    let mut error = None;
-    let mut reader = Reader::new(&mut scratch, |decoded: Result<Decoded<'_>, ModelError>| {
-        react(decoded.and_then(|d| d.apply(&mut assembler)), &mut error)
-    });
-    for chunk in chunks {
-        if parser.feed_with(chunk, &mut reader).is_break() {
-            break;
-        }
-    }
-    finish(assembler, error)
-}
-
-/// Events lent from each chunk and applied without owning them.
-fn run_lent<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
-    let mut parser = Parser::new();
-    let mut assembler = Assembler::new();
-    let mut scratch = Scratch::new();
     let mut error = None;
     for chunk in chunks {
-        let flow = parser.feed(chunk, |sse| react(apply_lent(&mut assembler, sse.data, &mut scratch), &mut error));
+        let mut intake = Intake::new(&mut assembler, |_: Step<'_>| {});
+        let flow = parser.feed_with(chunk, &mut intake);
+        error = intake.failure().map(protocol_error);
         if flow.is_break() {
             break;
         }
@@ -156,7 +137,33 @@ fn run_lent<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     finish(assembler, error)
 }
 
-/// Events queued by the parser, each decoded into an owned event.
+/// Whether to go on after pushing one event; a protocol error is recorded.
+fn react(step: Result<Step<'_>, ModelError>, error: &mut Option<(String, String)>) -> ControlFlow<()> {
+    match step {
+        Ok(Step::Stopped | Step::Failed(_)) => ControlFlow::Break(()),
+        Ok(_) => ControlFlow::Continue(()),
+        Err(e) => {
+            *error = Some(protocol_error(e));
+            ControlFlow::Break(())
+        }
+    }
+}
+
+/// Events lent from each chunk by the parser, each pushed with `decode::push_payload`.
+fn run_lent<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+    let mut parser = Parser::new();
+    let mut assembler = Assembler::new();
+    let mut error = None;
+    for chunk in chunks {
+        let flow = parser.feed(chunk, |sse| react(push_payload(&mut assembler, sse.data), &mut error));
+        if flow.is_break() {
+            break;
+        }
+    }
+    finish(assembler, error)
+}
+
+/// The reference: events queued by the parser, each read by serde into an owned event.
 fn run_queued<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
@@ -172,15 +179,15 @@ fn run_queued<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     finish(assembler, error)
 }
 
-/// The asynchronous path the client uses: `event_stream` over a body of chunks.
-async fn run_stream(chunks: Vec<Vec<u8>>) -> Outcome {
+/// The asynchronous path the client uses: `sse_reply` over a body of chunks.
+async fn run_reply(chunks: Vec<Vec<u8>>) -> Outcome {
     let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-    let mut events = event_stream(body, std::time::Duration::from_secs(60));
+    let mut reply = sse_reply(body, std::time::Duration::from_secs(60));
     let mut assembler = Assembler::new();
     let mut error = None;
-    while let Some(event) = events.next().await {
-        if apply(&mut assembler, event, &mut error) {
-            break;
+    while let Some(read) = reply::read(&mut reply, &mut assembler, &mut |_| {}).await {
+        if let Err(e) = read {
+            error = Some(protocol_error(e));
         }
     }
     finish(assembler, error)
@@ -249,12 +256,12 @@ fn truncated_tool_calls_are_never_runnable() {
 }
 
 #[tokio::test]
-async fn the_stream_adapter_agrees_with_the_parser() {
+async fn the_reply_over_a_body_agrees_with_the_parser() {
     for fixture in fixtures() {
         let whole = run([fixture.bytes.as_slice()]);
         let chunks: Vec<Vec<u8>> = fixture.bytes.chunks(61).map(<[u8]>::to_vec).collect();
-        assert_eq!(run_stream(chunks).await, whole, "{}", fixture.name);
-        assert_eq!(run_stream(vec![fixture.bytes.clone()]).await, whole, "{}", fixture.name);
+        assert_eq!(run_reply(chunks).await, whole, "{}", fixture.name);
+        assert_eq!(run_reply(vec![fixture.bytes.clone()]).await, whole, "{}", fixture.name);
     }
 }
 
@@ -296,6 +303,24 @@ proptest! {
             let whole = run([fixture.bytes.as_slice()]);
             let chunked = run(cut(&fixture.bytes, &sizes));
             prop_assert!(chunked == whole, "{} with chunk sizes {:?}", fixture.name, sizes);
+        }
+    }
+}
+
+#[test]
+fn bytes_that_are_not_utf8_read_the_same_on_every_path() {
+    // A byte that can never appear in UTF-8, put at 64 places spread over each fixture in
+    // turn: inside text and tool-input strings, framing and JSON keys. The fast path refuses
+    // it and the parser replaces it with U+FFFD; every path must end with the same reply or
+    // the same error.
+    for fixture in fixtures() {
+        let step = (fixture.bytes.len() / 64).max(1) | 1;
+        for at in (0..fixture.bytes.len()).step_by(step) {
+            let mut bytes = fixture.bytes.clone();
+            bytes[at] = 0xFF;
+            let outcome = run([bytes.as_slice()]);
+            let split = run([&bytes[..at], &bytes[at..]]);
+            assert!(split == outcome, "{} with 0xFF at {at}", fixture.name);
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod machine;
 pub mod options;
 pub(crate) mod raw;
 pub mod reason;
+pub mod reply_steps;
 pub mod run;
 pub mod sampling;
 pub mod state;

@@ -3,16 +3,16 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use statig::prelude::*;
 
 use crate::context::{self, Thresholds};
 use crate::engine::edge::Edge;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
-use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose};
+use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
@@ -73,12 +73,17 @@ and nothing is left to compact",
             max_tokens: crate::model::DEFAULT_MAX_TOKENS,
             purpose: Purpose::Aux,
         };
-        let mut stream = ctx.deps.model.stream(request).await?;
+        let mut reply = ctx.deps.model.stream(request).await?;
         let mut asm = Assembler::new();
-        while let Some(event) = stream.next().await {
-            if let Step::Failed(e) = asm.push(event?)? {
-                return Err(ModelError::Stream { kind: e.kind, message: e.message });
+        let mut failed = None;
+        reply::read_to_end(&mut reply, &mut asm, &mut |step| {
+            if let Step::Failed(e) = step {
+                failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
             }
+        })
+        .await?;
+        if let Some(error) = failed {
+            return Err(error);
         }
         if !asm.is_complete() {
             return Err(ModelError::Incomplete);
@@ -190,8 +195,10 @@ and nothing is left to compact",
             return self.stream_failed(ctx, Assembler::new(), executor, ModelError::Incomplete).await;
         };
         let mut asm = Assembler::new();
-        loop {
-            let next = tokio::select! {
+        let mut steps = ReplySteps::default();
+        'reading: loop {
+            let mut note = |step: Step<'_>| steps.note(step);
+            let read = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
                     self.st.partial = Some(asm);
@@ -202,30 +209,31 @@ and nothing is left to compact",
                     events.into_iter().for_each(|e| ctx.emit(e));
                     continue;
                 }
-                next = stream.next() => next,
+                read = reply::read(&mut stream, &mut asm, &mut note) => read,
             };
-            let event = match next {
-                None => break,
-                Some(Ok(event)) => event,
-                Some(Err(error)) => return self.stream_failed(ctx, asm, executor, error).await,
-            };
-            match asm.push(event) {
-                Ok(Step::Text { text, .. }) => ctx.emit(EngineEvent::TextDelta(text.into_owned())),
-                Ok(Step::Thinking { text }) => ctx.emit(EngineEvent::ThinkingDelta(text.into_owned())),
-                Ok(Step::BlockDone(index)) if self.st.options.stream_tools => {
-                    if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
-                        for event in executor.add(ToolCall { id, name, input }) {
-                            ctx.emit(event);
+            for seen in steps.take() {
+                match seen {
+                    Seen::Text(text) => ctx.emit(EngineEvent::TextDelta(text)),
+                    Seen::Thinking(text) => ctx.emit(EngineEvent::ThinkingDelta(text)),
+                    Seen::BlockDone(index) if self.st.options.stream_tools => {
+                        if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
+                            for event in executor.add(ToolCall { id, name, input }) {
+                                ctx.emit(event);
+                            }
                         }
                     }
+                    Seen::BlockDone(_) => {}
+                    Seen::Stopped => break 'reading,
+                    Seen::Failed(e) => {
+                        let error = ModelError::Stream { kind: e.kind, message: e.message };
+                        return self.stream_failed(ctx, asm, executor, error).await;
+                    }
                 }
-                Ok(Step::Stopped) => break,
-                Ok(Step::Failed(e)) => {
-                    let error = ModelError::Stream { kind: e.kind, message: e.message };
-                    return self.stream_failed(ctx, asm, executor, error).await;
-                }
-                Ok(Step::Quiet | Step::BlockDone(_)) => {}
-                Err(error) => return self.stream_failed(ctx, asm, executor, error).await,
+            }
+            match read {
+                None => break,
+                Some(Ok(())) => {}
+                Some(Err(error)) => return self.stream_failed(ctx, asm, executor, error).await,
             }
         }
         if !asm.is_complete() {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::engine::options::EngineOptions;
 use crate::engine::table::{Counters, Table};
 use crate::model::assemble::Assembler;
-use crate::model::{DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS, EventStream, ModelRequest, Purpose};
+use crate::model::{DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS, ModelRequest, Purpose, ReplyStream};
 use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Usage};
 use crate::tools::ToolCall;
 
@@ -90,7 +90,7 @@ pub struct LoopState {
     /// The request Prepare built; Request sends it (again on retries and escalation).
     pub request: Option<ModelRequest>,
     /// The open reply stream.
-    pub stream: Option<EventStream>,
+    pub stream: Option<ReplyStream>,
     /// A reply interrupted mid-stream, kept for the abort handler.
     pub partial: Option<Assembler>,
     /// Tool calls of the current reply, in call order.

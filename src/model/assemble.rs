@@ -232,11 +232,7 @@ impl Assembler {
     }
 
     fn check_index(&self, index: usize) -> Result<(), ModelError> {
-        if index < self.blocks.len() {
-            Ok(())
-        } else {
-            Err(ModelError::Protocol(format!("event names block {index}, which never started")))
-        }
+        if index < self.blocks.len() { Ok(()) } else { Err(unknown_block(index)) }
     }
 
     /// Apply a `content_block_delta` of kind `kind` carrying `piece`, exactly as
@@ -246,38 +242,54 @@ impl Assembler {
     /// # Errors
     /// [`ModelError::Protocol`] when block `index` never started.
     pub fn push_text<'a>(&mut self, index: usize, kind: TextKind, piece: &'a str) -> Result<Step<'a>, ModelError> {
-        self.check_index(index)?;
-        Ok(self.append_text(index, kind, Cow::Borrowed(piece)))
+        self.append_piece(index, kind, piece)?;
+        Ok(piece_step(index, kind, Cow::Borrowed(piece)))
     }
 
-    /// Append a checked piece; the step lends or gives back the same piece. Text and thinking
-    /// wait in `pending` while the block is open (a block that already closed takes them
-    /// directly).
-    fn append_text<'a>(&mut self, index: usize, kind: TextKind, piece: Cow<'a, str>) -> Step<'a> {
-        let closed = self.closed[index];
-        let pending = &mut self.pending[index];
+    /// The string the next piece of kind `kind` for block `index` goes on, for a reader that
+    /// decodes the piece straight onto its end (and reports [`piece_step`] itself); `None`
+    /// unless block `index` is open and already has that string. Whatever the reader appends
+    /// must be what [`Assembler::push_text`] would append, and it must cut the string back if
+    /// it gives up. The first piece of a block's text or thinking, and pieces for a block that
+    /// already closed, go through [`Assembler::push_text`] or [`Assembler::push`].
+    #[inline]
+    pub fn piece_target(&mut self, index: usize, kind: TextKind) -> Option<&mut String> {
+        if *self.closed.get(index)? {
+            return None;
+        }
         match kind {
-            TextKind::Text => {
-                if closed {
-                    append_str(&mut self.blocks[index], "text", &piece);
-                } else {
-                    pending.text.get_or_insert_default().push_str(&piece);
-                }
-                Step::Text { index, text: piece }
-            }
-            TextKind::Thinking => {
-                if closed {
-                    append_str(&mut self.blocks[index], "thinking", &piece);
-                } else {
-                    pending.thinking.get_or_insert_default().push_str(&piece);
-                }
-                Step::Thinking { text: piece }
-            }
+            TextKind::InputJson => Some(&mut self.json_buffers[index]),
+            TextKind::Text => self.pending[index].text.as_mut(),
+            TextKind::Thinking => self.pending[index].thinking.as_mut(),
+        }
+    }
+
+    /// Append a piece where it belongs. Text and thinking wait beside an open block and are
+    /// merged into it when it closes (no map lookup per piece); a block that already closed
+    /// takes them directly.
+    fn append_piece(&mut self, index: usize, kind: TextKind, piece: &str) -> Result<(), ModelError> {
+        self.check_index(index)?;
+        let closed = self.closed[index];
+        let (pending, key) = match kind {
             TextKind::InputJson => {
-                self.json_buffers[index].push_str(&piece);
-                Step::Quiet
+                self.json_buffers[index].push_str(piece);
+                return Ok(());
+            }
+            TextKind::Text => (&mut self.pending[index].text, "text"),
+            TextKind::Thinking => (&mut self.pending[index].thinking, "thinking"),
+        };
+        if !closed {
+            pending.get_or_insert_default().push_str(piece);
+            return Ok(());
+        }
+        let block = &mut self.blocks[index];
+        match block.get_mut(key) {
+            Some(Value::String(text)) => text.push_str(piece),
+            _ => {
+                block.insert(key.into(), Value::String(piece.to_owned()));
             }
         }
+        Ok(())
     }
 
     fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Step<'static>, ModelError> {
@@ -288,7 +300,8 @@ impl Assembler {
             Delta::InputJsonDelta { partial_json } => (TextKind::InputJson, partial_json),
             other => return Ok(self.apply_other_delta(index, other)),
         };
-        Ok(self.append_text(index, kind, Cow::Owned(text)))
+        self.append_piece(index, kind, &text)?;
+        Ok(piece_step(index, kind, Cow::Owned(text)))
     }
 
     /// The deltas that carry no piece of text.
@@ -344,17 +357,23 @@ impl Assembler {
     }
 }
 
-/// Append `piece` to the string at `key`, or set `key` to it if it holds no string.
-fn append_str(block: &mut Map<String, Value>, key: &str, piece: &str) {
-    match block.get_mut(key) {
-        Some(Value::String(s)) => s.push_str(piece),
-        _ => {
-            block.insert(key.into(), Value::String(piece.to_owned()));
-        }
+/// What a piece of text of kind `kind` appended to block `index` reports.
+#[inline]
+pub fn piece_step(index: usize, kind: TextKind, piece: Cow<'_, str>) -> Step<'_> {
+    match kind {
+        TextKind::Text => Step::Text { index, text: piece },
+        TextKind::Thinking => Step::Thinking { text: piece },
+        TextKind::InputJson => Step::Quiet,
     }
 }
 
-/// [`append_str`] for a whole pending text, moved in when the block held none.
+/// A piece or a stop for a block that never started.
+fn unknown_block(index: usize) -> ModelError {
+    ModelError::Protocol(format!("event names block {index}, which never started"))
+}
+
+/// Append a whole pending text to the string at `key` (moved in when the block held none), or
+/// set `key` to it if it holds no string.
 fn merge_str(block: &mut Map<String, Value>, key: &str, text: String) {
     match block.get_mut(key) {
         Some(Value::String(s)) if !s.is_empty() => s.push_str(&text),

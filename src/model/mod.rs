@@ -1,24 +1,23 @@
 //! The model seam: the [`Model`] trait, the request it receives, the stream it returns
 //! and the errors it can fail with.
 //!
-//! Providers (`scripted`, later `anthropic`) only produce [`StreamEvent`]s; the shared
-//! [`assemble`] module turns those into messages, so the engine never knows which
-//! provider it talks to.
+//! A provider answers a request with a [`ReplyStream`] ([`reply`]), which pushes what arrives
+//! into the shared [`assemble::Assembler`]; the assembler turns the events into messages, so the
+//! engine never knows which provider it talks to.
 
 pub mod anthropic;
 pub mod assemble;
 pub mod error;
+pub mod reply;
 pub mod scripted;
 
-use std::pin::Pin;
-
-use futures::Stream;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::protocol::{Message, StreamEvent, ToolDefinition};
+use crate::protocol::{Message, ToolDefinition};
 
 pub use error::{ErrorClass, ModelError};
+pub use reply::{EventStream, Reply, ReplyStream};
 
 /// The default output cap of a request.
 pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
@@ -53,16 +52,12 @@ pub struct ModelRequest {
     pub purpose: Purpose,
 }
 
-/// A stream of events for one reply. It ends after `message_stop`, an `error` event, or
-/// early when the connection drops (which the assembler reports as incomplete).
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
-
-/// A language model that answers Messages requests with a stream of events.
+/// A language model that answers Messages requests with streamed replies.
 ///
 /// Implementations do no retrying of their own: the engine's `Request` state owns retries,
 /// backoff and fallback so that each one is an edge in the trace.
 pub trait Model: Send + Sync {
     /// Open a streamed reply to `request`. An error here is an HTTP-level failure
     /// (the request was refused or the connection failed before any event arrived).
-    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ModelError>>;
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>>;
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{EventStream, Model, ModelError, ModelRequest, Purpose};
+use crate::model::{EventStream, Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};
 use crate::scenario::{AbortPhase, AbortSpec, Scenario, ScriptedResponse};
 
 use events::Plan;
@@ -113,7 +113,7 @@ impl ScriptedModel {
         Ok((index, response))
     }
 
-    /// Everything of [`Model::stream`] but the boxing.
+    /// Everything of [`Model::stream`] but the future: the reply's owned events.
     fn answer(&self, request: ModelRequest) -> Result<EventStream, ModelError> {
         let (index, response) = self.take(&request)?;
         let (label, ids) = match request.purpose {
@@ -154,8 +154,8 @@ impl ScriptedModel {
 }
 
 impl Model for ScriptedModel {
-    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
-        Box::pin(std::future::ready(self.answer(request)))
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>> {
+        Box::pin(std::future::ready(self.answer(request).map(reply::from_events)))
     }
 }
 

@@ -16,9 +16,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::stream::{DEFAULT_IDLE_TIMEOUT, error_chain, event_stream};
+use super::stream::{DEFAULT_IDLE_TIMEOUT, error_chain, sse_reply};
 use super::{errors, request};
-use crate::model::{EventStream, Model, ModelError, ModelRequest};
+use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
 /// Where requests go when `ANTHROPIC_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -176,7 +176,7 @@ impl AnthropicModel {
         &self.config
     }
 
-    async fn open(&self, request: ModelRequest) -> Result<EventStream, ModelError> {
+    async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
         let body = request::to_json(&request)?;
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
@@ -197,12 +197,12 @@ impl AnthropicModel {
                 errors::snippet(&String::from_utf8_lossy(&body))
             )));
         }
-        Ok(event_stream(response.bytes_stream(), self.config.idle_timeout))
+        Ok(sse_reply(response.bytes_stream(), self.config.idle_timeout))
     }
 }
 
 impl Model for AnthropicModel {
-    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>> {
         Box::pin(self.open(request))
     }
 }

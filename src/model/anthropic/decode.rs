@@ -1,349 +1,244 @@
-//! One SSE `data` payload to one [`StreamEvent`], dispatched on its JSON `type`.
+//! SSE `data` payloads to [`StreamEvent`]s, or straight into an [`Assembler`].
 //!
 //! Nearly every event of a reply is a `content_block_delta` carrying a few characters of text,
 //! thinking or tool-input JSON, and the API writes those in one fixed compact form:
 //! `{"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"…"}}`.
-//! That form is read directly, unescaping the string in the same pass that finds its end
-//! (eight bytes at a time), and everything else, any other spacing or key order included, goes
-//! to serde. Both paths give the same event for the same input; the tests check it.
+//! That form is read directly: the string is unescaped, and its UTF-8 checked, in the same pass
+//! that finds its end, straight onto the end of the string the assembler keeps for that block
+//! ([`Assembler::piece_target`], [`super::unescape`]), so a delta costs one copy and no
+//! allocation. Everything else, any other spacing or key order included, goes to serde and is
+//! pushed as an owned event. Both paths give the same result for the same input; the tests
+//! check it.
 //!
-//! [`decode`] gives an owned [`StreamEvent`] (one `String` per delta). [`decode_borrowed`] and
-//! [`apply`] allocate nothing for a compact delta: its text is lent from the payload itself
-//! when it has no escapes, else from a [`Scratch`] buffer the caller reuses, and [`apply`]
-//! appends it straight to an [`Assembler`]. [`Reader`] goes one step further for the framer:
-//! it takes a whole compact delta event, `event:` line, `data:` line and blank line, straight
-//! from the chunk's text ([`framed_delta`]), so the event is scanned once, not three times.
+//! [`Intake`] is the reader the client runs: a [`Handler`] for the SSE parser that takes each
+//! whole compact delta event (`event:` line, `data:` line, blank line) straight from the raw
+//! bytes ([`framed_delta_into`]), so the event is scanned once, not three times, and hands
+//! everything else, framed by the parser, to [`push_payload`]. [`decode`] is the plain reading
+//! of one payload into an owned event, which the tests use as the reference.
 
-use std::ops::{ControlFlow, Range};
+use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use super::sse::{Event, Handler};
+use super::unescape::unescape_into;
 use crate::model::ModelError;
-use crate::model::assemble::{Assembler, Step, TextKind};
+use crate::model::assemble::{Assembler, Step, TextKind, piece_step};
 use crate::protocol::StreamEvent;
 
-/// One decoded payload: a piece of text lent out, or any other event, owned.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decoded<'a> {
-    /// A compact `content_block_delta` carrying a piece of text, thinking or tool-input JSON.
-    Text {
-        /// Block index.
-        index: usize,
-        /// Which text the piece extends.
-        kind: TextKind,
-        /// The piece, unescaped.
-        text: &'a str,
-    },
-    /// Any other event.
-    Event(StreamEvent),
-}
-
-impl<'a> Decoded<'a> {
-    /// The same event, owned.
-    pub fn into_owned(self) -> StreamEvent {
-        match self {
-            Decoded::Text { index, kind, text } => {
-                StreamEvent::ContentBlockDelta { index, delta: kind.delta(text.to_owned()) }
-            }
-            Decoded::Event(event) => event,
-        }
-    }
-
-    /// Push the event into `asm`: [`Assembler::push_text`] for a piece of text, else
-    /// [`Assembler::push`].
-    ///
-    /// # Errors
-    /// What the assembler refuses.
-    pub fn apply(self, asm: &mut Assembler) -> Result<Step<'a>, ModelError> {
-        match self {
-            Decoded::Text { index, kind, text } => asm.push_text(index, kind, text),
-            Decoded::Event(event) => asm.push(event),
-        }
-    }
-}
-
-/// A buffer for unescaped text, reused from one event to the next.
-#[derive(Debug, Default)]
-pub struct Scratch {
-    text: String,
-}
-
-impl Scratch {
-    /// An empty buffer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-/// Parse one SSE `data` payload.
+/// Parse one SSE `data` payload into an owned event (serde, no fast path).
 ///
 /// # Errors
 /// [`ModelError::Protocol`] when the payload is not a JSON event object.
 pub fn decode(data: &str) -> Result<StreamEvent, ModelError> {
-    let mut scratch = Scratch::new();
-    let (index, kind, text) = match compact_delta(data, &mut scratch) {
-        Some((index, kind, Lent::Plain(range))) => (index, kind, data[range].to_owned()),
-        // The unescaped text is in `scratch`, which becomes the event's own string.
-        Some((index, kind, Lent::Unescaped)) => (index, kind, scratch.text),
-        None => return serde(data),
-    };
-    Ok(StreamEvent::ContentBlockDelta { index, delta: kind.delta(text) })
+    serde_json::from_str(data).map_err(|e| ModelError::Protocol(format!("bad event JSON ({e}): {}", snippet(data))))
 }
 
-/// Parse one SSE `data` payload, lending the text of a compact delta instead of allocating it:
-/// from `data` itself when the JSON string has no escapes, else from `scratch`.
-///
-/// # Errors
-/// [`ModelError::Protocol`] when the payload is not a JSON event object.
-pub fn decode_borrowed<'a>(data: &'a str, scratch: &'a mut Scratch) -> Result<Decoded<'a>, ModelError> {
-    let Some((index, kind, lent)) = compact_delta(data, scratch) else {
-        return serde(data).map(Decoded::Event);
-    };
-    let text = match lent {
-        Lent::Plain(range) => &data[range],
-        Lent::Unescaped => scratch.text.as_str(),
-    };
-    Ok(Decoded::Text { index, kind, text })
-}
-
-/// Decode one payload and push it into `asm`: [`decode`] then [`Assembler::push`], without
-/// allocating for a compact delta ([`decode_borrowed`] then [`Assembler::push_text`]).
+/// Decode one payload and push it into `asm`: a compact delta straight into the block's
+/// string, anything else through [`decode`] and [`Assembler::push`].
 ///
 /// # Errors
 /// [`ModelError::Protocol`] for a payload that is not a JSON event, or an event the
 /// assembler refuses.
-pub fn apply<'a>(asm: &mut Assembler, data: &'a str, scratch: &'a mut Scratch) -> Result<Step<'a>, ModelError> {
-    decode_borrowed(data, scratch)?.apply(asm)
+pub fn push_payload<'a>(asm: &'a mut Assembler, data: &str) -> Result<Step<'a>, ModelError> {
+    let bytes = data.as_bytes();
+    // (The string lent back is looked up again: returning the borrow `delta_into` gives on one
+    // path only, and using `asm` on the other, is more than the borrow checker accepts.)
+    if starts_with(bytes, DELTA_PREFIX)
+        && let Some((appended, _)) = delta_into(bytes, DELTA_PREFIX.len(), &mut *asm, trailing_space)
+    {
+        return Ok(appended.step(asm));
+    }
+    asm.push(decode(data)?)
 }
 
 /// The exact bytes that start a compact delta event as the API frames it. The `event:` line
 /// is optional (the name is not used).
-const EVENT_LINE: &[u8] = b"event: content_block_delta\n";
-const DATA_LINE: &[u8] = b"data: {\"type\":\"content_block_delta\",\"index\":";
-/// What ends one: the delta object, the event object, the `data:` line, the blank line.
-const EVENT_END: &[u8] = b"}}\n\n";
+const EVENT_LINE: &[u8; 27] = b"event: content_block_delta\n";
+/// The start of a compact delta payload, up to its index.
+const DELTA_PREFIX: &[u8; 38] = br#"{"type":"content_block_delta","index":"#;
+/// The `data:` line of a compact delta, up to its index.
+const DATA_LINE: &[u8; 44] = br#"data: {"type":"content_block_delta","index":"#;
+/// What ends one framed: the delta object, the event object, the `data:` line, the blank line.
+const EVENT_END: &[u8; 4] = b"}}\n\n";
 
-/// A whole compact delta event at the front of `text`, framed exactly as the API writes it
+/// Whether `bytes` starts with `prefix` (at least eight bytes long), compared a word at a time
+/// (the last word overlapping the one before), which the compiler unrolls for each prefix
+/// instead of calling `memcmp`.
+#[inline]
+fn starts_with<const N: usize>(bytes: &[u8], prefix: &[u8; N]) -> bool {
+    const { assert!(N >= 8) };
+    let Some(head) = bytes.first_chunk::<N>() else { return false };
+    let word = |b: &[u8; N], at: usize| u64::from_le_bytes(*b[at..].first_chunk::<8>().unwrap_or(&[0; 8]));
+    let mut at = 0;
+    let mut same = true;
+    while at + 8 < N {
+        same &= word(head, at) == word(prefix, at);
+        at += 8;
+    }
+    same && word(head, N - 8) == word(prefix, N - 8)
+}
+
+/// A whole compact delta event at the front of `bytes`, framed exactly as the API writes it
 /// (an optional `event: content_block_delta` line, the compact `data:` line, a blank line, LF
-/// line ends): how many bytes it spans and the decoded event. `None` for anything else; the
-/// SSE parser and [`decode`] then read it.
-pub fn framed_delta<'a>(text: &'a str, scratch: &'a mut Scratch) -> Option<(usize, Decoded<'a>)> {
-    let bytes = text.as_bytes();
-    let mut at = if bytes.starts_with(EVENT_LINE) { EVENT_LINE.len() } else { 0 };
-    if !bytes[at..].starts_with(DATA_LINE) {
+/// line ends), decoded into `asm`: how many bytes it spans and the step. `None`, with `asm`
+/// unchanged, for anything else (including bytes that are not UTF-8 and a block that never
+/// started); the SSE parser and [`push_payload`] then read it.
+pub fn framed_delta_into<'a>(bytes: &[u8], asm: &'a mut Assembler) -> Option<(usize, Step<'a>)> {
+    let mut at = if starts_with(bytes, EVENT_LINE) { EVENT_LINE.len() } else { 0 };
+    if !starts_with(&bytes[at..], DATA_LINE) {
         return None;
     }
     at += DATA_LINE.len();
+    let (appended, target) =
+        delta_into(bytes, at, asm, |rest| (rest.first_chunk() == Some(EVENT_END)).then_some(EVENT_END.len()))?;
+    let target: &'a String = target;
+    let piece = Cow::Borrowed(&target[appended.start..]);
+    Some((appended.end, piece_step(appended.index, appended.kind, piece)))
+}
+
+/// After a compact payload's string: `}}` and nothing but JSON whitespace.
+fn trailing_space(rest: &[u8]) -> Option<usize> {
+    let rest = rest.strip_prefix(b"}}")?;
+    rest.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).then_some(rest.len() + 2)
+}
+
+/// A piece of a compact delta, appended to its block's string.
+struct Appended {
+    /// Where the delta ended in the input.
+    end: usize,
+    index: usize,
+    kind: TextKind,
+    /// Where the piece starts in the block's string.
+    start: usize,
+}
+
+impl Appended {
+    /// The step the piece makes, lending it from the block's string.
+    #[inline]
+    fn step(self, asm: &mut Assembler) -> Step<'_> {
+        let piece = match self.kind {
+            TextKind::InputJson => "",
+            kind => asm.piece_target(self.index, kind).map_or("", |text| &text[self.start..]),
+        };
+        piece_step(self.index, self.kind, Cow::Borrowed(piece))
+    }
+}
+
+/// The compact delta whose index starts at `bytes[at]`, its string unescaped onto the block's
+/// own string in `asm`, if `tail` accepts what follows the string (and says how long it is):
+/// where the piece is, and the string it went on. `None`, with `asm` unchanged, for anything
+/// else.
+#[inline]
+fn delta_into<'a>(
+    bytes: &[u8],
+    at: usize,
+    asm: &'a mut Assembler,
+    tail: impl FnOnce(&[u8]) -> Option<usize>,
+) -> Option<(Appended, &'a mut String)> {
     let (index, kind, quote) = delta_head(bytes, at)?;
-    let (lent, end) = json_string(text, quote, &mut scratch.text)?;
-    if !bytes[end..].starts_with(EVENT_END) {
+    if bytes.get(quote) != Some(&b'"') {
         return None;
     }
-    let text = match lent {
-        Lent::Plain(range) => &text[range],
-        Lent::Unescaped => scratch.text.as_str(),
+    let target = asm.piece_target(index, kind)?;
+    let start = target.len();
+    let end = unescape_into(bytes, quote + 1, target)?;
+    let Some(used) = tail(&bytes[end..]) else {
+        target.truncate(start);
+        return None;
     };
-    Some((end + EVENT_END.len(), Decoded::Text { index, kind, text }))
+    Some((Appended { end: end + used, index, kind, start }, target))
 }
 
-/// A [`Handler`] for the SSE parser that decodes each event of a Messages stream and lends
-/// it to a callback: compact deltas straight from the raw bytes ([`framed_delta`]), anything
-/// else from the parser's events ([`decode_borrowed`]).
-pub struct Reader<'s, F> {
-    scratch: &'s mut Scratch,
-    on_event: F,
+/// A [`Handler`] for the SSE parser that decodes each event of a Messages stream into an
+/// [`Assembler`] and reports each [`Step`] to a callback: compact deltas straight from the raw
+/// bytes ([`framed_delta_into`]), anything else from the parser's events ([`push_payload`]).
+///
+/// The feed stops after `message_stop`, an `error` event or the first failure, which is kept
+/// for [`Intake::failure`].
+pub struct Intake<'a, F> {
+    asm: &'a mut Assembler,
+    on_step: F,
+    failure: Option<ModelError>,
 }
 
-impl<'s, F> Reader<'s, F>
+impl<'a, F> Intake<'a, F>
 where
-    F: FnMut(Result<Decoded<'_>, ModelError>) -> ControlFlow<()>,
+    F: FnMut(Step<'_>),
 {
-    /// A reader lending unescaped text from `scratch`. Breaking in `on_event` stops the feed.
-    pub fn new(scratch: &'s mut Scratch, on_event: F) -> Self {
-        Self { scratch, on_event }
+    /// An intake pushing into `asm`, calling `on_step` with what each event changed.
+    pub fn new(asm: &'a mut Assembler, on_step: F) -> Self {
+        Self { asm, on_step, failure: None }
+    }
+
+    /// The error that stopped the feed, if one did (bad event JSON, or an event the assembler
+    /// refused).
+    pub fn failure(self) -> Option<ModelError> {
+        self.failure
     }
 }
 
-impl<F> Handler for Reader<'_, F>
+/// Hand `step` on; break after the events nothing may follow and after a failure.
+#[inline]
+fn report<F: FnMut(Step<'_>)>(
+    on_step: &mut F,
+    failure: &mut Option<ModelError>,
+    step: Result<Step<'_>, ModelError>,
+) -> ControlFlow<()> {
+    match step {
+        Ok(step) => {
+            let last = matches!(step, Step::Stopped | Step::Failed(_));
+            on_step(step);
+            if last { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        }
+        Err(error) => {
+            *failure = Some(error);
+            ControlFlow::Break(())
+        }
+    }
+}
+
+impl<F> Handler for Intake<'_, F>
 where
-    F: FnMut(Result<Decoded<'_>, ModelError>) -> ControlFlow<()>,
+    F: FnMut(Step<'_>),
 {
     fn event(&mut self, event: Event<'_>) -> ControlFlow<()> {
-        (self.on_event)(decode_borrowed(event.data, self.scratch))
+        report(&mut self.on_step, &mut self.failure, push_payload(self.asm, event.data))
     }
 
-    fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
-        let (used, decoded) = framed_delta(text, self.scratch)?;
-        Some((used, (self.on_event)(Ok(decoded))))
+    #[inline]
+    fn whole_event(&mut self, bytes: &[u8]) -> Option<(usize, ControlFlow<()>)> {
+        let (used, step) = framed_delta_into(bytes, self.asm)?;
+        Some((used, report(&mut self.on_step, &mut self.failure, Ok(step))))
     }
 }
 
-fn serde(data: &str) -> Result<StreamEvent, ModelError> {
-    serde_json::from_str(data).map_err(|e| ModelError::Protocol(format!("bad event JSON ({e}): {}", snippet(data))))
-}
-
-const DELTA_PREFIX: &str = r#"{"type":"content_block_delta","index":"#;
-const DELTA_TYPE: &str = r#","delta":{"type":""#;
-const TEXT: &str = r#"text_delta","text":"#;
-const INPUT_JSON: &str = r#"input_json_delta","partial_json":"#;
-const THINKING: &str = r#"thinking_delta","thinking":"#;
-
-/// Where a decoded string is: a range of the input (it had no escapes), or the scratch bytes.
-enum Lent {
-    Plain(Range<usize>),
-    Unescaped,
-}
-
-/// The compact delta form: its index, kind and text, or `None` for serde to handle.
-fn compact_delta(data: &str, scratch: &mut Scratch) -> Option<(usize, TextKind, Lent)> {
-    let bytes = data.as_bytes();
-    if !data.starts_with(DELTA_PREFIX) {
-        return None;
-    }
-    let (index, kind, quote) = delta_head(bytes, DELTA_PREFIX.len())?;
-    let (lent, end) = json_string(data, quote, &mut scratch.text)?;
-    let rest = bytes[end..].strip_prefix(b"}}")?;
-    if !rest.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-        return None;
-    }
-    Some((index, kind, lent))
-}
+const DELTA_TYPE: &[u8; 18] = br#","delta":{"type":""#;
+const TEXT: &[u8; 19] = br#"text_delta","text":"#;
+const INPUT_JSON: &[u8; 33] = br#"input_json_delta","partial_json":"#;
+const THINKING: &[u8; 27] = br#"thinking_delta","thinking":"#;
 
 /// From the index digits at `at` to the string of a compact delta: the index, the kind, and
 /// where the string literal starts.
 #[inline]
 fn delta_head(bytes: &[u8], at: usize) -> Option<(usize, TextKind, usize)> {
-    let rest = &bytes[at..];
+    let rest = bytes.get(at..)?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 || (digits > 1 && rest[0] == b'0') || digits > 18 {
         return None;
     }
     let index = rest[..digits].iter().fold(0usize, |n, d| n * 10 + usize::from(d - b'0'));
-    let rest = rest[digits..].strip_prefix(DELTA_TYPE.as_bytes())?;
-    let (kind, key) = match rest.first()? {
-        b't' if rest.starts_with(TEXT.as_bytes()) => (TextKind::Text, TEXT),
-        b'i' if rest.starts_with(INPUT_JSON.as_bytes()) => (TextKind::InputJson, INPUT_JSON),
-        b't' if rest.starts_with(THINKING.as_bytes()) => (TextKind::Thinking, THINKING),
-        _ => return None,
-    };
-    Some((index, kind, bytes.len() - rest.len() + key.len()))
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` that is `"`, `\` or a control character (below 0x20),
-/// and maybe of some bytes after the first such byte, never before it: the lowest set bit
-/// marks the first byte that ends a run of plain string characters.
-#[inline]
-fn specials(word: u64) -> u64 {
-    let quote = word ^ (ONES * u64::from(b'"'));
-    let backslash = word ^ (ONES * u64::from(b'\\'));
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x;
-    (zero_byte(quote) | zero_byte(backslash) | (word.wrapping_sub(ONES * 0x20) & !word)) & HIGHS
-}
-
-/// The eight bytes at `at`, if there are eight.
-#[inline]
-fn word_at(bytes: &[u8], at: usize) -> Option<[u8; 8]> {
-    let mut word = [0; 8];
-    word.copy_from_slice(bytes.get(at..at + 8)?);
-    Some(word)
-}
-
-/// The first byte at or after `at` that is `"`, `\` or a control character.
-#[inline]
-fn find_special(bytes: &[u8], mut at: usize) -> Option<usize> {
-    while let Some(word) = word_at(bytes, at) {
-        let found = specials(u64::from_le_bytes(word));
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    bytes[at..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
-}
-
-/// What each byte after a backslash stands for in a JSON string: the byte it unescapes to,
-/// or 0 for `u` (four hex digits follow) and for anything JSON does not allow.
-const UNESCAPE: [u8; 256] = {
-    let mut table = [0; 256];
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table[b'/' as usize] = b'/';
-    table[b'b' as usize] = 0x08;
-    table[b'f' as usize] = 0x0c;
-    table[b'n' as usize] = b'\n';
-    table[b'r' as usize] = b'\r';
-    table[b't' as usize] = b'\t';
-    table
-};
-
-/// The JSON string literal whose opening quote is at byte `quote` of `text`: where its value
-/// is and where the literal ends. Without escapes the value is a range of `text`; with them it
-/// is unescaped into `out`, run by run (each run a slice of `text`, so no UTF-8 check is
-/// needed). `None` for anything serde would reject (raw control characters, bad escapes, lone
-/// surrogates) or an unterminated literal, so that serde reports the error.
-fn json_string(text: &str, quote: usize, out: &mut String) -> Option<(Lent, usize)> {
-    let bytes = text.as_bytes();
-    if bytes.get(quote) != Some(&b'"') {
+    let rest = &rest[digits..];
+    if !starts_with(rest, DELTA_TYPE) {
         return None;
     }
-    let start = quote + 1;
-    let mut at = find_special(bytes, start)?;
-    if bytes[at] == b'"' {
-        return Some((Lent::Plain(start..at), at + 1));
-    }
-    out.clear();
-    let mut run = start;
-    loop {
-        // `bytes[at]` ends the plain run from `run`: an ASCII byte, so a character boundary.
-        out.push_str(&text[run..at]);
-        match bytes[at] {
-            b'"' => return Some((Lent::Unescaped, at + 1)),
-            b'\\' => {
-                let escaped = *bytes.get(at + 1)?;
-                let byte = UNESCAPE[usize::from(escaped)];
-                if byte != 0 {
-                    out.push(char::from(byte));
-                    run = at + 2;
-                } else if escaped == b'u' {
-                    let (ch, used) = unicode_escape(&bytes[at..])?;
-                    out.push(ch);
-                    run = at + used;
-                } else {
-                    return None;
-                }
-            }
-            // JSON forbids raw control characters inside strings: let serde report them.
-            _ => return None,
-        }
-        at = find_special(bytes, run)?;
-    }
-}
-
-/// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, at the start of `bytes`: the character and
-/// the bytes it took.
-fn unicode_escape(bytes: &[u8]) -> Option<(char, usize)> {
-    let first = hex4(bytes.get(2..6)?)?;
-    match first {
-        0xD800..=0xDBFF => {
-            if bytes.get(6..8)? != b"\\u" {
-                return None;
-            }
-            let second = hex4(bytes.get(8..12)?)?;
-            if !(0xDC00..=0xDFFF).contains(&second) {
-                return None;
-            }
-            let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-            Some((char::from_u32(code)?, 12))
-        }
-        0xDC00..=0xDFFF => None,
-        _ => Some((char::from_u32(first)?, 6)),
-    }
-}
-
-fn hex4(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
+    let rest = &rest[DELTA_TYPE.len()..];
+    let (kind, key_len) = match rest.first()? {
+        b't' if starts_with(rest, TEXT) => (TextKind::Text, TEXT.len()),
+        b'i' if starts_with(rest, INPUT_JSON) => (TextKind::InputJson, INPUT_JSON.len()),
+        b't' if starts_with(rest, THINKING) => (TextKind::Thinking, THINKING.len()),
+        _ => return None,
+    };
+    Some((index, kind, bytes.len() - rest.len() + key_len))
 }
 
 /// The start of a payload, for error messages.
@@ -357,61 +252,90 @@ fn snippet(data: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Delta;
+    use crate::model::assemble::Assembled;
+    use serde_json::json;
 
-    fn delta(index: usize, delta: Delta) -> StreamEvent {
-        StreamEvent::ContentBlockDelta { index, delta }
+    /// An assembler with blocks 0 to 12 open: text, tool_use and thinking in turn, each text
+    /// and thinking block with a first (empty) piece, which the fast path needs.
+    fn open_blocks() -> Assembler {
+        let mut asm = Assembler::new();
+        for index in 0..13 {
+            let block = match index % 3 {
+                0 => json!({"type": "text", "text": ""}),
+                1 => json!({"type": "tool_use", "id": format!("t{index}"), "name": "Read", "input": {}}),
+                _ => json!({"type": "thinking", "thinking": ""}),
+            };
+            let start = json!({"type": "content_block_start", "index": index, "content_block": block});
+            asm.push(serde_json::from_value(start).unwrap()).unwrap();
+            match index % 3 {
+                0 => asm.push_text(index, TextKind::Text, "").unwrap(),
+                2 => asm.push_text(index, TextKind::Thinking, "").unwrap(),
+                _ => Step::Quiet,
+            };
+        }
+        asm
     }
 
-    /// The fast path must agree with serde on everything it accepts.
-    fn same_as_serde(data: &str) -> Option<StreamEvent> {
-        let mut scratch = Scratch::new();
-        let fast = compact_delta(data, &mut scratch).map(|(index, kind, lent)| {
-            let text = match lent {
-                Lent::Plain(range) => data[range].to_owned(),
-                Lent::Unescaped => scratch.text.clone(),
-            };
-            StreamEvent::ContentBlockDelta { index, delta: kind.delta(text) }
-        });
-        if let Some(event) = &fast {
-            assert_eq!(decode(data).as_ref(), Ok(event), "{data}");
-            let mut scratch = Scratch::new();
-            assert_eq!(decode_borrowed(data, &mut scratch).map(Decoded::into_owned).as_ref(), Ok(event), "{data}");
-            assert_eq!(serde_json::from_str::<StreamEvent>(data).ok().as_ref(), Some(event), "{data}");
+    /// What pushing `data` gives (the step, as text) and leaves behind.
+    type Pushed = (Result<String, ModelError>, Assembled);
+
+    fn through_serde(data: &str) -> Pushed {
+        let mut asm = open_blocks();
+        let step = decode(data).and_then(|event| asm.push(event)).map(|step| format!("{step:?}"));
+        (step, asm.finish())
+    }
+
+    fn through_push_payload(data: &str) -> Pushed {
+        let mut asm = open_blocks();
+        let step = push_payload(&mut asm, data).map(|step| format!("{step:?}"));
+        (step, asm.finish())
+    }
+
+    /// Whether the fast path takes `data`; either way, `push_payload` must do what serde does.
+    fn fast_and_agrees(data: &str) -> bool {
+        let mut asm = open_blocks();
+        let before = format!("{asm:?}");
+        let taken = starts_with(data.as_bytes(), DELTA_PREFIX)
+            && delta_into(data.as_bytes(), DELTA_PREFIX.len(), &mut asm, trailing_space).is_some();
+        if !taken {
+            assert_eq!(format!("{asm:?}"), before, "a refusal changes nothing: {data}");
         }
-        fast
+        assert_eq!(through_push_payload(data), through_serde(data), "{data}");
+        taken
     }
 
     #[test]
     fn compact_deltas_take_the_fast_path() {
         let cases = [
-            (
-                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#,
-                delta(0, Delta::TextDelta { text: "Hello".into() }),
-            ),
+            (r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#, "Hello"),
             (
                 r#"{"type":"content_block_delta","index":12,"delta":{"type":"input_json_delta","partial_json":"{\"a\": \"b\\n"}}   "#,
-                delta(12, Delta::InputJsonDelta { partial_json: "{\"a\": \"b\\n".into() }),
+                "",
             ),
             (
-                r#"{"type":"content_block_delta","index":3,"delta":{"type":"thinking_delta","thinking":"925 ÷ 5 \u00f7 \ud83d\ude00"}}"#,
-                delta(3, Delta::ThinkingDelta { thinking: "925 ÷ 5 ÷ 😀".into() }),
+                r#"{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":"925 ÷ 5 \u00f7 \ud83d\ude00"}}"#,
+                "925 ÷ 5 ÷ 😀",
             ),
-            (
-                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}"#,
-                delta(0, Delta::TextDelta { text: String::new() }),
-            ),
+            (r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}"#, ""),
         ];
-        for (data, want) in cases {
-            assert_eq!(same_as_serde(data), Some(want.clone()), "{data}");
-            assert_eq!(decode(data).unwrap(), want);
+        for (data, piece) in cases {
+            assert!(fast_and_agrees(data), "{data}");
+            let mut asm = open_blocks();
+            let step = push_payload(&mut asm, data).unwrap();
+            let text = match step {
+                Step::Text { text, .. } | Step::Thinking { text } => text.into_owned(),
+                Step::Quiet => String::new(),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(text, piece);
         }
     }
 
     #[test]
     fn anything_else_goes_to_serde() {
         let fallbacks = [
-            // Other spacing, key order, delta types, trailing data, bad numbers, raw controls.
+            // Other spacing, key order, delta types, trailing data, bad numbers, raw controls,
+            // bad escapes, a block that never started, a first piece of text for a block.
             r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"text":"x","type":"text_delta"}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s"}}"#,
@@ -422,164 +346,93 @@ mod tests {
             "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\tb\"}}",
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\q"}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"open\"#,
+            r#"{"type":"content_block_delta","index":13,"delta":{"type":"text_delta","text":"x"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"first text of a tool block"}}"#,
             r#"{"type":"message_stop"}"#,
         ];
         for data in fallbacks {
-            assert_eq!(same_as_serde(data), None, "{data}");
+            assert!(!fast_and_agrees(data), "{data}");
         }
-        assert_eq!(decode(fallbacks[0]).unwrap(), delta(0, Delta::TextDelta { text: "x".into() }));
-        assert_eq!(decode(fallbacks[2]).unwrap(), delta(0, Delta::SignatureDelta { signature: "s".into() }));
-        for bad in &fallbacks[4..] {
-            if *bad != r#"{"type":"message_stop"}"# {
-                assert!(matches!(decode(bad), Err(ModelError::Protocol(_))), "{bad}");
-            }
-        }
-    }
-
-    #[test]
-    fn escapes_decode_like_serde() {
-        let literals = [
-            r#""a\"b\\c\/d\be\ff\ng\rh\ti""#,
-            r#""\u0041\u00e9\u00E9\u2713\ud83d\ude00 ok""#,
-            r#""\u0000 nul""#,
-            r#""lone \ud800 lead""#,
-            r#""lone \udc00 trail""#,
-            r#""bad pair \ud83d\u0041""#,
-            r#""short \u12""#,
-            r#""not hex \u12G4""#,
-            r#""ends in backslash \"#,
-        ];
-        for literal in literals {
-            let data = format!("{DELTA_PREFIX}0{DELTA_TYPE}{TEXT}{literal}}}}}");
-            let fast = same_as_serde(&data);
-            let slow = serde_json::from_str::<StreamEvent>(&data).ok();
-            assert_eq!(fast, slow, "{literal}");
-        }
+        assert_eq!(
+            through_push_payload(fallbacks[10]).0,
+            Err(ModelError::Protocol("event names block 13, which never started".into()))
+        );
+        assert_eq!(through_push_payload(fallbacks[0]).0.as_deref(), Ok(r#"Text { index: 0, text: "x" }"#));
     }
 
     proptest::proptest! {
         #[test]
-        fn any_encoded_string_round_trips(text in ".*") {
-            let data = format!("{DELTA_PREFIX}7{DELTA_TYPE}{INPUT_JSON}{}}}}}", serde_json::to_string(&text).unwrap());
-            proptest::prop_assert_eq!(same_as_serde(&data), Some(delta(7, Delta::InputJsonDelta { partial_json: text })));
+        fn any_encoded_string_is_taken_whole(text in ".*", kind in 0..3usize) {
+            let (kind, key) = [("text_delta", "text"), ("input_json_delta", "partial_json"), ("thinking_delta", "thinking")][kind];
+            let index = [0, 1, 2][["text", "partial_json", "thinking"].iter().position(|k| *k == key).unwrap()];
+            let literal = serde_json::to_string(&text).unwrap();
+            let data = format!(r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}","{key}":{literal}}}}}"#);
+            proptest::prop_assert!(fast_and_agrees(&data));
         }
 
         #[test]
         fn any_literal_agrees_with_serde(body in r#"[a\\"/ubfnrtDd8Ee0-9\x00\x1f é]{0,24}"#) {
-            let data = format!("{DELTA_PREFIX}0{DELTA_TYPE}{THINKING}\"{body}\"}}}}");
-            // same_as_serde asserts agreement whenever the fast path answers.
-            if same_as_serde(&data).is_none()
-                && let Ok(StreamEvent::ContentBlockDelta { .. }) = serde_json::from_str::<StreamEvent>(&data)
-            {
-                proptest::prop_assert!(body.contains('"'), "fast path refused valid {data}");
-            }
+            let data = format!(r#"{{"type":"content_block_delta","index":2,"delta":{{"type":"thinking_delta","thinking":"{body}"}}}}"#);
+            // fast_and_agrees checks agreement whichever path reads it.
+            fast_and_agrees(&data);
         }
     }
 
     #[test]
-    fn plain_text_is_lent_from_the_payload_and_escaped_text_from_scratch() {
-        let plain = r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"plain"}}"#;
-        let mut scratch = Scratch::new();
-        let Ok(Decoded::Text { index: 2, kind: TextKind::Text, text }) = decode_borrowed(plain, &mut scratch) else {
-            panic!("not a compact text delta")
-        };
-        assert_eq!(text, "plain");
-        assert!(plain.as_bytes().as_ptr_range().contains(&text.as_ptr()));
-        let escaped =
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#;
-        let decoded = decode_borrowed(escaped, &mut scratch).unwrap();
-        assert_eq!(decoded, Decoded::Text { index: 0, kind: TextKind::InputJson, text: r#"{"a""# });
-        assert_eq!(scratch.text, r#"{"a""#);
-        let ping = decode_borrowed(r#"{"type":"ping"}"#, &mut scratch).unwrap();
-        assert_eq!(ping, Decoded::Event(StreamEvent::Ping));
-    }
-
-    #[test]
-    fn apply_pushes_like_decode_then_push() {
-        let events = [
-            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb"}}"#,
-            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "c"}}"#,
-            r#"{"type":"content_block_stop","index":0}"#,
-        ];
-        let mut fast = Assembler::new();
-        let mut owned = Assembler::new();
-        let mut steps = Vec::new();
-        for data in events {
-            let mut scratch = Scratch::new();
-            let step = apply(&mut fast, data, &mut scratch).unwrap();
-            assert_eq!(step, owned.push(decode(data).unwrap()).unwrap(), "{data}");
-            steps.push(format!("{step:?}"));
-        }
-        assert_eq!(
-            steps,
-            ["Quiet", r#"Text { index: 0, text: "a\nb" }"#, r#"Text { index: 0, text: "c" }"#, "BlockDone(0)"]
-        );
-        assert_eq!(fast.finish(), owned.finish());
-        let mut scratch = Scratch::new();
-        assert_eq!(
-            apply(&mut Assembler::new(), events[1], &mut scratch),
-            Err(ModelError::Protocol("event names block 0, which never started".into()))
-        );
-    }
-
-    #[test]
-    fn the_word_scan_finds_the_first_special_byte() {
-        let naive = |bytes: &[u8], at: usize| bytes[at..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
-        // Every byte value at every offset of a 19-byte string, after every start.
-        for special in 0..=255u8 {
-            for pos in 0..19 {
-                let mut bytes = vec![b'a'; 19];
-                // Bytes just below and above the special one probe for borrow mistakes.
-                bytes[pos] = special;
-                if pos + 1 < 19 {
-                    bytes[pos + 1] = b'"';
-                }
-                for at in 0..=pos {
-                    assert_eq!(
-                        find_special(&bytes, at),
-                        naive(&bytes, at).map(|i| at + i),
-                        "{special:#x} at {pos} from {at}"
-                    );
-                }
-            }
-        }
-        assert_eq!(find_special(b"\xC3\xA9\x1F\x7F\x80\xFF\x21\x5C", 0), Some(2));
-        assert_eq!(find_special(b"plain text, no end", 0), None);
+    fn a_piece_for_a_block_that_stopped_still_lands_in_it() {
+        let mut asm = open_blocks();
+        asm.push(StreamEvent::ContentBlockStop { index: 0 }).unwrap();
+        let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"late\n"}}"#;
+        assert_eq!(push_payload(&mut asm, data).unwrap(), Step::Text { index: 0, text: Cow::Borrowed("late\n") });
+        assert_eq!(asm.finish().content[0], json!({"type": "text", "text": "late\n"}));
     }
 
     #[test]
     fn framed_delta_takes_only_the_exact_framing() {
-        let data = r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a\tb"}}"#;
+        let data = r#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"a\tb"}}"#;
         let with_name = format!("event: content_block_delta\n{data}\n\nevent: ping\n");
-        let mut scratch = Scratch::new();
-        let want = Decoded::Text { index: 1, kind: TextKind::Text, text: "a\tb" };
-        assert_eq!(framed_delta(&with_name, &mut scratch), Some((with_name.len() - 12, want.clone())));
+        let mut asm = open_blocks();
+        assert_eq!(framed_delta_into(with_name.as_bytes(), &mut asm), Some((with_name.len() - 12, Step::Quiet)));
         let bare = format!("{data}\n\n");
-        assert_eq!(framed_delta(&bare, &mut scratch), Some((bare.len(), want)));
+        assert_eq!(framed_delta_into(bare.as_bytes(), &mut asm), Some((bare.len(), Step::Quiet)));
+        assert_eq!(asm.finish().content[1]["partial_json"], json!("a\tba\tb"), "both pieces are in the JSON buffer");
         // Anything else is left to the parser: other line ends, trailing bytes, another event
-        // name, no blank line (yet), another shape of payload.
-        let refused = [
-            format!("{data}\r\n\r\n"),
-            format!("{data} \n\n"),
-            format!("{data}\ndata: more\n\n"),
-            format!("event: other\n{data}\n\n"),
-            format!("{data}\n"),
-            format!("{data}\n: comment\n\n"),
-            data.replace("text_delta\",\"text", "signature_delta\",\"signature") + "\n\n",
-            data.replace("data: ", "data:") + "\n\n",
+        // name, no blank line (yet), another shape of payload, bytes that are not UTF-8.
+        let refused: Vec<Vec<u8>> = vec![
+            format!("{data}\r\n\r\n").into(),
+            format!("{data} \n\n").into(),
+            format!("{data}\ndata: more\n\n").into(),
+            format!("event: other\n{data}\n\n").into(),
+            format!("{data}\n").into(),
+            format!("{data}\n: comment\n\n").into(),
+            (data.replace("input_json_delta\",\"partial_json", "signature_delta\",\"signature") + "\n\n").into(),
+            (data.replace("data: ", "data:") + "\n\n").into(),
+            (data.replace(r"a\tb", "a\u{1}b") + "\n\n").bytes().map(|b| if b == 1 { 0xFF } else { b }).collect(),
         ];
-        for text in refused {
-            assert_eq!(framed_delta(&text, &mut scratch), None, "{text:?}");
+        for bytes in refused {
+            let mut asm = open_blocks();
+            let before = format!("{asm:?}");
+            assert_eq!(framed_delta_into(&bytes, &mut asm), None, "{:?}", String::from_utf8_lossy(&bytes));
+            assert_eq!(format!("{asm:?}"), before);
         }
     }
 
     #[test]
-    fn protocol_errors_quote_the_payload() {
-        let err = decode("{not json").unwrap_err();
+    fn intake_stops_after_the_last_event_and_keeps_the_failure() {
+        let mut asm = Assembler::new();
+        let mut steps = Vec::new();
+        let mut intake = Intake::new(&mut asm, |step: Step<'_>| steps.push(format!("{step:?}")));
+        let ping = Event { event: Some("ping"), data: r#"{"type":"ping"}"# };
+        assert_eq!(intake.event(ping), ControlFlow::Continue(()));
+        let stop = Event { event: None, data: r#"{"type":"message_stop"}"# };
+        assert_eq!(intake.event(stop), ControlFlow::Break(()));
+        let bad = Event { event: None, data: "{not json" };
+        assert_eq!(intake.event(bad), ControlFlow::Break(()));
+        let failure = intake.failure();
+        assert_eq!(steps, ["Quiet", "Stopped"]);
         assert_eq!(
-            err,
-            ModelError::Protocol("bad event JSON (key must be a string at line 1 column 2): {not json".into())
+            failure,
+            Some(ModelError::Protocol("bad event JSON (key must be a string at line 1 column 2): {not json".into()))
         );
     }
 }

@@ -1,8 +1,9 @@
 //! The Anthropic Messages API provider.
 //!
 //! - [`sse`]: a strict, incremental WHATWG event-stream framer;
-//! - [`decode`]: one event payload to a [`crate::protocol::StreamEvent`];
-//! - [`stream`]: response bytes to an event stream, with the idle timeout;
+//! - [`decode`]: event payloads into the assembler (or to owned events);
+//! - [`stream`]: response bytes to a [`crate::model::Reply`], with the idle timeout;
+//! - [`unescape`]: the inner loop, a JSON string unescaped and checked in one pass;
 //! - [`request`]: the request body, with prompt-cache breakpoints;
 //! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
 //! - [`pricing`]: what the reported usage costs.
@@ -17,6 +18,7 @@ pub mod pricing;
 pub mod request;
 pub mod sse;
 pub mod stream;
+pub mod unescape;
 
 pub use client::{AnthropicConfig, AnthropicModel, Auth, Secret};
 pub use pricing::cost_usd;

@@ -16,19 +16,22 @@
 //!
 //! `id` and `retry` are parsed as fields and ignored: a Messages stream cannot be resumed.
 //!
-//! UTF-8 is checked once per chunk, as the bytes arrive (SIMD, `simdutf8`; a character split
-//! across chunks waits for the rest of it; invalid bytes become U+FFFD); from then on the
-//! parser works on text. An event whose lines all lie in one chunk, the usual case, is lent
-//! out of the chunk itself: its name and its single `data` line are borrowed, not copied. Only
-//! what spans a chunk boundary and events with several `data` lines are copied, into buffers
-//! that are reused, so reading a stream allocates nothing per event once they have grown.
-//! Every input byte is checked and scanned (memchr) once, so the cost is linear in the input
-//! whatever the chunking.
+//! The parser works on bytes and checks the UTF-8 of each line it reads when the line is
+//! complete, so a character split across chunks is simply part of a line that waits for its
+//! end (invalid bytes become U+FFFD; line ends are ASCII, so checking line by line gives what
+//! checking the whole stream would). An event whose lines all lie in one chunk, the usual
+//! case, is lent out of the chunk itself: its name and its single `data` line are borrowed,
+//! not copied. Only what spans a chunk boundary and events with several `data` lines are
+//! copied, into buffers that are reused, so reading a stream allocates nothing per event once
+//! they have grown. Every input byte is scanned (memchr) once, so the cost is linear in the
+//! input whatever the chunking.
 //!
-//! A [`Handler`] given to [`Parser::feed_with`] may also take whole events from the text
-//! itself, at each point where a new event starts ([`Handler::whole_event`]): a decoder that
-//! knows the exact bytes of its most common event reads those in one pass instead of three.
+//! A [`Handler`] given to [`Parser::feed_with`] may also take whole events from the bytes
+//! themselves, at each point where a new event starts ([`Handler::whole_event`]): a decoder
+//! that knows the exact bytes of its most common event reads (and checks) those in one pass
+//! instead of three.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::{ControlFlow, Range};
 
@@ -48,16 +51,16 @@ pub trait Handler {
     /// One complete event. Breaking stops the feed: the rest of the chunk is dropped unread.
     fn event(&mut self, event: Event<'_>) -> ControlFlow<()>;
 
-    /// Offered the text from the start of a new event to the end of the chunk, with nothing
+    /// Offered the bytes from the start of a new event to the end of the chunk, with nothing
     /// of an event pending: take one whole event from the front (its lines and the blank line
-    /// that ends it, all within `text`) and say how many bytes it spanned and whether to go
+    /// that ends it, all within `bytes`) and say how many bytes it spanned and whether to go
     /// on; or `None` (the default) to let the parser read it.
     ///
-    /// An implementation must only take text that holds exactly one event, with LF line ends
-    /// (no CR), and must treat it exactly as [`Handler::event`] would treat the event the
-    /// parser reads from it.
-    fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
-        let _ = text;
+    /// The bytes are unchecked: an implementation must only take an event that is valid
+    /// UTF-8, holds exactly one event and has LF line ends (no CR), and must treat it exactly
+    /// as [`Handler::event`] would treat the event the parser reads from it.
+    fn whole_event(&mut self, bytes: &[u8]) -> Option<(usize, ControlFlow<()>)> {
+        let _ = bytes;
         None
     }
 }
@@ -84,10 +87,8 @@ struct Ready {
 /// The incremental framer. See the module documentation for the rules it follows.
 #[derive(Debug, Default)]
 pub struct Parser {
-    /// The start of a character split across chunks (at most 3 bytes).
-    split_char: Vec<u8>,
-    /// Text of a line whose end has not arrived yet.
-    partial: String,
+    /// Bytes of a line whose end has not arrived yet.
+    partial: Vec<u8>,
     /// The previous chunk ended in CR: an LF at the start of the next one ends nothing.
     after_cr: bool,
     /// At least one line has been read (a BOM can only start the first).
@@ -111,6 +112,19 @@ struct Borrowed<'t> {
     event: Option<&'t str>,
 }
 
+/// `bytes` as text, borrowed when valid (checked by `str::from_utf8`, quicker on valid text
+/// than the lossy decoder), with U+FFFD for invalid bytes otherwise.
+#[inline]
+fn utf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 impl Parser {
     /// A parser at the start of a stream.
     pub fn new() -> Self {
@@ -127,19 +141,35 @@ impl Parser {
         self.feed_with(bytes, &mut Callback(on_event))
     }
 
-    /// [`Parser::feed`] with a [`Handler`], which may take whole events from the text.
-    pub fn feed_with<H: Handler>(&mut self, bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
-        if self.split_char.is_empty() {
-            if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
-                return self.feed_text(text, handler);
-            }
-            self.feed_bytes(bytes, handler)
-        } else {
-            // Rare (a chunk boundary inside a character): decode the joined bytes.
-            let mut joined = std::mem::take(&mut self.split_char);
-            joined.extend_from_slice(bytes);
-            self.feed_bytes(&joined, handler)
+    /// [`Parser::feed`] with a [`Handler`], which may take whole events from the bytes.
+    pub fn feed_with<H: Handler>(&mut self, mut bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
+        if bytes.is_empty() {
+            return ControlFlow::Continue(());
         }
+        if self.after_cr {
+            self.after_cr = false;
+            bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
+        }
+        if !self.partial.is_empty() {
+            // The end of a line begun in an earlier chunk.
+            let Some((end, next)) = self.line_end(bytes) else {
+                self.partial.extend_from_slice(bytes);
+                return ControlFlow::Continue(());
+            };
+            let mut line = std::mem::take(&mut self.partial);
+            line.extend_from_slice(&bytes[..end]);
+            let mut borrowed = Borrowed::default();
+            let flow = self.line(&line, &mut borrowed, handler);
+            self.keep(borrowed);
+            line.clear();
+            self.partial = line;
+            flow?;
+            bytes = &bytes[next..];
+        }
+        let mut borrowed = Borrowed::default();
+        let flow = self.lines(bytes, &mut borrowed, handler);
+        self.keep(borrowed);
+        flow
     }
 
     /// Feed the next bytes of the stream, queueing the events they complete (copied into the
@@ -175,67 +205,13 @@ impl Parser {
     /// Whether bytes of an event that has not been dispatched yet are held. At the end of a
     /// stream such an event is discarded, as the standard says.
     pub fn has_pending(&self) -> bool {
-        !self.split_char.is_empty() || !self.partial.is_empty() || !self.data.is_empty() || !self.event.is_empty()
+        !self.partial.is_empty() || !self.data.is_empty() || !self.event.is_empty()
     }
 
-    /// Decode `bytes` as UTF-8, keeping an incomplete character at the end for the next chunk.
-    fn feed_bytes<H: Handler>(&mut self, mut bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
-        loop {
-            match std::str::from_utf8(bytes) {
-                Ok(text) => return self.feed_text(text, handler),
-                Err(e) => {
-                    let (valid, rest) = bytes.split_at(e.valid_up_to());
-                    // Checked just above: `valid` is valid UTF-8.
-                    self.feed_text(std::str::from_utf8(valid).unwrap_or_default(), handler)?;
-                    match e.error_len() {
-                        None => {
-                            self.split_char.extend_from_slice(rest);
-                            return ControlFlow::Continue(());
-                        }
-                        Some(invalid) => {
-                            self.feed_text("\u{FFFD}", handler)?;
-                            bytes = &rest[invalid..];
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn feed_text<H: Handler>(&mut self, mut text: &str, handler: &mut H) -> ControlFlow<()> {
-        if text.is_empty() {
-            return ControlFlow::Continue(());
-        }
-        if self.after_cr {
-            self.after_cr = false;
-            text = text.strip_prefix('\n').unwrap_or(text);
-        }
-        if !self.partial.is_empty() {
-            // The end of a line begun in an earlier chunk.
-            let Some((end, next)) = self.line_end(text) else {
-                self.partial.push_str(text);
-                return ControlFlow::Continue(());
-            };
-            let mut line = std::mem::take(&mut self.partial);
-            line.push_str(&text[..end]);
-            let mut borrowed = Borrowed::default();
-            let flow = self.line(&line, &mut borrowed, handler);
-            self.keep(borrowed);
-            line.clear();
-            self.partial = line;
-            flow?;
-            text = &text[next..];
-        }
-        let mut borrowed = Borrowed::default();
-        let flow = self.lines(text, &mut borrowed, handler);
-        self.keep(borrowed);
-        flow
-    }
-
-    /// Read the complete lines of `text`; keep the incomplete last one.
+    /// Read the complete lines of `bytes`; keep the incomplete last one.
     fn lines<'t, H: Handler>(
         &mut self,
-        mut text: &'t str,
+        mut bytes: &'t [u8],
         borrowed: &mut Borrowed<'t>,
         handler: &mut H,
     ) -> ControlFlow<()> {
@@ -245,27 +221,29 @@ impl Parser {
                 && self.data.is_empty()
                 && self.event.is_empty()
                 && self.seen_line
-                && !text.is_empty()
-                && let Some((used, flow)) = handler.whole_event(text)
             {
-                text = &text[used..];
-                flow?;
-                continue;
+                // Nothing of an event is pending: offer whole events for as long as the
+                // handler takes them.
+                while !bytes.is_empty()
+                    && let Some((used, flow)) = handler.whole_event(bytes)
+                {
+                    bytes = &bytes[used..];
+                    flow?;
+                }
             }
-            let Some((end, next)) = self.line_end(text) else {
-                self.partial.push_str(text);
+            let Some((end, next)) = self.line_end(bytes) else {
+                self.partial.extend_from_slice(bytes);
                 return ControlFlow::Continue(());
             };
-            self.line(&text[..end], borrowed, handler)?;
-            text = &text[next..];
+            self.line(&bytes[..end], borrowed, handler)?;
+            bytes = &bytes[next..];
         }
     }
 
     /// Where the first line of `bytes` ends and the next begins. A CR at the very end may be
     /// the first half of a CRLF: the next chunk is told to skip an LF.
     #[inline]
-    fn line_end(&mut self, text: &str) -> Option<(usize, usize)> {
-        let bytes = text.as_bytes();
+    fn line_end(&mut self, bytes: &[u8]) -> Option<(usize, usize)> {
         let end = match bytes.first() {
             // A blank line, the end of every event: no search needed.
             Some(b'\n') => 0,
@@ -282,44 +260,50 @@ impl Parser {
         Some((end, next))
     }
 
+    /// One complete line, checked as UTF-8 here (invalid bytes become U+FFFD).
     fn line<'t, H: Handler>(
         &mut self,
-        mut line: &'t str,
+        mut line: &'t [u8],
         borrowed: &mut Borrowed<'t>,
         handler: &mut H,
     ) -> ControlFlow<()> {
         if !self.seen_line {
             self.seen_line = true;
-            line = line.strip_prefix('\u{FEFF}').unwrap_or(line);
+            line = line.strip_prefix(BOM).unwrap_or(line);
         }
         if line.is_empty() {
             return self.dispatch(borrowed, handler);
         }
-        let (field, value) = if let Some(value) = line.strip_prefix("data:") {
-            ("data", value)
+        let (field, value) = if let Some(value) = line.strip_prefix(b"data:") {
+            (&b"data"[..], value)
         } else {
-            match memchr(b':', line.as_bytes()) {
+            match memchr(b':', line) {
                 Some(0) => return ControlFlow::Continue(()),
                 Some(colon) => (&line[..colon], &line[colon + 1..]),
-                None => (line, ""),
+                None => (line, &b""[..]),
             }
         };
-        let value = value.strip_prefix(' ').unwrap_or(value);
+        let value = value.strip_prefix(b" ").unwrap_or(value);
         match field {
-            "data" => {
-                if self.data.is_empty() && borrowed.data.is_none() {
-                    borrowed.data = Some(value);
-                } else {
+            b"data" => match utf8_lossy(value) {
+                Cow::Borrowed(value) if self.data.is_empty() && borrowed.data.is_none() => borrowed.data = Some(value),
+                value => {
                     if let Some(first) = borrowed.data.take() {
                         self.data.push_str(first);
                         self.data.push('\n');
                     }
                     self.data.reserve(value.len() + 1);
-                    self.data.push_str(value);
+                    self.data.push_str(&value);
                     self.data.push('\n');
                 }
-            }
-            "event" => borrowed.event = Some(value),
+            },
+            b"event" => match utf8_lossy(value) {
+                Cow::Borrowed(name) => borrowed.event = Some(name),
+                Cow::Owned(name) => {
+                    borrowed.event = None;
+                    self.event = name;
+                }
+            },
             _ => {}
         }
         ControlFlow::Continue(())
@@ -487,9 +471,9 @@ mod tests {
             ControlFlow::Continue(())
         }
 
-        fn whole_event(&mut self, text: &str) -> Option<(usize, ControlFlow<()>)> {
-            self.offered.push(text.chars().take(6).collect());
-            let taken = text.starts_with("data: x\n\n").then_some(9)?;
+        fn whole_event(&mut self, bytes: &[u8]) -> Option<(usize, ControlFlow<()>)> {
+            self.offered.push(String::from_utf8_lossy(&bytes[..bytes.len().min(6)]).into_owned());
+            let taken = bytes.starts_with(b"data: x\n\n").then_some(9)?;
             self.events.push(ev(Some("taken"), "x"));
             Some((taken, ControlFlow::Continue(())))
         }

@@ -1,18 +1,15 @@
-//! From response body bytes to an [`EventStream`]: SSE framing ([`super::sse`]), then one
-//! [`StreamEvent`] per `data` payload, dispatched on its JSON `type` (the `event:` name may be
-//! missing, so it is not trusted). Each chunk of the body is framed and decoded at once by a
-//! [`Reader`] (compact deltas taken whole from the raw bytes, other events lent out of the
-//! chunk), and the owned events are queued for the consumer.
+//! From response body bytes to a [`Reply`]: SSE framing ([`super::sse`]) and decoding
+//! ([`super::decode::Intake`]) of each chunk as it arrives, every event pushed straight into the
+//! caller's assembler: compact deltas decoded onto the end of their block's text, other events
+//! dispatched on their JSON `type` (the `event:` name may be missing, so it is not trusted).
+//! Nothing is allocated or queued per event.
 //!
-//! The stream ends after `message_stop` or an `error` event, after the first failure, or when
-//! the body ends. An early end is not an error here: the shared assembler sees no
-//! `message_stop` and reports the reply as incomplete (retryable). Failures map to
-//! [`ModelError`]: bad JSON is `Protocol`, a transport error is `Connection`, and no bytes for
-//! the idle timeout is `Idle`.
+//! The reply ends after `message_stop` or an `error` event, after the first failure, or when
+//! the body ends. An early end is not an error here: the assembler sees no `message_stop` and
+//! reports the reply as incomplete (retryable). Failures map to [`ModelError`]: bad JSON is
+//! `Protocol`, a transport error is `Connection`, and no bytes for the idle timeout is `Idle`.
 
-use std::collections::VecDeque;
 use std::error::Error;
-use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -20,110 +17,81 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::time::{Instant, Sleep};
 
-use super::decode::{Decoded, Reader, Scratch};
+use super::decode::Intake;
 use super::sse::Parser;
-use crate::model::{EventStream, ModelError};
-use crate::protocol::StreamEvent;
+use crate::model::assemble::{Assembler, Step};
+use crate::model::{ModelError, Reply, ReplyStream};
 
 /// How long a stream may go without a single byte before it fails with [`ModelError::Idle`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Turn a response body into events. `idle_timeout` bounds the wait for each chunk.
-pub fn event_stream<S, B, E>(body: S, idle_timeout: Duration) -> EventStream
+/// Read a response body as a reply. `idle_timeout` bounds the wait for each chunk.
+pub fn sse_reply<S, B, E>(body: S, idle_timeout: Duration) -> ReplyStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: AsRef<[u8]>,
     E: Error,
 {
-    Box::pin(SseEvents {
-        body: Box::pin(body),
-        parser: Parser::new(),
-        queue: VecDeque::new(),
-        scratch: Scratch::new(),
-        idle_timeout,
-        timer: None,
-        body_done: false,
-        finished: false,
-    })
+    Box::pin(SseReply { body: Box::pin(body), parser: Parser::new(), idle_timeout, timer: None, over: false })
 }
 
-/// The stream behind [`event_stream`].
-struct SseEvents<S> {
+/// The reply behind [`sse_reply`].
+struct SseReply<S> {
     body: Pin<Box<S>>,
     parser: Parser,
-    /// Events decoded from the chunks read so far, not yet yielded. A terminal event or a
-    /// failure is always last: nothing after it is decoded.
-    queue: VecDeque<Result<StreamEvent, ModelError>>,
-    /// Unescaped text, reused from one event to the next.
-    scratch: Scratch,
     idle_timeout: Duration,
     /// Created on first poll (a tokio timer needs the runtime), reset on every chunk.
     timer: Option<Pin<Box<Sleep>>>,
-    /// The body has ended; what the parser holds is all there is.
-    body_done: bool,
-    /// A terminal event or a failure was yielded: nothing more comes.
-    finished: bool,
+    /// The last event, a failure or the end of the body was seen: nothing more comes.
+    over: bool,
 }
 
-impl<S, B, E> Stream for SseEvents<S>
+impl<S, B, E> Reply for SseReply<S>
 where
-    S: Stream<Item = Result<B, E>>,
+    S: Stream<Item = Result<B, E>> + Send,
     B: AsRef<[u8]>,
     E: Error,
 {
-    type Item = Result<StreamEvent, ModelError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        asm: &mut Assembler,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Poll<Option<Result<(), ModelError>>> {
         // Every field is Unpin (the body and the timer are boxed).
         let this = self.get_mut();
-        loop {
-            if let Some(event) = this.queue.pop_front() {
-                this.finished = is_last(&event);
-                return Poll::Ready(Some(event));
-            }
-            if this.finished {
-                return Poll::Ready(None);
-            }
-            if this.body_done {
-                this.finished = true;
-                continue;
-            }
-            match this.body.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => {
-                    let queue = &mut this.queue;
-                    let mut reader = Reader::new(&mut this.scratch, |decoded: Result<Decoded<'_>, ModelError>| {
-                        let event = decoded.map(Decoded::into_owned);
-                        let last = is_last(&event);
-                        queue.push_back(event);
-                        if last { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-                    });
-                    let _ = this.parser.feed_with(chunk.as_ref(), &mut reader);
-                    if let Some(timer) = this.timer.as_mut() {
-                        timer.as_mut().reset(Instant::now() + this.idle_timeout);
-                    }
+        if this.over {
+            return Poll::Ready(None);
+        }
+        match this.body.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                let mut intake = Intake::new(asm, on_step);
+                // A break means the last event was read, or a failure.
+                this.over = this.parser.feed_with(chunk.as_ref(), &mut intake).is_break();
+                if let Some(timer) = this.timer.as_mut() {
+                    timer.as_mut().reset(Instant::now() + this.idle_timeout);
                 }
-                Poll::Ready(Some(Err(e))) => {
-                    this.finished = true;
-                    return Poll::Ready(Some(Err(ModelError::Connection(error_chain(&e)))));
+                Poll::Ready(Some(intake.failure().map_or(Ok(()), Err)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.over = true;
+                Poll::Ready(Some(Err(ModelError::Connection(error_chain(&e)))))
+            }
+            Poll::Ready(None) => {
+                this.over = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                let idle = this.idle_timeout;
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+                if timer.as_mut().poll(cx).is_ready() {
+                    this.over = true;
+                    return Poll::Ready(Some(Err(ModelError::Idle(idle))));
                 }
-                Poll::Ready(None) => this.body_done = true,
-                Poll::Pending => {
-                    let idle = this.idle_timeout;
-                    let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
-                    if timer.as_mut().poll(cx).is_ready() {
-                        this.finished = true;
-                        return Poll::Ready(Some(Err(ModelError::Idle(idle))));
-                    }
-                    return Poll::Pending;
-                }
+                Poll::Pending
             }
         }
     }
-}
-
-/// Whether nothing may follow `event`: `message_stop`, an `error` event or a failure.
-fn is_last(event: &Result<StreamEvent, ModelError>) -> bool {
-    matches!(event, Ok(StreamEvent::MessageStop | StreamEvent::Error { .. }) | Err(_))
 }
 
 /// An error and its sources, joined with `: ` (reqwest's own message is often just
@@ -145,6 +113,7 @@ pub(crate) fn error_chain(error: &dyn Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::reply::{read, read_to_end};
     use futures::StreamExt;
     use std::io;
 
@@ -152,22 +121,33 @@ mod tests {
         parts.iter().map(|p| Ok(p.as_bytes())).collect()
     }
 
-    #[tokio::test]
-    async fn events_come_out_and_stop_after_message_stop() {
-        let body = futures::stream::iter(chunks(&[
-            "event: ping\ndata: {\"type\": \"ping\"}\n\ndata: {\"type\":\"message_st",
-            "op\"}\n\ndata: {\"type\":\"ping\"}\n\n",
-        ]));
-        let events: Vec<_> = event_stream(body, DEFAULT_IDLE_TIMEOUT).collect().await;
-        assert_eq!(events, vec![Ok(StreamEvent::Ping), Ok(StreamEvent::MessageStop)]);
+    /// Every step of a reply read to its end, and how it ended.
+    async fn steps_of(mut reply: ReplyStream) -> (Vec<String>, Result<(), ModelError>) {
+        let mut asm = Assembler::new();
+        let mut steps = Vec::new();
+        let end = read_to_end(&mut reply, &mut asm, &mut |step| steps.push(format!("{step:?}"))).await;
+        assert!(read(&mut reply, &mut asm, &mut |_| panic!("read after the end")).await.is_none());
+        (steps, end)
     }
 
     #[tokio::test]
-    async fn bad_json_is_a_protocol_error_and_ends_the_stream() {
+    async fn events_are_pushed_and_the_reply_stops_after_message_stop() {
+        let body = futures::stream::iter(chunks(&[
+            "event: ping\ndata: {\"type\": \"ping\"}\n\ndata: {\"type\":\"message_st",
+            "op\"}\n\ndata: {\"type\":\"ping\"}\n\n",
+            "data: {\"type\":\"ping\"}\n\n",
+        ]));
+        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        assert_eq!(steps, ["Quiet", "Stopped"]);
+        assert_eq!(end, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn bad_json_is_a_protocol_error_and_ends_the_reply() {
         let body = futures::stream::iter(chunks(&["data: {not json\n\ndata: {\"type\":\"ping\"}\n\n"]));
-        let events: Vec<_> = event_stream(body, DEFAULT_IDLE_TIMEOUT).collect().await;
-        assert_eq!(events.len(), 1);
-        let Err(ModelError::Protocol(message)) = &events[0] else { panic!("{events:?}") };
+        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        assert!(steps.is_empty());
+        let Err(ModelError::Protocol(message)) = &end else { panic!("{end:?}") };
         assert!(message.ends_with(": {not json"), "{message}");
     }
 
@@ -177,27 +157,29 @@ mod tests {
             Ok(b"data: {\"type\":\"ping\"}\n\n"),
             Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer")),
         ];
-        let events: Vec<_> = event_stream(futures::stream::iter(items), DEFAULT_IDLE_TIMEOUT).collect().await;
-        assert_eq!(events, vec![Ok(StreamEvent::Ping), Err(ModelError::Connection("reset by peer".into()))]);
+        let (steps, end) = steps_of(sse_reply(futures::stream::iter(items), DEFAULT_IDLE_TIMEOUT)).await;
+        assert_eq!(steps, ["Quiet"]);
+        assert_eq!(end, Err(ModelError::Connection("reset by peer".into())));
     }
 
     #[tokio::test]
     async fn body_end_without_message_stop_just_ends() {
         let body = futures::stream::iter(chunks(&["data: {\"type\":\"ping\"}\n\ndata: {\"type\":\"message_stop\"}"]));
-        let events: Vec<_> = event_stream(body, DEFAULT_IDLE_TIMEOUT).collect().await;
-        assert_eq!(events, vec![Ok(StreamEvent::Ping)]);
+        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        assert_eq!(steps, ["Quiet"]);
+        assert_eq!(end, Ok(()));
     }
 
     #[tokio::test]
     async fn silence_longer_than_the_idle_timeout_fails() {
         let idle = Duration::from_millis(100);
         let first = futures::stream::iter(chunks(&["data: {\"type\":\"ping\"}\n\n"]));
-        let body = first.chain(futures::stream::pending());
-        let mut events = event_stream(body, idle);
-        assert_eq!(events.next().await, Some(Ok(StreamEvent::Ping)));
+        let mut reply = sse_reply(first.chain(futures::stream::pending()), idle);
+        let mut asm = Assembler::new();
+        assert_eq!(read(&mut reply, &mut asm, &mut |_| {}).await, Some(Ok(())));
         let started = Instant::now();
-        assert_eq!(events.next().await, Some(Err(ModelError::Idle(idle))));
+        assert_eq!(read(&mut reply, &mut asm, &mut |_| {}).await, Some(Err(ModelError::Idle(idle))));
         assert!(started.elapsed() >= idle);
-        assert_eq!(events.next().await, None);
+        assert_eq!(read(&mut reply, &mut asm, &mut |_| {}).await, None);
     }
 }

@@ -56,7 +56,7 @@ fn assemble(events: &[StreamEvent]) -> Assembler {
 }
 
 async fn stream_main(m: &ScriptedModel) -> Vec<StreamEvent> {
-    collect(m.stream(main_request()).await.unwrap()).await
+    collect(m.answer(main_request()).unwrap()).await
 }
 
 fn script_error(result: Result<EventStream, ModelError>) -> String {
@@ -198,7 +198,7 @@ async fn http_errors_fail_the_request() {
             {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded", "retry_after_s": 3}},
             {"content": [{"type": "text", "text": "ok"}]}]}"#,
     );
-    let err = m.stream(main_request()).await.err().expect("an HTTP error");
+    let err = m.answer(main_request()).err().expect("an HTTP error");
     assert_eq!(
         err,
         ModelError::Http {
@@ -276,7 +276,7 @@ async fn expect_mismatches_name_reply_field_and_values() {
     ];
     for (expect, message) in cases {
         let (m, _) = model(&json!({"responses": [{"expect": expect}]}).to_string());
-        let got = script_error(m.stream(request(Purpose::Main, vec![user_turn.clone()])).await);
+        let got = script_error(m.answer(request(Purpose::Main, vec![user_turn.clone()])));
         assert_eq!(got, message);
         assert_eq!(ModelError::Script(got).to_string(), format!("scripted model: {message}"));
     }
@@ -284,11 +284,11 @@ async fn expect_mismatches_name_reply_field_and_values() {
     let all_hold = json!({"responses": [{"expect": {"max_tokens": 16000, "model": MODEL,
         "last_user_text_contains": "step one", "tool_result_is_error": [false, true]}}]});
     let (m, _) = model(&all_hold.to_string());
-    assert!(m.stream(request(Purpose::Main, vec![user_turn])).await.is_ok());
+    assert!(m.answer(request(Purpose::Main, vec![user_turn])).is_ok());
 
     let (m, _) = model(r#"{"responses": [{"expect": {"last_user_text_contains": "x"}}]}"#);
     assert_eq!(
-        script_error(m.stream(request(Purpose::Main, Vec::new())).await),
+        script_error(m.answer(request(Purpose::Main, Vec::new()))),
         "responses[0].expect.last_user_text_contains: expected the last user message to contain \"x\", \
          got no user message"
     );
@@ -299,16 +299,10 @@ async fn requests_past_the_end_fail_loudly() {
     let (m, _) = model(r#"{"responses": [{}, {}]}"#);
     stream_main(&m).await;
     stream_main(&m).await;
+    assert_eq!(script_error(m.answer(main_request())), "main request 3 is past the end of the script (2 responses)");
+    assert_eq!(script_error(m.answer(main_request())), "main request 4 is past the end of the script (2 responses)");
     assert_eq!(
-        script_error(m.stream(main_request()).await),
-        "main request 3 is past the end of the script (2 responses)"
-    );
-    assert_eq!(
-        script_error(m.stream(main_request()).await),
-        "main request 4 is past the end of the script (2 responses)"
-    );
-    assert_eq!(
-        script_error(m.stream(request(Purpose::Aux, Vec::new())).await),
+        script_error(m.answer(request(Purpose::Aux, Vec::new()))),
         "aux request 1 is past the end of the script (0 aux responses)"
     );
     assert_eq!(m.served(), (2, 0));
@@ -325,7 +319,7 @@ async fn abort_in_stream_phase_cancels_after_block_zero_and_pends() {
     stream_main(&m).await;
     assert!(!cancel.is_cancelled(), "reply 0 is not the abort's reply");
 
-    let mut stream = m.stream(main_request()).await.unwrap();
+    let mut stream = m.answer(main_request()).unwrap();
     let mut assembler = Assembler::new();
     loop {
         let event = stream.next().await.expect("an event").unwrap();
@@ -368,7 +362,7 @@ async fn aux_requests_take_aux_replies() {
                                  {"type": "tool_use", "name": "Read", "input": {}}]}]}"#,
     );
     let aux = request(Purpose::Aux, vec![Message::user_text("Summarise.")]);
-    let events = collect(m.stream(aux.clone()).await.unwrap()).await;
+    let events = collect(m.answer(aux.clone()).unwrap()).await;
     assert_eq!(m.served(), (0, 1));
     let (message, _) = assemble(&events).finish().into_message();
     assert_eq!(
@@ -388,7 +382,7 @@ async fn aux_requests_take_aux_replies() {
 #[tokio::test]
 async fn chunk_delay_paces_every_event_after_message_start() {
     let (m, _) = model(r#"{"responses": [{"content": [{"type": "text", "text": "Hi."}], "chunk_delay_ms": 15}]}"#);
-    let mut stream = m.stream(main_request()).await.unwrap();
+    let mut stream = m.answer(main_request()).unwrap();
     let started = Instant::now();
     assert!(matches!(stream.next().await, Some(Ok(StreamEvent::MessageStart { .. }))));
     assert!(started.elapsed() < Duration::from_millis(15), "message_start is not delayed");

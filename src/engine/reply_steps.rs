@@ -1,0 +1,98 @@
+//! What one read of a reply changed, gathered while the reply pushes into the assembler and
+//! acted on once the read is done (the assembler is lent to the reply meanwhile).
+//!
+//! Consecutive pieces of text (or of thinking) are joined, so a chunk of a real stream, a few
+//! hundred deltas, makes one `TextDelta` event, not hundreds: the output sees the same text in
+//! fewer, larger writes, and nothing is allocated per delta.
+
+use crate::model::assemble::Step;
+use crate::protocol::ApiErrorBody;
+
+/// One thing a read changed that the engine acts on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    /// Text appended to the reply (consecutive pieces joined).
+    Text(String),
+    /// Thinking appended (consecutive pieces joined).
+    Thinking(String),
+    /// Block `index` is complete.
+    BlockDone(usize),
+    /// `message_stop` arrived.
+    Stopped,
+    /// An `error` event ended the stream.
+    Failed(ApiErrorBody),
+}
+
+/// The [`Seen`]s of one read, in order.
+#[derive(Debug, Default)]
+pub struct ReplySteps {
+    seen: Vec<Seen>,
+}
+
+impl ReplySteps {
+    /// Note one step.
+    pub fn note(&mut self, step: Step<'_>) {
+        match step {
+            Step::Quiet => {}
+            Step::Text { text, .. } => match self.seen.last_mut() {
+                Some(Seen::Text(joined)) => joined.push_str(&text),
+                _ => self.seen.push(Seen::Text(joined(&text))),
+            },
+            Step::Thinking { text } => match self.seen.last_mut() {
+                Some(Seen::Thinking(joined)) => joined.push_str(&text),
+                _ => self.seen.push(Seen::Thinking(joined(&text))),
+            },
+            Step::BlockDone(index) => self.seen.push(Seen::BlockDone(index)),
+            Step::Stopped => self.seen.push(Seen::Stopped),
+            Step::Failed(error) => self.seen.push(Seen::Failed(error)),
+        }
+    }
+
+    /// Everything noted since the last call, oldest first.
+    pub fn take(&mut self) -> std::vec::Drain<'_, Seen> {
+        self.seen.drain(..)
+    }
+}
+
+/// The first piece of a run of text, with room for the pieces that usually follow it in one
+/// read (a chunk of a real stream carries a few hundred), so joining them rarely reallocates.
+fn joined(first: &str) -> String {
+    let mut text = String::with_capacity(first.len().max(1024));
+    text.push_str(first);
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn consecutive_pieces_join_and_everything_else_keeps_its_place() {
+        let mut steps = ReplySteps::default();
+        for step in [
+            Step::Thinking { text: Cow::Borrowed("hm") },
+            Step::Thinking { text: Cow::Owned("m".into()) },
+            Step::Quiet,
+            Step::Text { index: 1, text: Cow::Borrowed("a") },
+            Step::Text { index: 1, text: Cow::Borrowed("b") },
+            Step::BlockDone(1),
+            Step::Text { index: 2, text: Cow::Borrowed("c") },
+            Step::Stopped,
+        ] {
+            steps.note(step);
+        }
+        let seen: Vec<Seen> = steps.take().collect();
+        assert_eq!(
+            seen,
+            [
+                Seen::Thinking("hmm".into()),
+                Seen::Text("ab".into()),
+                Seen::BlockDone(1),
+                Seen::Text("c".into()),
+                Seen::Stopped
+            ]
+        );
+        assert_eq!(steps.take().count(), 0);
+    }
+}

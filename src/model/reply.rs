@@ -1,0 +1,157 @@
+//! The reply to one request, as the engine reads it: a [`Reply`] pushes what arrives straight
+//! into the caller's [`Assembler`] and reports each [`Step`], instead of handing over one owned
+//! event at a time. The Anthropic reader decodes a delta's text straight onto the end of the
+//! block it extends, so reading a reply allocates nothing per event; providers that produce
+//! owned events (the scripted model) are adapted with [`from_events`].
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+
+use crate::model::ModelError;
+use crate::model::assemble::{Assembler, Step};
+use crate::protocol::StreamEvent;
+
+/// One streamed reply, read a piece at a time into the caller's assembler.
+pub trait Reply: Send {
+    /// Wait for the next piece of the reply (a chunk of the body, one scripted event), push
+    /// every event it completes into `asm` and call `on_step` with what each changed.
+    ///
+    /// `Ready(Some(Ok(())))` after a piece was read; `Ready(None)` once the reply is over:
+    /// after `message_stop` or an `error` event was pushed, or when the body ended (the
+    /// assembler then reports the reply incomplete). `Ready(Some(Err(_)))` is a failure
+    /// (transport, idle timeout, bad event), after which the reply is over.
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        asm: &mut Assembler,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Poll<Option<Result<(), ModelError>>>;
+}
+
+/// A boxed reply, as [`crate::model::Model::stream`] returns it.
+pub type ReplyStream = Pin<Box<dyn Reply>>;
+
+/// A stream of owned events, which [`from_events`] turns into a [`Reply`].
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
+
+/// Read the next piece of `reply` into `asm` ([`Reply::poll_read`]).
+pub async fn read(
+    reply: &mut ReplyStream,
+    asm: &mut Assembler,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Option<Result<(), ModelError>> {
+    std::future::poll_fn(|cx| reply.as_mut().poll_read(cx, asm, on_step)).await
+}
+
+/// Read `reply` to its end into `asm`, calling `on_step` with every step.
+///
+/// # Errors
+/// The failure that ended the reply. (An `error` event is a [`Step::Failed`], not an error
+/// here.)
+pub async fn read_to_end(
+    reply: &mut ReplyStream,
+    asm: &mut Assembler,
+    on_step: &mut dyn FnMut(Step<'_>),
+) -> Result<(), ModelError> {
+    while let Some(piece) = read(reply, asm, on_step).await {
+        piece?;
+    }
+    Ok(())
+}
+
+/// A reply made of owned events, each pushed as it comes; the stream is not polled again after
+/// `message_stop`, an `error` event or a failure.
+pub fn from_events(events: EventStream) -> ReplyStream {
+    Box::pin(Events { events, over: false })
+}
+
+/// The reply behind [`from_events`].
+struct Events {
+    events: EventStream,
+    over: bool,
+}
+
+impl Reply for Events {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        asm: &mut Assembler,
+        on_step: &mut dyn FnMut(Step<'_>),
+    ) -> Poll<Option<Result<(), ModelError>>> {
+        let this = self.get_mut();
+        if this.over {
+            return Poll::Ready(None);
+        }
+        let pushed = match std::task::ready!(this.events.as_mut().poll_next(cx)) {
+            None => {
+                this.over = true;
+                return Poll::Ready(None);
+            }
+            Some(event) => event.and_then(|event| asm.push(event)),
+        };
+        match pushed {
+            Ok(step) => {
+                this.over = matches!(step, Step::Stopped | Step::Failed(_));
+                on_step(step);
+                Poll::Ready(Some(Ok(())))
+            }
+            Err(error) => {
+                this.over = true;
+                Poll::Ready(Some(Err(error)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ApiErrorBody, Delta};
+
+    fn events(items: Vec<Result<StreamEvent, ModelError>>) -> ReplyStream {
+        from_events(Box::pin(futures::stream::iter(items)))
+    }
+
+    async fn steps_of(mut reply: ReplyStream) -> (Vec<String>, Result<(), ModelError>, Assembler) {
+        let mut asm = Assembler::new();
+        let mut steps = Vec::new();
+        let end = read_to_end(&mut reply, &mut asm, &mut |step| steps.push(format!("{step:?}"))).await;
+        assert!(read(&mut reply, &mut asm, &mut |_| panic!("read after the end")).await.is_none());
+        (steps, end, asm)
+    }
+
+    #[tokio::test]
+    async fn owned_events_are_pushed_until_message_stop() {
+        let start = serde_json::from_value(serde_json::json!(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        ))
+        .unwrap();
+        let reply = events(vec![
+            Ok(start),
+            Ok(StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "hi".into() } }),
+            Ok(StreamEvent::ContentBlockStop { index: 0 }),
+            Ok(StreamEvent::MessageStop),
+            Ok(StreamEvent::Ping),
+        ]);
+        let (steps, end, asm) = steps_of(reply).await;
+        assert_eq!(steps, ["Quiet", r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
+        assert_eq!(end, Ok(()));
+        assert!(asm.is_complete());
+    }
+
+    #[tokio::test]
+    async fn an_error_event_or_a_failure_ends_the_reply() {
+        let error = ApiErrorBody { kind: "overloaded_error".into(), message: "busy".into() };
+        let (steps, end, _) = steps_of(events(vec![Ok(StreamEvent::Error { error }), Ok(StreamEvent::Ping)])).await;
+        assert_eq!(steps, [r#"Failed(ApiErrorBody { kind: "overloaded_error", message: "busy" })"#]);
+        assert_eq!(end, Ok(()));
+        let (steps, end, _) = steps_of(events(vec![Err(ModelError::Incomplete), Ok(StreamEvent::Ping)])).await;
+        assert!(steps.is_empty());
+        assert_eq!(end, Err(ModelError::Incomplete));
+        let refused = Ok(StreamEvent::ContentBlockStop { index: 3 });
+        let (_, end, _) = steps_of(events(vec![refused])).await;
+        assert_eq!(end, Err(ModelError::Protocol("event names block 3, which never started".into())));
+    }
+}
