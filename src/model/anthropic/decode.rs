@@ -5,7 +5,7 @@
 //! `{"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"…"}}`.
 //! That form is read directly: the string is unescaped, and its UTF-8 checked, in the same pass
 //! that finds its end, straight onto the end of the string the assembler keeps for that block
-//! ([`Assembler::piece_target`], [`super::unescape`]), so a delta costs one copy and no
+//! ([`Assembler::piece_target`], [`crate::model::unescape`]), so a delta costs one copy and no
 //! allocation. Everything else, any other spacing or key order included, goes to serde and is
 //! pushed as an owned event. Both paths give the same result for the same input; the tests
 //! check it.
@@ -20,9 +20,9 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use super::sse::{Event, Handler};
-use super::unescape::unescape_into;
 use crate::model::ModelError;
 use crate::model::assemble::{Assembler, Step, TextKind, piece_step};
+use crate::model::unescape::unescape_into;
 use crate::protocol::StreamEvent;
 
 /// Parse one SSE `data` payload into an owned event (serde, no fast path).
@@ -83,6 +83,7 @@ fn starts_with<const N: usize>(bytes: &[u8], prefix: &[u8; N]) -> bool {
 /// line ends), decoded into `asm`: how many bytes it spans and the step. `None`, with `asm`
 /// unchanged, for anything else (including bytes that are not UTF-8 and a block that never
 /// started); the SSE parser and [`push_payload`] then read it.
+#[inline(always)]
 pub fn framed_delta_into<'a>(bytes: &[u8], asm: &'a mut Assembler) -> Option<(usize, Step<'a>)> {
     let mut at = if starts_with(bytes, EVENT_LINE) { EVENT_LINE.len() } else { 0 };
     if !starts_with(&bytes[at..], DATA_LINE) {

@@ -3,7 +3,6 @@
 //! - [`sse`]: a strict, incremental WHATWG event-stream framer;
 //! - [`decode`]: event payloads into the assembler (or to owned events);
 //! - [`stream`]: response bytes to a [`crate::model::Reply`], with the idle timeout;
-//! - [`unescape`]: the inner loop, a JSON string unescaped and checked in one pass;
 //! - [`request`]: the request body, with prompt-cache breakpoints;
 //! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
 //! - [`pricing`]: what the reported usage costs.
@@ -18,7 +17,6 @@ pub mod pricing;
 pub mod request;
 pub mod sse;
 pub mod stream;
-pub mod unescape;
 
 pub use client::{AnthropicConfig, AnthropicModel, Auth, Secret};
 pub use pricing::cost_usd;

@@ -99,16 +99,19 @@ fn unescape(bytes: &[u8], start: usize, out: &mut [MaybeUninit<u8>]) -> Option<(
         while let Some(word) = bytes.get(at..at + 8) {
             let word: [u8; 8] = word.try_into().ok()?;
             put8(out, len, word);
-            let found = stops(u64::from_le_bytes(word));
+            let value = u64::from_le_bytes(word);
+            let found = stops(value);
             if found == 0 {
                 at += 8;
                 len += 8;
                 continue;
             }
-            let plain = (found.trailing_zeros() / 8) as usize;
+            let shift = found.trailing_zeros() & !7;
+            let plain = (shift / 8) as usize;
             at += plain;
             len += plain;
-            match word[plain] {
+            // The stop byte, taken from the word in a register.
+            match (value >> shift) as u8 {
                 b'\\' => {
                     let byte = UNESCAPE[usize::from(*bytes.get(at + 1)?)];
                     if byte == 0 {
@@ -176,12 +179,16 @@ fn unescape(bytes: &[u8], start: usize, out: &mut [MaybeUninit<u8>]) -> Option<(
     }
 }
 
-/// Whether `run`, bytes that are all 0x80 or above, is UTF-8: two-byte characters (most
-/// accented letters) are checked here, anything else by the standard library.
+/// Whether `run`, bytes that are all 0x80 or above, is UTF-8: one character of two or three
+/// bytes (accented letters, most symbols) is checked here against the well-formed sequences
+/// of the Unicode standard (table 3-7), anything else by the standard library.
 #[inline]
 fn is_utf8(run: &[u8]) -> bool {
     match *run {
         [0xC2..=0xDF, 0x80..=0xBF] => true,
+        [0xE0, 0xA0..=0xBF, 0x80..=0xBF]
+        | [0xE1..=0xEC | 0xEE..=0xEF, 0x80..=0xBF, 0x80..=0xBF]
+        | [0xED, 0x80..=0x9F, 0x80..=0xBF] => true,
         _ => std::str::from_utf8(run).is_ok(),
     }
 }
@@ -273,6 +280,19 @@ mod tests {
         ];
         for literal in literals {
             assert_eq!(ours(literal), serde(literal), "{}", String::from_utf8_lossy(literal));
+        }
+    }
+
+    #[test]
+    fn the_short_utf8_check_agrees_with_the_standard_library() {
+        let high = 0x80..=0xFFu8;
+        for a in high.clone() {
+            for b in high.clone() {
+                assert_eq!(is_utf8(&[a, b]), std::str::from_utf8(&[a, b]).is_ok(), "{a:#x} {b:#x}");
+                for c in high.clone() {
+                    assert_eq!(is_utf8(&[a, b, c]), std::str::from_utf8(&[a, b, c]).is_ok(), "{a:#x} {b:#x} {c:#x}");
+                }
+            }
         }
     }
 
