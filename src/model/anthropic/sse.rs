@@ -112,11 +112,11 @@ struct Borrowed<'t> {
     event: Option<&'t str>,
 }
 
-/// `bytes` as text, borrowed when valid (checked by `str::from_utf8`, quicker on valid text
-/// than the lossy decoder), with U+FFFD for invalid bytes otherwise.
+/// `bytes` as text, borrowed when valid (checked with SIMD by `simdutf8`, much quicker on
+/// valid text than the lossy decoder), with U+FFFD for invalid bytes otherwise.
 #[inline]
 fn utf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
+    match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),
     }
