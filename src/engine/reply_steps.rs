@@ -35,12 +35,12 @@ impl ReplySteps {
         match step {
             Step::Quiet => {}
             Step::Text { text, .. } => match self.seen.last_mut() {
-                Some(Seen::Text(joined)) => joined.push_str(&text),
-                _ => self.seen.push(Seen::Text(joined(&text))),
+                Some(Seen::Text(joined)) => join(joined, &text),
+                _ => self.seen.push(Seen::Text(text.into_owned())),
             },
             Step::Thinking { text } => match self.seen.last_mut() {
-                Some(Seen::Thinking(joined)) => joined.push_str(&text),
-                _ => self.seen.push(Seen::Thinking(joined(&text))),
+                Some(Seen::Thinking(joined)) => join(joined, &text),
+                _ => self.seen.push(Seen::Thinking(text.into_owned())),
             },
             Step::BlockDone(index) => self.seen.push(Seen::BlockDone(index)),
             Step::Stopped => self.seen.push(Seen::Stopped),
@@ -54,12 +54,14 @@ impl ReplySteps {
     }
 }
 
-/// The first piece of a run of text, with room for the pieces that usually follow it in one
-/// read (a chunk of a real stream carries a few hundred), so joining them rarely reallocates.
-fn joined(first: &str) -> String {
-    let mut text = String::with_capacity(first.len().max(1024));
-    text.push_str(first);
-    text
+/// Append a piece to a run of text, making room for the pieces that usually follow it in one
+/// read (a chunk of a real stream carries a few hundred) when it grows, so joining them rarely
+/// reallocates. A run of one piece (the scripted model's) stays its own size.
+fn join(joined: &mut String, piece: &str) {
+    if joined.capacity() - joined.len() < piece.len() {
+        joined.reserve(piece.len().max(1024));
+    }
+    joined.push_str(piece);
 }
 
 #[cfg(test)]

@@ -6,10 +6,12 @@
 //! usage counts from `message_delta` overwrite those of `message_start`. A tool_use whose JSON
 //! never completed is marked `input_complete: false` and is never executed.
 //!
-//! Events come in owned ([`Assembler::push`]) or, for the pieces of text that make up nearly
-//! all of a reply, borrowed ([`Assembler::push_text`]): a provider that decodes a delta into a
-//! buffer of its own appends it without allocating, and the [`Step`] it gets back lends the
-//! same text.
+//! Events come in owned ([`Assembler::push`]), or, for the pieces of text that make up nearly
+//! all of a reply, without an event: a reader that decodes a delta's string can decode it
+//! straight onto the end of the string the assembler keeps for that block
+//! ([`Assembler::piece_target`], then [`piece_step`] to report it), and
+//! [`Assembler::push_text`] appends a borrowed piece. Either way nothing is allocated per
+//! piece, and the [`Step`] lends the piece back.
 
 use std::borrow::Cow;
 
@@ -21,7 +23,8 @@ use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReas
 /// What one pushed event changed, for callers that show progress or start tools early.
 ///
 /// The text of a [`Step::Text`] or [`Step::Thinking`] is the piece that was pushed: owned when
-/// it came in an owned event, borrowed from the caller's piece for [`Assembler::push_text`].
+/// it came in an owned event, borrowed otherwise (from the caller's piece, or from the block's
+/// own string for a reader that decoded it there).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step<'a> {
     /// Nothing a caller needs to see.
@@ -56,17 +59,6 @@ pub enum TextKind {
     Thinking,
     /// `input_json_delta`: the JSON text of a tool's input, parsed when the block stops.
     InputJson,
-}
-
-impl TextKind {
-    /// The owned delta of this kind carrying `text`.
-    pub fn delta(self, text: String) -> Delta {
-        match self {
-            TextKind::Text => Delta::TextDelta { text },
-            TextKind::Thinking => Delta::ThinkingDelta { thinking: text },
-            TextKind::InputJson => Delta::InputJsonDelta { partial_json: text },
-        }
-    }
 }
 
 /// Gathers the events of one reply.
@@ -251,7 +243,8 @@ impl Assembler {
     /// unless block `index` is open and already has that string. Whatever the reader appends
     /// must be what [`Assembler::push_text`] would append, and it must cut the string back if
     /// it gives up. The first piece of a block's text or thinking, and pieces for a block that
-    /// already closed, go through [`Assembler::push_text`] or [`Assembler::push`].
+    /// already closed, go the general way ([`Assembler::push`] of the owned event, or
+    /// [`Assembler::push_text`]).
     #[inline]
     pub fn piece_target(&mut self, index: usize, kind: TextKind) -> Option<&mut String> {
         if *self.closed.get(index)? {
@@ -333,10 +326,10 @@ impl Assembler {
         let block = &mut self.blocks[index];
         let pending = std::mem::take(&mut self.pending[index]);
         if let Some(text) = pending.text {
-            merge_str(block, "text", text);
+            merge_str(block, "text", fitted(text));
         }
         if let Some(thinking) = pending.thinking {
-            merge_str(block, "thinking", thinking);
+            merge_str(block, "thinking", fitted(thinking));
         }
         let takes_input =
             matches!(block.get("type").and_then(Value::as_str), Some("tool_use" | "server_tool_use" | "mcp_tool_use"));
@@ -355,6 +348,15 @@ impl Assembler {
             }
         }
     }
+}
+
+/// `text` without the spare room a reader reserved while it grew (a decoder reserves for the
+/// rest of a chunk), so a short block does not hold kilobytes for the rest of the session.
+fn fitted(mut text: String) -> String {
+    if text.capacity() > 2 * text.len() + 64 {
+        text.shrink_to_fit();
+    }
+    text
 }
 
 /// What a piece of text of kind `kind` appended to block `index` reports.
@@ -473,6 +475,19 @@ mod tests {
                 json!({"type":"text","text":""}),
             ]
         );
+    }
+
+    #[test]
+    fn a_closed_block_keeps_none_of_the_room_a_reader_reserved() {
+        let mut a = Assembler::new();
+        a.push(ev(json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}))).unwrap();
+        a.push_text(0, TextKind::Text, "hi").unwrap();
+        a.piece_target(0, TextKind::Text).unwrap().reserve(16 * 1024);
+        a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap();
+        let done = a.finish();
+        let Value::String(text) = &done.content[0]["text"] else { panic!("{:?}", done.content) };
+        assert_eq!(text, "hi");
+        assert!(text.capacity() < 100, "capacity {}", text.capacity());
     }
 
     #[test]

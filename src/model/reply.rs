@@ -21,7 +21,9 @@ pub trait Reply: Send {
     /// `Ready(Some(Ok(())))` after a piece was read; `Ready(None)` once the reply is over:
     /// after `message_stop` or an `error` event was pushed, or when the body ended (the
     /// assembler then reports the reply incomplete). `Ready(Some(Err(_)))` is a failure
-    /// (transport, idle timeout, bad event), after which the reply is over.
+    /// (transport, idle timeout, bad event), after which the reply is over; the events of the
+    /// piece before the failure were pushed, and reported, first. `on_step` is only called
+    /// in a poll that returns `Ready`.
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

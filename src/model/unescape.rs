@@ -70,8 +70,11 @@ pub fn unescape_into(bytes: &[u8], start: usize, out: &mut String) -> Option<usi
     buf.reserve(room);
     let old = buf.len();
     let (end, len) = unescape(bytes, start, &mut buf.spare_capacity_mut()[..room])?;
-    // SAFETY: see above; `len <= room` bytes after `old` were written.
+    // Every write into the `room` bytes is bounds-checked, so `len` cannot exceed them.
+    debug_assert!(len <= room);
+    // SAFETY: see above; the `len` bytes after `old`, within the room reserved, were written.
     unsafe { buf.set_len(old + len) };
+    debug_assert!(std::str::from_utf8(&buf[old..]).is_ok(), "unescape appended invalid UTF-8");
     Some(end)
 }
 

@@ -119,7 +119,10 @@ impl Appended {
     fn step(self, asm: &mut Assembler) -> Step<'_> {
         let piece = match self.kind {
             TextKind::InputJson => "",
-            kind => asm.piece_target(self.index, kind).map_or("", |text| &text[self.start..]),
+            kind => {
+                let text = asm.piece_target(self.index, kind).expect("the piece was just appended to this string");
+                &text[self.start..]
+            }
         };
         piece_step(self.index, self.kind, Cow::Borrowed(piece))
     }
@@ -224,7 +227,8 @@ const THINKING: &[u8; 27] = br#"thinking_delta","thinking":"#;
 fn delta_head(bytes: &[u8], at: usize) -> Option<(usize, TextKind, usize)> {
     let rest = bytes.get(at..)?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || (digits > 1 && rest[0] == b'0') || digits > 18 {
+    // At most as many digits as the largest `usize` has, less one: the index cannot overflow.
+    if digits == 0 || (digits > 1 && rest[0] == b'0') || digits > usize::MAX.ilog10() as usize {
         return None;
     }
     let index = rest[..digits].iter().fold(0usize, |n, d| n * 10 + usize::from(d - b'0'));

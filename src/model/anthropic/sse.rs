@@ -1,8 +1,9 @@
 //! A strict, incremental server-sent-events framer (the WHATWG "event stream" format).
 //!
 //! Bytes go in with [`Parser::feed`] in chunks of any size, and each event they complete is
-//! handed to a callback as it is found. (The older pair [`Parser::push`] and
-//! [`Parser::next_event`] queues the events instead, at the cost of one copy of each.) The rules
+//! handed to a callback as it is found. (The pair [`Parser::push`] and [`Parser::next_event`]
+//! queues the events instead, at the cost of one copy of each; the fixture tests read their
+//! reference path through it.) The rules
 //! are the standard's:
 //! - a line ends in LF, CRLF or CR, and a CR ending one chunk followed by an LF starting the
 //!   next is one line end;
