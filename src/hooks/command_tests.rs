@@ -151,6 +151,7 @@ async fn stop_ignores_matchers() {
 fn tool_hooks(event: &str) -> CommandHooks {
     hooks(json!({ event: [
         {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "echo edit-or-write >&2; exit 2"}]},
+        {"matcher": "^(Gl|Gr).*", "hooks": [{"type": "command", "command": "echo search >&2; exit 2"}]},
         {"matcher": "*", "hooks": [{"type": "command", "command": "echo any >&2; exit 2"}]}
     ]}))
 }
@@ -163,6 +164,8 @@ async fn pre_matchers_select_hooks() {
     assert_eq!(write, PreToolDecision { deny: Some("edit-or-write\nany".into()), stop: None });
     let (read, _) = h.pre_tool_use(&env, "Read", "t2", &json!({})).await;
     assert_eq!(read, PreToolDecision { deny: Some("any".into()), stop: None });
+    let (grep, _) = h.pre_tool_use(&env, "Grep", "t3", &json!({})).await;
+    assert_eq!(grep, PreToolDecision { deny: Some("search\nany".into()), stop: None });
 }
 
 #[tokio::test]

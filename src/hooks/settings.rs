@@ -43,9 +43,9 @@ pub struct HookTable {
 /// One matcher group: a tool-name matcher and the commands to run when it matches.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 pub struct HookMatcher {
-    /// Absent, `""` or `"*"` match every tool; otherwise `|`-separated exact tool names.
+    /// Which tools the group applies to; absent matches every tool.
     #[serde(default)]
-    pub matcher: Option<String>,
+    pub matcher: Option<ToolMatcher>,
     /// The commands of this group, in order.
     #[serde(default, deserialize_with = "null_as_default")]
     pub hooks: Vec<HookCommand>,
@@ -170,13 +170,80 @@ impl Settings {
 }
 
 impl HookMatcher {
-    /// Whether this group applies to `tool_name`: absent, `""` and `"*"` match every tool,
-    /// otherwise one of the `|`-separated names (spaces around a name are ignored) must equal it.
+    /// Whether this group applies to `tool_name` (an absent matcher matches every tool).
     pub fn matches(&self, tool_name: &str) -> bool {
-        match self.matcher.as_deref().map(str::trim) {
-            None | Some("") | Some("*") => true,
-            Some(names) => names.split('|').any(|name| name.trim() == tool_name),
+        self.matcher.as_ref().is_none_or(|m| m.matches(tool_name))
+    }
+}
+
+/// A group's `matcher` in Claude Code's syntax, checked when the settings are read.
+///
+/// `""` and `"*"` match every tool. A matcher made only of letters, digits, `_`, `|` and
+/// spaces is a list of exact tool names (`"Edit|Write"`; spaces around a name are ignored).
+/// Anything else is a regular expression that must match somewhere in the tool name, as
+/// JavaScript's `RegExp.test` does (`"Notebook.*"`, `"mcp__.*__write"`; anchor it with `^…$`
+/// to match whole names). Where Claude Code silently ignores a pattern that does not compile,
+/// reading the settings fails and names it.
+#[derive(Debug, Clone)]
+pub struct ToolMatcher {
+    /// The matcher as written.
+    source: String,
+    kind: MatcherKind,
+}
+
+#[derive(Debug, Clone)]
+enum MatcherKind {
+    Any,
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+impl ToolMatcher {
+    /// Read a matcher.
+    ///
+    /// # Errors
+    /// The regular expression's own error, for a pattern that does not compile.
+    pub fn new(source: &str) -> Result<ToolMatcher, regex::Error> {
+        let trimmed = source.trim();
+        let kind = if trimmed.is_empty() || trimmed == "*" {
+            MatcherKind::Any
+        } else if trimmed.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'|' | b' ')) {
+            MatcherKind::Names(trimmed.split('|').map(|name| name.trim().to_owned()).collect())
+        } else {
+            MatcherKind::Pattern(regex::Regex::new(source)?)
+        };
+        Ok(ToolMatcher { source: source.to_owned(), kind })
+    }
+
+    /// The matcher as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the matcher applies to `tool_name`.
+    pub fn matches(&self, tool_name: &str) -> bool {
+        match &self.kind {
+            MatcherKind::Any => true,
+            MatcherKind::Names(names) => names.iter().any(|name| name == tool_name),
+            MatcherKind::Pattern(pattern) => pattern.is_match(tool_name),
         }
+    }
+}
+
+/// Two matchers are the same when they are written the same.
+impl PartialEq for ToolMatcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for ToolMatcher {}
+
+impl<'de> Deserialize<'de> for ToolMatcher {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(d)?;
+        ToolMatcher::new(&source)
+            .map_err(|e| D::Error::custom(format!("`{source}` is not a valid regular expression: {e}")))
     }
 }
 
@@ -272,14 +339,12 @@ mod tests {
         });
         let s = Settings::from_value("settings.json", &v).unwrap();
         assert_eq!(s.hooks.stop, vec![HookMatcher { matcher: None, hooks: vec![cmd("exit 0", Some(30))] }]);
+        let matcher = |s: &str| Some(ToolMatcher::new(s).unwrap());
         assert_eq!(
             s.hooks.pre_tool_use,
-            vec![HookMatcher { matcher: Some("Bash|Edit".into()), hooks: vec![cmd("check", None)] }]
+            vec![HookMatcher { matcher: matcher("Bash|Edit"), hooks: vec![cmd("check", None)] }]
         );
-        assert_eq!(
-            s.hooks.post_tool_use,
-            vec![HookMatcher { matcher: Some("*".into()), hooks: vec![cmd("fmt", None)] }]
-        );
+        assert_eq!(s.hooks.post_tool_use, vec![HookMatcher { matcher: matcher("*"), hooks: vec![cmd("fmt", None)] }]);
         assert_eq!(s.hooks.other.keys().collect::<Vec<_>>(), vec!["Notification"]);
         assert_eq!(s.hooks.other["Notification"], json!([{"hooks": [{"type": "prompt", "prompt": "x"}]}]));
         assert_eq!(
@@ -374,15 +439,39 @@ mod tests {
 
     #[test]
     fn matcher_semantics() {
-        let m = |s: Option<&str>| HookMatcher { matcher: s.map(str::to_owned), hooks: vec![] };
-        for all in [None, Some(""), Some("*")] {
+        let m = |s: Option<&str>| HookMatcher { matcher: s.map(|s| ToolMatcher::new(s).unwrap()), hooks: vec![] };
+        for all in [None, Some(""), Some("*"), Some(" * ")] {
             assert!(m(all).matches("Read"), "{all:?}");
         }
+        // Names: exact, whole names only.
         assert!(m(Some("Edit|Write")).matches("Write"));
         assert!(m(Some("Edit|Write")).matches("Edit"));
         assert!(!m(Some("Edit|Write")).matches("Read"));
         assert!(!m(Some("Edit|Write")).matches("Edi"));
+        assert!(!m(Some("Edit")).matches("NotebookEdit"));
         assert!(m(Some("Edit | Write")).matches("Write"));
         assert!(m(Some("Bash")).matches("Bash"));
+        assert!(m(Some("mcp__memory__create_entities")).matches("mcp__memory__create_entities"));
+        // Patterns: found anywhere in the name, unless anchored.
+        assert!(m(Some("Notebook.*")).matches("NotebookEdit"));
+        assert!(m(Some("mcp__.*__write.*")).matches("mcp__files__write_file"));
+        assert!(!m(Some("mcp__.*__write.*")).matches("mcp__files__read_file"));
+        assert!(m(Some("Ed.t")).matches("NotebookEdit"));
+        assert!(!m(Some("^Ed.t$")).matches("NotebookEdit"));
+        assert!(m(Some("^(Edit|Write)$")).matches("Write"));
+    }
+
+    #[test]
+    fn a_matcher_that_does_not_compile_names_its_path() {
+        let err = invalid(json!({"hooks": {"PostToolUse": [
+            {"matcher": "Bash", "hooks": []},
+            {"matcher": "Edit(", "hooks": []}
+        ]}}));
+        assert!(
+            err.starts_with(
+                "settings.json: at hooks.PostToolUse[1].matcher: `Edit(` is not a valid regular expression: "
+            ),
+            "{err}"
+        );
     }
 }
