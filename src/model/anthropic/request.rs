@@ -92,20 +92,37 @@ struct MarkedTool<'a> {
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        if let Some((last, rest)) = self.0.split_last() {
-            for tool in rest {
-                seq.serialize_element(tool)?;
-            }
-            seq.serialize_element(&MarkedTool {
-                name: &last.name,
-                description: &last.description,
-                input_schema: &last.input_schema,
-                cache_control: EPHEMERAL,
-            })?;
-        }
-        seq.end()
+        let last = self.0.len().checked_sub(1);
+        marked_seq(serializer, self.0, last, |tool| MarkedTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.input_schema,
+            cache_control: EPHEMERAL,
+        })
     }
+}
+
+/// `items` as a sequence, the one at `marked` (if any) written as `mark` makes it instead.
+fn marked_seq<'a, S, T, M>(
+    serializer: S,
+    items: &'a [T],
+    marked: Option<usize>,
+    mark: impl Fn(&'a T) -> M,
+) -> Result<S::Ok, S::Error>
+where
+    S: Serializer,
+    T: Serialize,
+    M: Serialize,
+{
+    let mut seq = serializer.serialize_seq(Some(items.len()))?;
+    for (i, item) in items.iter().enumerate() {
+        if Some(i) == marked {
+            seq.serialize_element(&mark(item))?;
+        } else {
+            seq.serialize_element(item)?;
+        }
+    }
+    seq.end()
 }
 
 /// The history, its last message marked.
@@ -119,14 +136,11 @@ struct MarkedMessage<'a> {
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        if let Some((last, rest)) = self.0.split_last() {
-            for message in rest {
-                seq.serialize_element(message)?;
-            }
-            seq.serialize_element(&MarkedMessage { role: last.role, content: MarkedContent(&last.content) })?;
-        }
-        seq.end()
+        let last = self.0.len().checked_sub(1);
+        marked_seq(serializer, self.0, last, |message| MarkedMessage {
+            role: message.role,
+            content: MarkedContent(&message.content),
+        })
     }
 }
 
@@ -143,15 +157,7 @@ struct MarkedBlock<'a> {
 impl Serialize for MarkedContent<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let marked = self.0.iter().rposition(can_cache);
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for (i, block) in self.0.iter().enumerate() {
-            if Some(i) == marked {
-                seq.serialize_element(&MarkedBlock { block, cache_control: EPHEMERAL })?;
-            } else {
-                seq.serialize_element(block)?;
-            }
-        }
-        seq.end()
+        marked_seq(serializer, self.0, marked, |block| MarkedBlock { block, cache_control: EPHEMERAL })
     }
 }
 
