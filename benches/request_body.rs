@@ -9,30 +9,21 @@
 //! turns of an assistant message (text and a `tool_use`) and a user message (its `tool_result`,
 //! 500 to 4,000 characters of code with quotes, backslashes, tabs and some non-ASCII text).
 
+mod common;
+
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentloop::model::anthropic::request::to_json;
 use agentloop::model::{ModelRequest, Purpose};
 use agentloop::protocol::{ContentBlock, Message, Role};
 use agentloop::tools::Registry;
+use common::{Interleaved, Rng};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
 /// Messages in the history.
 const MESSAGES: usize = 200;
-
-/// A small deterministic generator (xorshift), so every run sees the same history.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// Lines of code as a Read result shows them: `     N\t` then the line.
 fn code(rng: &mut Rng, chars: usize) -> String {
@@ -106,34 +97,11 @@ fn bare(messages: &[Message]) -> usize {
     serde_json::to_vec(black_box(messages)).expect("the messages serialise").len()
 }
 
-/// Median over `rounds` of (time of `iters` bodies) / (time of `iters` bare serialisations).
-/// The two sides alternate within each round, and which goes first alternates between rounds,
-/// so neither gains from running second (warm caches, a freshly freed buffer).
+/// Median over `rounds` of (time of `iters` bodies) / (time of `iters` bare serialisations),
+/// interleaved ([`Interleaved`]), and the mean time of one of each.
 fn interleaved_ratio(request: &ModelRequest, rounds: usize, iters: usize) -> (f64, Duration, Duration) {
-    let time = |f: &dyn Fn() -> usize| {
-        let start = Instant::now();
-        for _ in 0..iters {
-            black_box(f());
-        }
-        start.elapsed()
-    };
-    let mut ratios = Vec::with_capacity(rounds);
-    let (mut body_total, mut bare_total) = (Duration::ZERO, Duration::ZERO);
-    for round in 0..rounds {
-        let (body_time, bare_time) = if round % 2 == 0 {
-            let body_time = time(&|| body(request));
-            (body_time, time(&|| bare(&request.messages)))
-        } else {
-            let bare_time = time(&|| bare(&request.messages));
-            (time(&|| body(request)), bare_time)
-        };
-        ratios.push(body_time.as_secs_f64() / bare_time.as_secs_f64());
-        body_total += body_time;
-        bare_total += bare_time;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let per = (rounds * iters) as u32;
-    (ratios[rounds / 2], body_total / per, bare_total / per)
+    let run = Interleaved::measure(rounds, iters, &|| body(request), &|| bare(&request.messages));
+    (run.median(), run.first_each, run.second_each)
 }
 
 fn bench(c: &mut Criterion) {

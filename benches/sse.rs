@@ -10,9 +10,10 @@
 //! per read as the engine joins it). `cargo bench --bench sse`; the ratios go to
 //! docs/performance.md.
 
+mod common;
+
 use std::hint::black_box;
 use std::ops::ControlFlow;
-use std::time::Instant;
 
 use agentloop::engine::reply_steps::{ReplySteps, Seen};
 use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
@@ -20,23 +21,12 @@ use agentloop::model::anthropic::sse::Parser;
 use agentloop::model::anthropic::stream::sse_reply;
 use agentloop::model::assemble::{Assembler, Step};
 use agentloop::model::reply;
+use common::{Interleaved, Rng};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
 const TARGET_BYTES: usize = 50 * 1024 * 1024;
 const CHUNK: usize = 16 * 1024;
-
-/// A small deterministic generator (xorshift), so every run sees the same stream.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// Append one event in the API's own framing and compact JSON, keys in the API's order.
 fn event(out: &mut String, kind: &str, json: &str) {
@@ -155,13 +145,13 @@ fn parse_and_assemble(bytes: &[u8]) -> usize {
     done.content.len()
 }
 
-/// Every event framed by the parser, then `decode::push_payload` (no whole-event path).
-fn parse_and_assemble_events(bytes: &[u8]) -> usize {
+/// Every event framed by the parser, then `push(assembler, data)`; `finish()`.
+fn assemble_each_event(bytes: &[u8], push: fn(&mut Assembler, &str)) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
     for chunk in bytes.chunks(CHUNK) {
         let _ = parser.feed(chunk, |event| {
-            push_payload(&mut assembler, event.data).unwrap();
+            push(&mut assembler, event.data);
             ControlFlow::Continue(())
         });
     }
@@ -170,19 +160,18 @@ fn parse_and_assemble_events(bytes: &[u8]) -> usize {
     done.content.len()
 }
 
+/// Every event framed by the parser, then `decode::push_payload` (no whole-event path).
+fn parse_and_assemble_events(bytes: &[u8]) -> usize {
+    assemble_each_event(bytes, |asm, data| {
+        push_payload(asm, data).unwrap();
+    })
+}
+
 /// The reference: parser events read by serde into one owned `StreamEvent` each, pushed.
 fn parse_and_assemble_owned(bytes: &[u8]) -> usize {
-    let mut parser = Parser::new();
-    let mut assembler = Assembler::new();
-    for chunk in bytes.chunks(CHUNK) {
-        let _ = parser.feed(chunk, |event| {
-            assembler.push(decode(event.data).unwrap()).unwrap();
-            ControlFlow::Continue(())
-        });
-    }
-    let done = assembler.finish();
-    assert!(done.complete);
-    done.content.len()
+    assemble_each_event(bytes, |asm, data| {
+        asm.push(decode(data).unwrap()).unwrap();
+    })
 }
 
 /// What the engine runs: the `Reply` over a body of chunks, read to its end, the steps of each
@@ -216,28 +205,18 @@ fn newline_positions(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).fold(0usize, |acc, at| acc ^ at)
 }
 
-/// The baseline and `f` run alternately, so that drift between them (clock speed, other load)
-/// falls on both sides of each pair: the median, lowest and highest of the per-pair ratios
-/// (speed of `f` over speed of the scan).
+/// The scan and `f` timed in interleaved pairs ([`Interleaved`]), so that drift between them
+/// (clock speed, other load) falls on both sides: the median, lowest and highest of the
+/// per-pair ratios (speed of `f` over speed of the scan).
 fn paired_ratio(bytes: &'static [u8], name: &str, f: fn(&'static [u8]) -> usize) {
     const PAIRS: usize = 31;
-    let mut ratios: Vec<f64> = (0..PAIRS)
-        .map(|_| {
-            let started = Instant::now();
-            black_box(newline_positions(black_box(bytes)));
-            let scan = started.elapsed();
-            let started = Instant::now();
-            black_box(f(black_box(bytes)));
-            scan.as_secs_f64() / started.elapsed().as_secs_f64()
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
+    let run = Interleaved::measure(PAIRS, 1, &|| newline_positions(black_box(bytes)), &|| f(black_box(bytes)));
     let pct = |r: f64| 100.0 * r;
     eprintln!(
         "paired, {PAIRS} pairs: {name} at {:.1}% of the positions scan (lowest {:.1}%, highest {:.1}%)",
-        pct(ratios[PAIRS / 2]),
-        pct(ratios[0]),
-        pct(ratios[PAIRS - 1])
+        pct(run.median()),
+        pct(run.lowest()),
+        pct(run.highest())
     );
 }
 
