@@ -108,7 +108,7 @@ impl Reply for Events {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::{ApiErrorBody, Delta};
 
@@ -116,7 +116,9 @@ mod tests {
         from_events(Box::pin(futures::stream::iter(items)))
     }
 
-    async fn steps_of(mut reply: ReplyStream) -> (Vec<String>, Result<(), ModelError>, Assembler) {
+    /// Every step of a reply read to its end (as text), how it ended, and what it assembled;
+    /// reading once more must give nothing. Shared with the Anthropic reader's tests.
+    pub(crate) async fn steps_of(mut reply: ReplyStream) -> (Vec<String>, Result<(), ModelError>, Assembler) {
         let mut asm = Assembler::new();
         let mut steps = Vec::new();
         let end = read_to_end(&mut reply, &mut asm, &mut |step| steps.push(format!("{step:?}"))).await;

@@ -113,21 +113,13 @@ pub(crate) fn error_chain(error: &dyn Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::reply::{read, read_to_end};
+    use crate::model::reply::read;
+    use crate::model::reply::tests::steps_of;
     use futures::StreamExt;
     use std::io;
 
     fn chunks(parts: &[&'static str]) -> Vec<Result<&'static [u8], io::Error>> {
         parts.iter().map(|p| Ok(p.as_bytes())).collect()
-    }
-
-    /// Every step of a reply read to its end, and how it ended.
-    async fn steps_of(mut reply: ReplyStream) -> (Vec<String>, Result<(), ModelError>) {
-        let mut asm = Assembler::new();
-        let mut steps = Vec::new();
-        let end = read_to_end(&mut reply, &mut asm, &mut |step| steps.push(format!("{step:?}"))).await;
-        assert!(read(&mut reply, &mut asm, &mut |_| panic!("read after the end")).await.is_none());
-        (steps, end)
     }
 
     #[tokio::test]
@@ -137,7 +129,7 @@ mod tests {
             "op\"}\n\ndata: {\"type\":\"ping\"}\n\n",
             "data: {\"type\":\"ping\"}\n\n",
         ]));
-        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        let (steps, end, _) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
         assert_eq!(steps, ["Quiet", "Stopped"]);
         assert_eq!(end, Ok(()));
     }
@@ -145,7 +137,7 @@ mod tests {
     #[tokio::test]
     async fn bad_json_is_a_protocol_error_and_ends_the_reply() {
         let body = futures::stream::iter(chunks(&["data: {not json\n\ndata: {\"type\":\"ping\"}\n\n"]));
-        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        let (steps, end, _) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
         assert!(steps.is_empty());
         let Err(ModelError::Protocol(message)) = &end else { panic!("{end:?}") };
         assert!(message.ends_with(": {not json"), "{message}");
@@ -157,7 +149,7 @@ mod tests {
             Ok(b"data: {\"type\":\"ping\"}\n\n"),
             Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer")),
         ];
-        let (steps, end) = steps_of(sse_reply(futures::stream::iter(items), DEFAULT_IDLE_TIMEOUT)).await;
+        let (steps, end, _) = steps_of(sse_reply(futures::stream::iter(items), DEFAULT_IDLE_TIMEOUT)).await;
         assert_eq!(steps, ["Quiet"]);
         assert_eq!(end, Err(ModelError::Connection("reset by peer".into())));
     }
@@ -165,7 +157,7 @@ mod tests {
     #[tokio::test]
     async fn body_end_without_message_stop_just_ends() {
         let body = futures::stream::iter(chunks(&["data: {\"type\":\"ping\"}\n\ndata: {\"type\":\"message_stop\"}"]));
-        let (steps, end) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
+        let (steps, end, _) = steps_of(sse_reply(body, DEFAULT_IDLE_TIMEOUT)).await;
         assert_eq!(steps, ["Quiet"]);
         assert_eq!(end, Ok(()));
     }
