@@ -19,6 +19,7 @@ pub mod context;
 pub mod engine;
 pub mod harness;
 pub mod hooks;
+mod json_path;
 pub mod model;
 pub mod protocol;
 pub mod scenario;

@@ -17,6 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::json_path;
 use crate::protocol::StopReason;
 
 pub use block::ScriptBlock;
@@ -218,7 +219,7 @@ pub enum ScenarioError {
         source: io::Error,
     },
     /// The text is not JSON, or not JSON of the scenario format.
-    #[error("{file}: {}{message} (line {line}, column {column})", at(path))]
+    #[error("{file}: {}{message} (line {line}, column {column})", json_path::at(path))]
     Parse {
         /// The file (or other source) name.
         file: String,
@@ -232,7 +233,7 @@ pub enum ScenarioError {
         column: usize,
     },
     /// The scenario parsed but breaks a rule of the format.
-    #[error("{file}: {}{message}", at(path))]
+    #[error("{file}: {}{message}", json_path::at(path))]
     Invalid {
         /// The file (or other source) name.
         file: String,
@@ -243,10 +244,6 @@ pub enum ScenarioError {
     },
 }
 
-fn at(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!("at {path}: ") }
-}
-
 impl Scenario {
     /// Parse and check a scenario; `source` names it in errors (normally the file name).
     ///
@@ -255,10 +252,8 @@ impl Scenario {
     /// [`ScenarioError::Invalid`] when a rule of the format is broken.
     pub fn parse(source: &str, text: &str) -> Result<Scenario, ScenarioError> {
         let mut de = serde_json::Deserializer::from_str(text);
-        let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|err| {
-            let path = err.path().to_string();
-            parse_error(source, if path == "." { String::new() } else { path }, err.inner())
-        })?;
+        let scenario: Scenario = serde_path_to_error::deserialize(&mut de)
+            .map_err(|err| parse_error(source, json_path::of(&err), err.inner()))?;
         de.end().map_err(|err| parse_error(source, String::new(), &err))?;
         validate::check(&scenario).map_err(|invalid| ScenarioError::Invalid {
             file: source.to_owned(),

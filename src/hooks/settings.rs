@@ -12,6 +12,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Error as _, MapAccess, Unexpected, Visitor};
 use serde_json::Value;
 
+use crate::json_path;
+
 /// Settings in Claude Code's format. Top-level keys other than `hooks` and `permissions`
 /// (`env`, `model`, …) are ignored.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -109,7 +111,7 @@ pub enum SettingsError {
         message: String,
     },
     /// The JSON does not have the settings' shape.
-    #[error("{origin}: {}{message}", at(path))]
+    #[error("{origin}: {}{message}", json_path::at(path))]
     Invalid {
         /// Where the settings came from.
         origin: String,
@@ -118,10 +120,6 @@ pub enum SettingsError {
         /// What was found and what was expected.
         message: String,
     },
-}
-
-fn at(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!("at {path}: ") }
 }
 
 impl Settings {
@@ -144,13 +142,10 @@ impl Settings {
             let message = serde_json::Error::invalid_type(found, &"a settings object").to_string();
             return Err(SettingsError::Invalid { origin: source.to_owned(), path: String::new(), message });
         }
-        serde_path_to_error::deserialize(v).map_err(|e| {
-            let path = e.path().to_string();
-            SettingsError::Invalid {
-                origin: source.to_owned(),
-                path: if path == "." { String::new() } else { path },
-                message: e.into_inner().to_string(),
-            }
+        serde_path_to_error::deserialize(v).map_err(|e| SettingsError::Invalid {
+            origin: source.to_owned(),
+            path: json_path::of(&e),
+            message: e.into_inner().to_string(),
         })
     }
 
