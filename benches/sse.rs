@@ -7,8 +7,9 @@
 //! whole-event path (`parse_and_assemble_events`); the serde reference with one owned
 //! `StreamEvent` per event (`parse_and_assemble_owned`); and what the engine runs
 //! (`reply_and_assemble`: the `Reply` over a body stream, read to its end with text joined
-//! per read as the engine joins it). `cargo bench --bench sse`; the ratios go to
-//! docs/performance.md.
+//! per read as the engine joins it). Before criterion starts, the last two are also timed in
+//! interleaved pairs with the newline scan (`common::Interleaved`), and the median ratio is
+//! printed. `cargo bench --bench sse`; the ratios go to docs/performance.md.
 
 mod common;
 
