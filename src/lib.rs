@@ -7,6 +7,7 @@
 //! - [`engine`]: the transition table, the statig machine, the trace.
 //! - [`audit`]: proofs over the table, trace replay, diagrams.
 //! - [`tools`]: the tools the model calls.
+//! - [`shell`]: what a Bash command line would run, read off a real shell grammar.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 //! - [`context`]: token estimates, collapse and compaction.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
@@ -23,4 +24,5 @@ mod json_path;
 pub mod model;
 pub mod protocol;
 pub mod scenario;
+pub mod shell;
 pub mod tools;
