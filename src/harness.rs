@@ -18,6 +18,7 @@ use crate::model::scripted::ScriptedModel;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
 use crate::tools::permissions::{Mode, PermissionError, Policy};
+use crate::tools::shell_env::ShellEnv;
 
 /// The result of a scenario run.
 pub struct ScenarioRun {
@@ -141,6 +142,7 @@ pub async fn run_scenario_with(
         cancel,
         cwd: dir.to_path_buf(),
         policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir).map_err(HarnessError::Settings)?),
+        shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
     };
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink_events = events.clone();

@@ -159,3 +159,55 @@ fn ctrl_c_while_streaming_aborts_cleanly() {
     let last: serde_json::Value = serde_json::from_str(&last).unwrap();
     assert_eq!(last["edge"], "sampling.abort");
 }
+
+/// Bash and hook commands run without the model credentials and secret-looking variables
+/// of agentloop's own environment, except those `shellEnvironment.keep` names.
+#[test]
+fn tools_and_hooks_never_see_the_model_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("env.json");
+    let hook = "printf '%s' \"${ANTHROPIC_API_KEY-}${ANTHROPIC_AUTH_TOKEN-}${FOO_TOKEN-}\" > hook-saw.txt; \
+                printf '%s' \"$GITHUB_TOKEN $PLAIN_VAR\" > hook-kept.txt";
+    let doc = serde_json::json!({
+        "prompt": "show the environment",
+        "settings": {
+            "permissions": {"allow": ["Bash"]},
+            "shellEnvironment": {"keep": ["GITHUB_*"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}
+        },
+        "responses": [
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "env | sort"}}]},
+            {"content": [{"type": "text", "text": "done"}], "expect": {"last_user_text_contains": "PLAIN_VAR=visible"}}
+        ]
+    });
+    std::fs::write(&scenario, doc.to_string()).unwrap();
+    let out = agentloop()
+        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.path().to_str().unwrap()])
+        .args(["--output-format", "stream-json"])
+        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+        .env("ANTHROPIC_AUTH_TOKEN", "bearer-secret")
+        .env("FOO_TOKEN", "t0k")
+        .env("GITHUB_TOKEN", "gh-kept")
+        .env("PLAIN_VAR", "visible")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let results: Vec<String> = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["type"] == "user")
+        .flat_map(|v| v["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| block["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results.len(), 1, "{stdout}");
+    let env: Vec<&str> = results[0].lines().collect();
+    assert!(env.contains(&"PLAIN_VAR=visible") && env.contains(&"GITHUB_TOKEN=gh-kept"), "{env:?}");
+    for secret in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "FOO_TOKEN", "sk-test-secret", "bearer-secret", "t0k"] {
+        assert!(!stdout.contains(secret), "{secret} reached the tool result: {stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("hook-saw.txt")).unwrap(), "");
+    assert_eq!(std::fs::read_to_string(dir.path().join("hook-kept.txt")).unwrap(), "gh-kept visible");
+}

@@ -25,6 +25,7 @@ use agentloop::hooks::NoHooks;
 use agentloop::hooks::settings::Permissions;
 use agentloop::model::anthropic::{AnthropicConfig, AnthropicModel, Auth, Secret};
 use agentloop::tools::Registry;
+use agentloop::tools::shell_env::ShellEnv;
 use mock_api::{MockApi, Reply, Sse};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -67,6 +68,7 @@ async fn run_against(api: &MockApi, options: EngineOptions, prompt: &str) -> Fin
         cancel: CancellationToken::new(),
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(policy(&Permissions::default(), None, &[], &[], dir.path()).unwrap()),
+        shell_env: ShellEnv::inherited_default(),
     };
     let outcome = run(deps, options, prompt, Box::new(|_: &EngineEvent| {})).await.unwrap();
     assert_eq!(api.problems(), Vec::<String>::new(), "the mock refused requests");

@@ -169,3 +169,35 @@ async fn reads_overlap_and_edits_do_not() {
     assert_eq!(max_edits.load(Ordering::SeqCst), 1, "edits must run one at a time");
     assert_eq!(std::fs::read_to_string(dir.path().join("e.txt")).unwrap(), "1 2\n");
 }
+
+/// A Write through a dangling symlink to a file outside the working directory is refused by
+/// the permission layer (which resolves the symlink, as the tool does), even in acceptEdits
+/// mode, and the outside file is never created.
+#[tokio::test]
+async fn a_write_through_a_dangling_symlink_to_the_outside_is_refused() {
+    let (inside, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (root, out) = (inside.path().canonicalize().unwrap(), outside.path().canonicalize().unwrap());
+    std::os::unix::fs::symlink(out.join("x"), root.join("notes.md")).unwrap();
+    let s = scenario(json!({
+        "prompt": "write the notes",
+        "settings": {"permissions": {"defaultMode": "acceptEdits"}},
+        "responses": [
+            {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": "notes.md", "content": "x"}}]},
+            {"content": [{"type": "text", "text": "refused"}], "expect": {"tool_result_is_error": [true]}}
+        ]
+    }));
+    let run = run_scenario(&s, &root, Arc::new(VirtualClock::new())).await.unwrap();
+    assert_eq!(run.outcome.terminal.as_str(), "completed", "{:?}", run.outcome.error);
+    let expected = format!(
+        "{} is outside the working directory {}; a rule such as `Write(/{}/**)` would allow it.",
+        out.join("x").display(),
+        root.display(),
+        out.display()
+    );
+    assert!(
+        matches!(&run.outcome.messages[2].content[0], ContentBlock::ToolResult { is_error: true, content, .. } if content.as_str() == expected),
+        "{:?}",
+        run.outcome.messages[2]
+    );
+    assert!(!out.join("x").exists());
+}

@@ -21,6 +21,7 @@ use crate::model::scripted::ScriptedModel;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
 use crate::tools::permissions::Policy;
+use crate::tools::shell_env::ShellEnv;
 use tokio_util::sync::CancellationToken;
 
 /// `agentloop run` flags.
@@ -324,6 +325,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         cancel: spec.cancel.clone(),
         cwd: spec.cwd,
         policy: Arc::new(spec.policy),
+        shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
     };
     let interrupt = spec.cancel.clone();
     let watcher = tokio::spawn(async move {

@@ -33,6 +33,7 @@ use crate::model::Model;
 use crate::tools::Registry;
 use crate::tools::orchestrate::Toolbox;
 use crate::tools::permissions::Policy;
+use crate::tools::shell_env::ShellEnv;
 
 /// What a run depends on, all behind traits so a test can run with no network.
 #[derive(Clone)]
@@ -51,6 +52,8 @@ pub struct Deps {
     pub cwd: PathBuf,
     /// Who may run which tool.
     pub policy: Arc<Policy>,
+    /// The environment of Bash commands and hook commands.
+    pub shell_env: Arc<ShellEnv>,
 }
 
 /// The statig context: dependencies, the caller's sink, the table and the trace.
@@ -79,7 +82,7 @@ impl Ctx {
 
     /// The environment hooks run in.
     pub fn hook_env(&self, run_id: &str) -> HookEnv {
-        HookEnv { session_id: run_id.to_owned(), cwd: self.deps.cwd.clone() }
+        HookEnv { session_id: run_id.to_owned(), cwd: self.deps.cwd.clone(), shell_env: self.deps.shell_env.clone() }
     }
 }
 

@@ -97,13 +97,21 @@ pub async fn run(
 ) -> Result<RunOutcome, EngineError> {
     options.validate().map_err(EngineError::Options)?;
     let table = table::shipped();
-    let tool_ctx = ToolContext { cancel: deps.cancel.clone(), ..ToolContext::new(deps.cwd.clone()) };
+    let tool_ctx = ToolContext {
+        cancel: deps.cancel.clone(),
+        shell_env: deps.shell_env.clone(),
+        ..ToolContext::new(deps.cwd.clone())
+    };
     let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     let toolbox = Arc::new(Toolbox {
         registry: deps.tools.clone(),
         hooks: deps.hooks.clone(),
-        env: HookEnv { session_id: st.options.run_id.clone(), cwd: deps.cwd.clone() },
+        env: HookEnv {
+            session_id: st.options.run_id.clone(),
+            cwd: deps.cwd.clone(),
+            shell_env: deps.shell_env.clone(),
+        },
         policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
         result_cap: st.options.tool_result_cap,
         spill_dir,

@@ -45,7 +45,7 @@ impl CommandHooks {
             let bytes = &bytes;
             async move {
                 let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-                let ran = run::run(&hook.command, &env.cwd, bytes, Duration::from_secs(secs)).await;
+                let ran = run::run(&hook.command, &env.cwd, &env.shell_env, bytes, Duration::from_secs(secs)).await;
                 Verdict::read(event, &hook.command, secs, ran)
             }
         });

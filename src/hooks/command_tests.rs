@@ -21,7 +21,7 @@ fn stop_hooks(commands: &[&str]) -> CommandHooks {
 
 fn setup() -> (TempDir, HookEnv) {
     let dir = tempfile::tempdir().unwrap();
-    let env = HookEnv { session_id: "s1".into(), cwd: dir.path().to_path_buf() };
+    let env = HookEnv::new("s1", dir.path());
     (dir, env)
 }
 

@@ -6,8 +6,12 @@ pub mod command;
 mod run;
 pub mod settings;
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use serde_json::Value;
+
+use crate::tools::shell_env::ShellEnv;
 
 /// What the Stop hooks decided at the end of a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,16 @@ pub struct HookEnv {
     pub session_id: String,
     /// Working directory the hook runs in.
     pub cwd: std::path::PathBuf,
+    /// The environment hook commands run with (no model credentials, no secrets).
+    pub shell_env: Arc<ShellEnv>,
+}
+
+impl HookEnv {
+    /// The environment of session `session_id` in `cwd`, with the default shell environment
+    /// ([`ShellEnv::inherited_default`]).
+    pub fn new(session_id: impl Into<String>, cwd: impl Into<std::path::PathBuf>) -> Self {
+        HookEnv { session_id: session_id.into(), cwd: cwd.into(), shell_env: ShellEnv::inherited_default() }
+    }
 }
 
 /// The hooks of a run. Warnings (a hook that failed or timed out without blocking) are

@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+use crate::tools::shell_env::ShellEnv;
+
 /// How a hook process ended.
 #[derive(Debug)]
 pub(crate) enum Ending {
@@ -40,13 +42,14 @@ impl Ran {
     }
 }
 
-/// Run `command` with `bash -c` in `cwd` (env `CLAUDE_PROJECT_DIR` = `cwd`), `input` on stdin.
+/// Run `command` with `bash -c` in `cwd`, `input` on stdin, with the environment `env` plus
+/// `CLAUDE_PROJECT_DIR` = `cwd`.
 ///
 /// After `limit`, the process group is killed and the result is [`Ending::TimedOut`]. Output is
 /// read until both pipes close, so a background process that keeps stdout open counts as
 /// running: redirect its output if it should outlive the hook.
-pub(crate) async fn run(command: &str, cwd: &Path, input: &[u8], limit: Duration) -> Ran {
-    let mut child = match spawn(command, cwd) {
+pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8], limit: Duration) -> Ran {
+    let mut child = match spawn(command, cwd, env) {
         Ok(child) => child,
         Err(e) => return Ran::without_output(Ending::Failed(e)),
     };
@@ -81,15 +84,16 @@ pub(crate) async fn run(command: &str, cwd: &Path, input: &[u8], limit: Duration
     }
 }
 
-fn spawn(command: &str, cwd: &Path) -> io::Result<Child> {
-    match shell("bash", command, cwd).spawn() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => shell("sh", command, cwd).spawn(),
+fn spawn(command: &str, cwd: &Path, env: &ShellEnv) -> io::Result<Child> {
+    match shell("bash", command, cwd, env).spawn() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => shell("sh", command, cwd, env).spawn(),
         other => other,
     }
 }
 
-fn shell(program: &str, command: &str, cwd: &Path) -> Command {
+fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv) -> Command {
     let mut cmd = Command::new(program);
+    env.apply(&mut cmd);
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -164,7 +168,13 @@ fn kill_args(pgid: u32) -> [String; 3] {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::ffi::OsString;
     use std::time::Instant;
+
+    /// [`run`] with the default shell environment.
+    async fn run_default(command: &str, cwd: &Path, input: &[u8], limit: Duration) -> Ran {
+        run(command, cwd, &ShellEnv::inherited_default(), input, limit).await
+    }
 
     /// Whether `pid` is gone or a zombie (killed, waiting for a parent that may never reap it).
     pub(crate) async fn is_dead(pid: &str) -> bool {
@@ -184,9 +194,13 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn captures_stdin_stdout_stderr_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
-        let ran =
-            run("read x; echo \"got $x\"; echo oops >&2; exit 3", dir.path(), b"hello\n", Duration::from_secs(10))
-                .await;
+        let ran = run_default(
+            "read x; echo \"got $x\"; echo oops >&2; exit 3",
+            dir.path(),
+            b"hello\n",
+            Duration::from_secs(10),
+        )
+        .await;
         assert!(matches!(ran.ending, Ending::Code(3)), "{:?}", ran.ending);
         assert_eq!(ran.stdout, "got hello\n");
         assert_eq!(ran.stderr, "oops\n");
@@ -195,30 +209,47 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn runs_in_cwd_with_project_dir() {
         let dir = tempfile::tempdir().unwrap();
-        let ran = run("pwd; echo \"$CLAUDE_PROJECT_DIR\"", dir.path(), b"", Duration::from_secs(10)).await;
+        let ran = run_default("pwd; echo \"$CLAUDE_PROJECT_DIR\"", dir.path(), b"", Duration::from_secs(10)).await;
         let real = dir.path().canonicalize().unwrap();
         assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
         assert_eq!(ran.stdout, format!("{}\n{}\n", real.display(), dir.path().display()));
     }
 
     #[tokio::test]
+    async fn runs_with_the_shell_environment_and_project_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = [("ANTHROPIC_API_KEY", "sk-secret"), ("DEPLOY_TOKEN", "t0k"), ("LANG", "C")];
+        let env = ShellEnv::from_vars(vars.map(|(n, v)| (OsString::from(n), OsString::from(v))), &[]);
+        let ran = run(
+            "echo \"${ANTHROPIC_API_KEY-unset} ${DEPLOY_TOKEN-unset} $LANG\"; env | cut -d= -f1 | sort | tr '\\n' ' '",
+            dir.path(),
+            &env,
+            b"",
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
+        assert_eq!(ran.stdout, "unset unset C\nCLAUDE_PROJECT_DIR LANG PWD SHLVL _ ");
+    }
+
+    #[tokio::test]
     async fn hook_that_ignores_a_large_input_still_finishes() {
         let dir = tempfile::tempdir().unwrap();
         let input = vec![b'x'; 1 << 20];
-        let ran = run("exit 0", dir.path(), &input, Duration::from_secs(10)).await;
+        let ran = run_default("exit 0", dir.path(), &input, Duration::from_secs(10)).await;
         assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
     }
 
     #[tokio::test]
     async fn signal_is_reported() {
         let dir = tempfile::tempdir().unwrap();
-        let ran = run("kill -TERM $$", dir.path(), b"", Duration::from_secs(10)).await;
+        let ran = run_default("kill -TERM $$", dir.path(), b"", Duration::from_secs(10)).await;
         assert!(matches!(ran.ending, Ending::Signal(15)), "{:?}", ran.ending);
     }
 
     #[tokio::test]
     async fn missing_cwd_fails_to_start() {
-        let ran = run("true", Path::new("/nonexistent/agentloop-hooks"), b"", Duration::from_secs(10)).await;
+        let ran = run_default("true", Path::new("/nonexistent/agentloop-hooks"), b"", Duration::from_secs(10)).await;
         match ran.ending {
             Ending::Failed(e) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
             other => panic!("{other:?}"),
@@ -229,7 +260,7 @@ pub(crate) mod tests {
     async fn timeout_kills_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let ran = run("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_millis(500)).await;
+        let ran = run_default("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_millis(500)).await;
         assert!(matches!(ran.ending, Ending::TimedOut), "{:?}", ran.ending);
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         let pid = std::fs::read_to_string(dir.path().join("pid")).unwrap();
@@ -240,7 +271,7 @@ pub(crate) mod tests {
     async fn dropping_the_future_kills_the_group() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("pid");
-        let hook = run("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_secs(60));
+        let hook = run_default("sleep 30 & echo $! > pid; wait", dir.path(), b"", Duration::from_secs(60));
         let waited = tokio::time::timeout(Duration::from_millis(500), hook).await;
         assert!(waited.is_err());
         let pid = std::fs::read_to_string(pid_file).unwrap();

@@ -1,8 +1,10 @@
 //! Claude Code's settings format (`settings.json`): the `hooks` table and the `permissions`
-//! block, parsed with errors that name the file, the JSON path and what was expected.
+//! block, and our own `shellEnvironment` block, parsed with errors that name the file, the
+//! JSON path and what was expected.
 //!
 //! This file only reads settings. Running hook commands is [`super::command`]'s job; applying
-//! permission rules belongs to the tools' permission layer.
+//! permission rules belongs to the tools' permission layer, and building the shells'
+//! environment to [`crate::tools::shell_env`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,9 +15,10 @@ use serde::de::{Deserializer, Error as _, MapAccess, Unexpected, Visitor};
 use serde_json::Value;
 
 use crate::json_path;
+use crate::tools::shell_env::KeepPattern;
 
-/// Settings in Claude Code's format. Top-level keys other than `hooks` and `permissions`
-/// (`env`, `model`, …) are ignored.
+/// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions` and
+/// `shellEnvironment` (`env`, `model`, …) are ignored.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Settings {
     /// Hook commands by event.
@@ -24,6 +27,9 @@ pub struct Settings {
     /// Permission rules, kept as written.
     #[serde(default, deserialize_with = "null_as_default")]
     pub permissions: Permissions,
+    /// Which secret-looking variables Bash and hook commands keep.
+    #[serde(default, rename = "shellEnvironment", deserialize_with = "null_as_default")]
+    pub shell_environment: ShellEnvironment,
 }
 
 /// The `hooks` object: for each event, a list of matcher groups.
@@ -89,6 +95,56 @@ pub struct Permissions {
     /// `defaultMode` (`default`, `acceptEdits`, `plan`, `bypassPermissions`, …), unchecked.
     #[serde(default, rename = "defaultMode")]
     pub default_mode: Option<String>,
+}
+
+/// The `shellEnvironment` block (ours, not Claude Code's): `{"keep": ["GITHUB_TOKEN", "NPM_*"]}`.
+///
+/// Bash and hook commands run without the model credentials and without variables whose
+/// names look like secrets (see [`crate::tools::shell_env`]); `keep` names those of the
+/// latter they get anyway. Unlike Claude Code's blocks, which may hold keys this engine does
+/// not read, an unknown key here is an error: it is most likely a misspelt `keep`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShellEnvironment {
+    /// Variable names or `*` patterns to pass through although they look like secrets.
+    pub keep: Vec<KeepPattern>,
+}
+
+/// A `null` list reads as empty.
+struct Keep(Vec<KeepPattern>);
+
+impl<'de> Deserialize<'de> for Keep {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        null_as_default(d).map(Keep)
+    }
+}
+
+impl<'de> Deserialize<'de> for ShellEnvironment {
+    // Hand-written so that only an object is accepted: a derived struct would also read a
+    // JSON array as its fields in order.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ShellEnvironmentVisitor)
+    }
+}
+
+struct ShellEnvironmentVisitor;
+
+impl<'de> Visitor<'de> for ShellEnvironmentVisitor {
+    type Value = ShellEnvironment;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object like {\"keep\": [\"GITHUB_TOKEN\"]}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ShellEnvironment, A::Error> {
+        let mut block = ShellEnvironment::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "keep" => block.keep = map.next_value::<Keep>()?.0,
+                other => return Err(A::Error::unknown_field(other, &["keep"])),
+            }
+        }
+        Ok(block)
+    }
 }
 
 /// Why settings cannot be used. Each message starts with the source it came from.
@@ -356,12 +412,51 @@ mod tests {
 
     #[test]
     fn null_and_absent_give_empty_settings() {
-        for v in [Value::Null, json!({}), json!({"hooks": null, "permissions": null}), json!({"hooks": {"Stop": null}})]
-        {
+        for v in [
+            Value::Null,
+            json!({}),
+            json!({"hooks": null, "permissions": null, "shellEnvironment": null}),
+            json!({"hooks": {"Stop": null}}),
+            json!({"shellEnvironment": {"keep": null}}),
+        ] {
             let s = Settings::from_value("s", &v).unwrap();
             assert_eq!(s, Settings::default(), "{v}");
             assert!(s.hooks.is_empty());
         }
+    }
+
+    #[test]
+    fn shell_environment_keeps_patterns() {
+        let v = json!({"shellEnvironment": {"keep": ["GITHUB_TOKEN", "NPM_*"]}});
+        let s = Settings::from_value("settings.json", &v).unwrap();
+        let keep: Vec<&str> = s.shell_environment.keep.iter().map(KeepPattern::as_str).collect();
+        assert_eq!(keep, ["GITHUB_TOKEN", "NPM_*"]);
+    }
+
+    #[test]
+    fn shell_environment_errors_name_the_path() {
+        assert_eq!(
+            invalid(json!({"shellEnvironment": {"keep": ["NPM_*", "ANTHROPIC_API_KEY"]}})),
+            "settings.json: at shellEnvironment.keep[1]: `ANTHROPIC_API_KEY` is a model credential: it is never \
+             passed to tools or hooks"
+        );
+        assert_eq!(
+            invalid(json!({"shellEnvironment": {"keep": [""]}})),
+            "settings.json: at shellEnvironment.keep[0]: an empty pattern keeps nothing: write a variable name or a \
+             pattern like `NPM_*`"
+        );
+        assert_eq!(
+            invalid(json!({"shellEnvironment": {"keep": [1]}})),
+            "settings.json: at shellEnvironment.keep[0]: invalid type: integer `1`, expected a string"
+        );
+        assert_eq!(
+            invalid(json!({"shellEnvironment": {"keeps": ["X"]}})),
+            "settings.json: at shellEnvironment: unknown field `keeps`, expected `keep`"
+        );
+        assert_eq!(
+            invalid(json!({"shellEnvironment": ["X"]})),
+            "settings.json: at shellEnvironment: invalid type: sequence, expected an object like {\"keep\": [\"GITHUB_TOKEN\"]}"
+        );
     }
 
     #[test]

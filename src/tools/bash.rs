@@ -2,6 +2,8 @@
 //! input schema. The command gets its own process group, so a timeout or an abort kills it
 //! and everything it started (`sleep 100 &` included) with one signal. Output is captured
 //! with a size cap ([`capture`]); [`readonly`] decides which commands may run concurrently.
+//! The shell's environment is the context's [`super::shell_env::ShellEnv`]: no model
+//! credentials, no secret-looking variables.
 
 pub mod capture;
 pub mod readonly;
@@ -113,7 +115,9 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error(CANCELLED);
     }
-    let mut child = match tokio::process::Command::new("bash")
+    let mut command = tokio::process::Command::new("bash");
+    ctx.shell_env.apply(&mut command);
+    let mut child = match command
         .arg("-c")
         .arg(&input.command)
         .current_dir(&ctx.cwd)

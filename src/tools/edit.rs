@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 
-use super::paths::resolve;
+use super::paths::{resolve, write_no_follow};
 use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
 
 /// Diff lines shown in the answer; the rest is summarised in one line.
@@ -83,7 +83,9 @@ async fn edit(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
     let old = String::from_utf8(bytes)
         .map_err(|_| ToolOutput::error(format!("{shown} is not UTF-8 text; Edit only changes text files.")))?;
     let new = replace(&old, &input, shown)?;
-    tokio::fs::write(&path, &new).await.map_err(|e| ToolOutput::error(format!("Cannot write {shown}: {e}")))?;
+    write_no_follow(&path, new.as_bytes())
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {shown}: {e}")))?;
     let modified = tokio::fs::metadata(&path).await.ok().and_then(|m| m.modified().ok());
     fresh::record(ctx, path, modified);
     let count = if input.replace_all { old.matches(&input.old_string).count() } else { 1 };
@@ -242,6 +244,34 @@ mod tests {
         assert!(outside.is_error && outside.content.contains("outside the working directory"), "{outside:?}");
         let absent = call(&ctx, json!({"file_path": "nope.txt", "old_string": "a", "new_string": "b"})).await;
         assert!(absent.is_error && absent.content.contains("does not exist"), "{absent:?}");
+    }
+
+    #[tokio::test]
+    async fn a_symlink_to_the_outside_is_refused() {
+        let (inside, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (root, out) = (inside.path().canonicalize().unwrap(), outside.path().canonicalize().unwrap());
+        std::fs::write(out.join("x.txt"), "a\n").unwrap();
+        std::os::unix::fs::symlink(out.join("x.txt"), root.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(out.join("missing.txt"), root.join("dangling.txt")).unwrap();
+        let ctx = ToolContext::new(&root);
+        let refused = call(&ctx, json!({"file_path": "link.txt", "old_string": "a", "new_string": "b"})).await;
+        assert_eq!(
+            refused,
+            ToolOutput::error(format!(
+                "Permission denied: link.txt resolves to {} which is outside the working directory {}",
+                out.join("x.txt").display(),
+                root.display()
+            ))
+        );
+        assert_eq!(std::fs::read_to_string(out.join("x.txt")).unwrap(), "a\n");
+        let dangling = call(&ctx, json!({"file_path": "dangling.txt", "old_string": "a", "new_string": "b"})).await;
+        assert_eq!(
+            dangling,
+            ToolOutput::error(
+                "File does not exist or cannot be opened: dangling.txt (No such file or directory (os error 2))"
+            )
+        );
+        assert!(!out.join("missing.txt").exists());
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod permissions;
 pub mod read;
 #[cfg(test)]
 mod schema_tests;
+pub mod shell_env;
 pub mod streaming;
 pub mod walk;
 pub mod write;
@@ -89,12 +90,21 @@ pub struct ToolContext {
     pub reads: Arc<Mutex<BTreeMap<PathBuf, ReadRecord>>>,
     /// Whether this call may touch paths outside `cwd` (a permission rule allowed it).
     pub allow_outside: bool,
+    /// The environment Bash commands run with (no model credentials, no secrets).
+    pub shell_env: Arc<shell_env::ShellEnv>,
 }
 
 impl ToolContext {
-    /// A context for `cwd` with a fresh cancellation token and no reads.
+    /// A context for `cwd` with a fresh cancellation token, no reads, and the default
+    /// shell environment ([`shell_env::ShellEnv::inherited_default`]).
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        ToolContext { cwd: cwd.into(), cancel: CancellationToken::new(), reads: Arc::default(), allow_outside: false }
+        ToolContext {
+            cwd: cwd.into(),
+            cancel: CancellationToken::new(),
+            reads: Arc::default(),
+            allow_outside: false,
+            shell_env: shell_env::ShellEnv::inherited_default(),
+        }
     }
 }
 

@@ -147,7 +147,7 @@ mod tests {
         Toolbox {
             registry: Registry::standard(),
             hooks: Arc::new(NoHooks),
-            env: HookEnv { session_id: "s".into(), cwd: dir.to_path_buf() },
+            env: HookEnv::new("s", dir),
             policy: Arc::new(Policy::new(Mode::Default, dir.to_path_buf())),
             result_cap: cap,
             spill_dir: dir.join("spill"),

@@ -271,7 +271,7 @@ mod tests {
         let toolbox = Toolbox {
             registry,
             hooks: Arc::new(NoHooks),
-            env: HookEnv { session_id: "s".into(), cwd: dir.clone() },
+            env: HookEnv::new("s", dir.clone()),
             policy: Arc::new(Policy::new(Mode::BypassPermissions, dir.clone())),
             result_cap: 1000,
             spill_dir: dir.clone(),

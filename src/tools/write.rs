@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::paths::resolve;
+use super::paths::{resolve, write_no_follow};
 use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
 
 /// The `Write` tool.
@@ -73,7 +73,7 @@ async fn write(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
             .await
             .map_err(|e| ToolOutput::error(format!("Cannot create the directory for {shown}: {e}")))?;
     }
-    tokio::fs::write(&path, &input.content)
+    write_no_follow(&path, input.content.as_bytes())
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot write {shown}: {e}")))?;
     let modified = tokio::fs::metadata(&path).await.ok().and_then(|m| m.modified().ok());
@@ -94,6 +94,7 @@ pub(crate) fn count_lines(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::tools::read::Read;
+    use std::path::{Path, PathBuf};
     use std::time::{Duration, SystemTime};
 
     async fn call(ctx: &ToolContext, input: Value) -> ToolOutput {
@@ -163,5 +164,64 @@ mod tests {
         let outside = call(&ctx, json!({"file_path": "../escape.txt", "content": ""})).await;
         assert!(outside.is_error && outside.content.contains("outside the working directory"), "{outside:?}");
         assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
+    }
+
+    /// A working directory and a separate "outside" directory, both canonical.
+    fn dirs() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf) {
+        let (inside, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (root, out) = (inside.path().canonicalize().unwrap(), outside.path().canonicalize().unwrap());
+        (inside, root, outside, out)
+    }
+
+    fn outside_error(shown: &str, resolved: &Path, root: &Path) -> ToolOutput {
+        ToolOutput::error(format!(
+            "Permission denied: {shown} resolves to {} which is outside the working directory {}",
+            resolved.display(),
+            root.display()
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_dangling_symlink_to_the_outside_is_refused() {
+        let (_i, root, _o, out) = dirs();
+        std::os::unix::fs::symlink(out.join("x"), root.join("notes.md")).unwrap();
+        let ctx = ToolContext::new(&root);
+        let refused = call(&ctx, json!({"file_path": "notes.md", "content": "secret"})).await;
+        assert_eq!(refused, outside_error("notes.md", &out.join("x"), &root));
+        assert!(!out.join("x").exists());
+        assert!(root.join("notes.md").symlink_metadata().unwrap().file_type().is_symlink());
+    }
+
+    #[tokio::test]
+    async fn a_dangling_symlink_inside_creates_its_target() {
+        let (_i, root, _o, _out) = dirs();
+        std::os::unix::fs::symlink("drafts/notes.md", root.join("notes.md")).unwrap();
+        let ctx = ToolContext::new(&root);
+        let created = call(&ctx, json!({"file_path": "notes.md", "content": "hello\n"})).await;
+        assert_eq!(created, ToolOutput::ok("Created file notes.md (1 line)"));
+        assert_eq!(std::fs::read_to_string(root.join("drafts/notes.md")).unwrap(), "hello\n");
+        assert!(root.join("notes.md").symlink_metadata().unwrap().file_type().is_symlink());
+    }
+
+    #[tokio::test]
+    async fn a_symlinked_directory_to_the_outside_is_refused() {
+        let (_i, root, _o, out) = dirs();
+        std::os::unix::fs::symlink(&out, root.join("dir")).unwrap();
+        let ctx = ToolContext::new(&root);
+        let refused = call(&ctx, json!({"file_path": "dir/new.txt", "content": "x"})).await;
+        assert_eq!(refused, outside_error("dir/new.txt", &out.join("new.txt"), &root));
+        let deeper = call(&ctx, json!({"file_path": "dir/a/b.txt", "content": "x"})).await;
+        assert_eq!(deeper, outside_error("dir/a/b.txt", &out.join("a/b.txt"), &root));
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_symlink_loop_is_an_error() {
+        let (_i, root, _o, _out) = dirs();
+        std::os::unix::fs::symlink("loop-b", root.join("loop-a")).unwrap();
+        std::os::unix::fs::symlink("loop-a", root.join("loop-b")).unwrap();
+        let ctx = ToolContext::new(&root);
+        let out = call(&ctx, json!({"file_path": "loop-a", "content": "x"})).await;
+        assert_eq!(out, ToolOutput::error("Cannot resolve loop-a: Too many levels of symbolic links (os error 40)"));
     }
 }

@@ -2,11 +2,13 @@
 //! every process the command started.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::*;
+use crate::tools::shell_env::{KeepPattern, ShellEnv};
 
 fn context() -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();
@@ -144,4 +146,24 @@ fn only_read_only_commands_are_concurrency_safe() {
     assert!(!Bash.is_concurrency_safe(&json!({"command": "rm -rf target"})));
     assert!(!Bash.is_concurrency_safe(&json!({"command": 5})));
     assert!(!Bash.is_concurrency_safe(&json!({})));
+}
+
+#[tokio::test]
+async fn runs_without_the_model_credentials_or_secrets() {
+    let (_dir, ctx) = context();
+    let vars = [
+        ("PATH", "/usr/bin:/bin"),
+        ("ANTHROPIC_API_KEY", "sk-test-secret"),
+        ("ANTHROPIC_AUTH_TOKEN", "bearer-secret"),
+        ("MY_SERVICE_TOKEN", "t0k"),
+        ("GITHUB_TOKEN", "gh-kept"),
+        ("LANG", "C"),
+    ];
+    let vars = vars.map(|(n, v)| (std::ffi::OsString::from(n), std::ffi::OsString::from(v)));
+    let keep = [KeepPattern::new("GITHUB_*").unwrap()];
+    let ctx = ToolContext { shell_env: Arc::new(ShellEnv::from_vars(vars, &keep)), ..ctx };
+    // `_` is the path bash found `env` at; the rest is exact.
+    let out = call(&ctx, json!({"command": "env | grep -v '^_=' | sort"})).await;
+    let expected = format!("GITHUB_TOKEN=gh-kept\nLANG=C\nPATH=/usr/bin:/bin\nPWD={}\nSHLVL=1", ctx.cwd.display());
+    assert_eq!(out, ToolOutput::ok(expected));
 }
