@@ -15,9 +15,9 @@ use crate::engine::run::{EngineError, RunOutcome, run};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::{Permissions, Settings};
 use crate::model::scripted::ScriptedModel;
+use crate::permissions::{Mode, PermissionError, Policy};
 use crate::scenario::Scenario;
 use crate::tools::Registry;
-use crate::tools::permissions::{Mode, PermissionError, Policy};
 use crate::tools::shell_env::ShellEnv;
 
 /// The result of a scenario run.

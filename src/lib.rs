@@ -7,6 +7,7 @@
 //! - [`engine`]: the transition table, the statig machine, the trace.
 //! - [`audit`]: proofs over the table, trace replay, diagrams.
 //! - [`tools`]: the tools the model calls.
+//! - [`permissions`]: the permission boundary: modes, rules, Bash analysis against them.
 //! - [`shell`]: what a Bash command line would run, read off a real shell grammar.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 //! - [`context`]: token estimates, collapse and compaction.
@@ -22,6 +23,7 @@ pub mod harness;
 pub mod hooks;
 mod json_path;
 pub mod model;
+pub mod permissions;
 pub mod protocol;
 pub mod scenario;
 pub mod shell;

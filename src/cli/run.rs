@@ -18,9 +18,9 @@ use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
 use crate::model::scripted::ScriptedModel;
+use crate::permissions::Policy;
 use crate::scenario::Scenario;
 use crate::tools::Registry;
-use crate::tools::permissions::Policy;
 use crate::tools::shell_env::ShellEnv;
 use tokio_util::sync::CancellationToken;
 

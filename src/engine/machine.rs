@@ -30,9 +30,9 @@ use crate::engine::table::{EdgeKind, Table};
 use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
+use crate::permissions::Policy;
 use crate::tools::Registry;
 use crate::tools::orchestrate::Toolbox;
-use crate::tools::permissions::Policy;
 use crate::tools::shell_env::ShellEnv;
 
 /// What a run depends on, all behind traits so a test can run with no network.

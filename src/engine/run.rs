@@ -100,6 +100,7 @@ pub async fn run(
     let tool_ctx = ToolContext {
         cancel: deps.cancel.clone(),
         shell_env: deps.shell_env.clone(),
+        read_deny: deps.policy.read_deny(),
         ..ToolContext::new(deps.cwd.clone())
     };
     let st = LoopState::new(options, prompt, deps.tools.definitions(), table);

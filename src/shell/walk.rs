@@ -394,7 +394,10 @@ impl<'a> Walker<'a> {
         let raw = self.text(node);
         match node.kind() {
             "word" => {
-                let (text, kind) = word::unquoted(raw);
+                let Some((text, kind)) = word::unquoted(raw) else {
+                    self.unparsable("blanks inside a word, where bash would split it");
+                    return Word::dynamic(raw);
+                };
                 let kind = if word::has_brace_expansion(raw) { kind.max(WordKind::Pattern) } else { kind };
                 Word { text, kind }
             }

@@ -49,7 +49,11 @@ impl Word {
 
 /// An unquoted word's text with backslash escapes removed, and whether an unquoted glob
 /// character (`*`, `?`, `[`) or a leading `~` remains.
-pub(crate) fn unquoted(raw: &str) -> (String, WordKind) {
+///
+/// `None` when the text holds unescaped blanks: bash would split it there (a newline ends
+/// the command), so the parser and bash disagree about it. tree-sitter-bash reads
+/// `ls⏎\rm x` as `ls` with the argument `⏎\rm`, where bash runs `ls`, then `rm x`.
+pub(crate) fn unquoted(raw: &str) -> Option<(String, WordKind)> {
     let mut text = String::with_capacity(raw.len());
     let mut kind = WordKind::Literal;
     let mut chars = raw.chars();
@@ -68,11 +72,12 @@ pub(crate) fn unquoted(raw: &str) -> (String, WordKind) {
                 kind = WordKind::Dynamic;
                 text.push(c);
             }
+            ' ' | '\t' | '\n' | '\r' => return None,
             c => text.push(c),
         }
         first = false;
     }
-    (text, kind)
+    Some((text, kind))
 }
 
 /// Text between double quotes (no expansions in it) with its escapes removed: only `\$`,
@@ -200,13 +205,16 @@ mod tests {
 
     #[test]
     fn unquoted_escapes_and_patterns() {
-        assert_eq!(unquoted(r"\rm"), ("rm".into(), WordKind::Literal));
-        assert_eq!(unquoted(r"r\m"), ("rm".into(), WordKind::Literal));
-        assert_eq!(unquoted(r"a\ b"), ("a b".into(), WordKind::Literal));
-        assert_eq!(unquoted(r"\*"), ("*".into(), WordKind::Literal));
-        assert_eq!(unquoted("*.rs"), ("*.rs".into(), WordKind::Pattern));
-        assert_eq!(unquoted("~/x"), ("~/x".into(), WordKind::Dynamic));
-        assert_eq!(unquoted("a~b"), ("a~b".into(), WordKind::Literal));
+        let ok = |t: &str, k| Some((t.to_owned(), k));
+        assert_eq!(unquoted(r"\rm"), ok("rm", WordKind::Literal));
+        assert_eq!(unquoted(r"r\m"), ok("rm", WordKind::Literal));
+        assert_eq!(unquoted(r"a\ b"), ok("a b", WordKind::Literal));
+        assert_eq!(unquoted("a\\\nb"), ok("ab", WordKind::Literal));
+        assert_eq!(unquoted(r"\*"), ok("*", WordKind::Literal));
+        assert_eq!(unquoted("*.rs"), ok("*.rs", WordKind::Pattern));
+        assert_eq!(unquoted("~/x"), ok("~/x", WordKind::Dynamic));
+        assert_eq!(unquoted("a~b"), ok("a~b", WordKind::Literal));
+        assert_eq!(unquoted("\n\\rm"), None);
     }
 
     #[test]

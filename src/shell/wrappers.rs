@@ -141,7 +141,7 @@ fn look_through_at(w: &mut Walker, cmd: &mut SimpleCommand, level: usize) {
         "sudo" | "doas" => {
             let options = if name == "sudo" { &SUDO } else { &DOAS };
             if let Some(at) = operands_from(w, options, &args) {
-                let rest = take_assignments(w, &args[at..]);
+                let rest = take_assignments(&args[at..]);
                 wrap(w, cmd, rest.1, rest.0, Wrapper::Privileged, level);
             }
         }
@@ -231,15 +231,12 @@ fn wrap(
 }
 
 /// Leading `NAME=value` words (as `env` and `sudo` accept them): their names, and the rest.
-fn take_assignments(w: &mut Walker, words: &[Word]) -> (Vec<String>, Vec<Word>) {
+fn take_assignments(words: &[Word]) -> (Vec<String>, Vec<Word>) {
     let mut names = Vec::new();
     let mut at = 0;
     for word in words {
         match assignment_name(&word.text) {
             Some(name) => {
-                if word.kind == WordKind::Dynamic && !word.text.split_once('=').is_some_and(|(n, _)| n == name) {
-                    w.hazard(Hazard::OpaqueCode(format!("the assignment `{}`", word.text)));
-                }
                 names.push(name.to_owned());
                 at += 1;
             }
@@ -276,7 +273,7 @@ fn env(w: &mut Walker, cmd: &mut SimpleCommand, args: &[Word], level: usize) {
         Skipped::At(at) => {
             // `env -` is `env -i`.
             let at = if args.get(at).is_some_and(|a| a.text == "-") { at + 1 } else { at };
-            let (names, rest) = take_assignments(w, &args[at..]);
+            let (names, rest) = take_assignments(&args[at..]);
             wrap(w, cmd, rest, names, Wrapper::Transparent, level);
         }
         Skipped::Unknown(opt) => w.hazard(Hazard::OpaqueCode(format!("env with the option `{opt}`"))),

@@ -1,12 +1,11 @@
 //! `Bash`: run a command with `bash -c` in the run's working directory, with Claude Code's
 //! input schema. The command gets its own process group, so a timeout or an abort kills it
 //! and everything it started (`sleep 100 &` included) with one signal. Output is captured
-//! with a size cap ([`capture`]); [`readonly`] decides which commands may run concurrently.
+//! with a size cap ([`capture`]); [`crate::permissions::readonly`] decides which commands may run concurrently.
 //! The shell's environment is the context's [`super::shell_env::ShellEnv`]: no model
 //! credentials, no secret-looking variables.
 
 pub mod capture;
-pub mod readonly;
 #[cfg(test)]
 mod tests;
 
@@ -86,7 +85,7 @@ impl Tool for Bash {
     }
 
     fn is_concurrency_safe(&self, input: &Value) -> bool {
-        input.get("command").and_then(Value::as_str).is_some_and(readonly::is_read_only)
+        input.get("command").and_then(Value::as_str).is_some_and(crate::permissions::readonly::is_read_only)
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
@@ -117,6 +116,9 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     }
     let mut command = tokio::process::Command::new("bash");
     ctx.shell_env.apply(&mut command);
+    if ctx.guard_git {
+        crate::permissions::git::neutralise(&mut command);
+    }
     let mut child = match command
         .arg("-c")
         .arg(&input.command)

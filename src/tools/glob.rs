@@ -87,7 +87,8 @@ async fn glob(input: Input, ctx: ToolContext, threads: usize) -> Result<ToolOutp
         .compile_matcher();
     let absolute = Path::new(pattern).is_absolute();
     let cancel = ctx.cancel.clone();
-    let found = tokio::task::spawn_blocking(move || find(&root, &matcher, absolute, threads, &cancel))
+    let hidden = ctx.read_deny.clone();
+    let found = tokio::task::spawn_blocking(move || find(&root, &matcher, absolute, threads, &hidden, &cancel))
         .await
         .map_err(|e| ToolOutput::error(format!("Glob failed: {e}")))?
         .map_err(|walk::Cancelled| ToolOutput::error("Glob was cancelled."))?;
@@ -101,9 +102,14 @@ fn find(
     matcher: &GlobMatcher,
     absolute: bool,
     threads: usize,
+    hidden: &std::sync::Arc<crate::permissions::ReadDeny>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Vec<(SystemTime, PathBuf)>, walk::Cancelled> {
-    let builder = walk::builder(root, threads);
+    let mut builder = walk::builder(root, threads);
+    if !hidden.is_empty() {
+        let hidden = hidden.clone();
+        builder.filter_entry(move |e| !hidden.hides(e.path()));
+    }
     let mut found = walk::collect(&builder, cancel, || {
         |entry: &ignore::DirEntry| {
             if !entry.file_type().is_some_and(|t| t.is_file()) {

@@ -133,6 +133,7 @@ async fn grep(input: Input, ctx: ToolContext, threads: usize) -> Result<ToolOutp
         multiline: input.multiline,
         head_limit: input.head_limit,
         threads,
+        hidden: ctx.read_deny.clone(),
     };
     let cancel = ctx.cancel.clone();
     let hits = tokio::task::spawn_blocking(move || search::run(&query, &cancel).map(|h| render(&query, h)))

@@ -13,7 +13,6 @@ pub mod glob;
 pub mod grep;
 pub mod orchestrate;
 pub mod paths;
-pub mod permissions;
 pub mod read;
 #[cfg(test)]
 mod schema_tests;
@@ -92,6 +91,11 @@ pub struct ToolContext {
     pub allow_outside: bool,
     /// The environment Bash commands run with (no model credentials, no secrets).
     pub shell_env: Arc<shell_env::ShellEnv>,
+    /// What `Read(…)` deny rules hide: Grep and Glob skip it while they walk.
+    pub read_deny: Arc<crate::permissions::ReadDeny>,
+    /// This call runs only because it was proven read-only: git in it runs with the
+    /// configuration that executes programs neutralised ([`crate::permissions::git`]).
+    pub guard_git: bool,
 }
 
 impl ToolContext {
@@ -104,6 +108,8 @@ impl ToolContext {
             reads: Arc::default(),
             allow_outside: false,
             shell_env: shell_env::ShellEnv::inherited_default(),
+            read_deny: Arc::default(),
+            guard_git: false,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::hooks::{HookEnv, Hooks};
-use crate::tools::permissions::{Decision, Policy};
+use crate::permissions::{Decision, Policy};
 use crate::tools::{Registry, ToolCall, ToolContext, ToolOutput};
 
 /// Default cap on one tool result, in characters.
@@ -90,7 +90,10 @@ impl Toolbox {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         match self.policy.decide(&call.name, &call.input, tool.is_concurrency_safe(&call.input)) {
-            Decision::Allow { outside } => ctx.allow_outside = outside,
+            Decision::Allow { outside, guard_git } => {
+                ctx.allow_outside = outside;
+                ctx.guard_git = guard_git;
+            }
             Decision::Deny(reason) => return ToolOutput::error(reason),
         }
         let mut output = tool.call(call.input.clone(), ctx).await;
@@ -140,7 +143,7 @@ fn sanitize(id: &str) -> String {
 mod tests {
     use super::*;
     use crate::hooks::NoHooks;
-    use crate::tools::permissions::Mode;
+    use crate::permissions::Mode;
     use serde_json::json;
 
     fn toolbox(dir: &std::path::Path, cap: usize) -> Toolbox {

@@ -201,7 +201,7 @@ impl Executor {
 mod tests {
     use super::*;
     use crate::hooks::{HookEnv, NoHooks};
-    use crate::tools::permissions::{Mode, Policy};
+    use crate::permissions::{Mode, Policy};
     use crate::tools::{Registry, Tool};
     use serde_json::{Value, json};
     use std::sync::Mutex;

@@ -167,3 +167,34 @@ async fn runs_without_the_model_credentials_or_secrets() {
     let expected = format!("GITHUB_TOKEN=gh-kept\nLANG=C\nPATH=/usr/bin:/bin\nPWD={}\nSHLVL=1", ctx.cwd.display());
     assert_eq!(out, ToolOutput::ok(expected));
 }
+
+/// A planted `.git/config` runs its fsmonitor program on `git status` — unless the call runs
+/// with git's program-running settings neutralised, as auto-approved calls do.
+#[tokio::test]
+async fn guarded_git_ignores_a_planted_fsmonitor() {
+    let (dir, mut ctx) = context();
+    let root = dir.path().canonicalize().unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let marker = root.join("PWNED");
+    let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    config.push_str(&format!("[core]\n\tfsmonitor = \"touch {}; false\"\n", marker.display()));
+    std::fs::write(root.join(".git/config"), config).unwrap();
+    let status = json!({"command": "git status --short"});
+
+    ctx.guard_git = true;
+    let guarded = call(&ctx, status.clone()).await;
+    assert!(!guarded.is_error, "{}", guarded.content);
+    assert!(!marker.exists(), "the planted fsmonitor ran under guard");
+    assert!(crate::permissions::git::repo_config_risk(&root).unwrap().ends_with("sets core.fsmonitor"));
+
+    ctx.guard_git = false;
+    call(&ctx, status).await;
+    assert!(marker.exists(), "without the guard the planted fsmonitor runs (the test can fail)");
+}

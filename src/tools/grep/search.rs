@@ -34,6 +34,8 @@ pub(super) struct Query {
     pub(super) multiline: bool,
     pub(super) head_limit: Option<usize>,
     pub(super) threads: usize,
+    /// Paths `Read(…)` deny rules hide: skipped as if absent.
+    pub(super) hidden: std::sync::Arc<crate::permissions::ReadDeny>,
 }
 
 /// What one file contributed.
@@ -73,8 +75,11 @@ pub(super) fn run(q: &Query, cancel: &CancellationToken) -> Result<Vec<Hits>, Fa
     // The `ignore` crate lets a type match un-hide a hidden file; keep hidden files out anyway.
     let glob = q.glob.as_deref().map(PathGlob::new).transpose()?;
     let root = q.root.clone();
+    let hidden = q.hidden.clone();
     builder.filter_entry(move |e| {
-        !e.file_name().as_encoded_bytes().starts_with(b".") && glob.as_ref().is_none_or(|g| g.allows(&root, e))
+        !e.file_name().as_encoded_bytes().starts_with(b".")
+            && glob.as_ref().is_none_or(|g| g.allows(&root, e))
+            && !hidden.hides(e.path())
     });
     let searcher = searcher(q);
     walk::collect(&builder, cancel, || {

@@ -1,0 +1,186 @@
+//! Bash calls against the rules, on the parsed command line.
+//!
+//! - A deny (or ask) rule wins if it matches *any* simple command at any depth, wrappers
+//!   looked through. A line that hides what it runs (unparsable, `eval` of a variable, a shell
+//!   reading stdin, `PATH=…`) matches every deny rule.
+//! - A `Read(…)` deny rule refuses any command with a path argument it covers (globs expanded,
+//!   symlinks followed), and any line whose paths cannot be known while one is in force.
+//! - Otherwise the call runs when every simple command is covered by an allow rule or proven
+//!   read-only with its paths inside the working directory, and nothing in the line is
+//!   unproven. Plan mode takes only the read-only proof.
+
+use super::paths::{PathCheck, PathVerdict};
+use super::readonly::{self, GIT_READ_ONLY};
+use super::rule::Spec;
+use super::{Decision, Mode, Policy, Rule, git, plan_refusal};
+use crate::shell::{self, Analysis, SimpleCommand, Wrapper};
+
+/// Git subcommands that print only names and states, never file contents.
+const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse"];
+
+/// How one simple command is approved.
+enum Approval {
+    /// An allow rule covers it.
+    Rule,
+    /// It only reads, inside the working directory.
+    ReadOnly,
+    /// Neither; the reason.
+    No(String),
+}
+
+impl Policy {
+    /// The decision for one Bash command line.
+    pub(crate) fn decide_bash(&self, command: &str) -> Decision {
+        let analysis = shell::analyze(command);
+        if let Some(denial) = self.bash_denial(&analysis) {
+            return Decision::Deny(denial);
+        }
+        if let Some(rule) = self.matching(&self.ask, &analysis) {
+            return self.unanswered("Bash", &format!("the rule `{}` asks for it", rule.as_str()));
+        }
+        if self.mode != Mode::Plan && self.allow.iter().any(|r| r.applies_to("Bash") && matches!(r.spec, Spec::Any)) {
+            return Decision::ALLOW;
+        }
+        let mut guard_git = false;
+        let mut refusal = analysis.hazards.first().map(ToString::to_string);
+        if refusal.is_none() && analysis.commands.is_empty() {
+            refusal = Some("it is empty".into());
+        }
+        for cmd in &analysis.commands {
+            if refusal.is_some() {
+                break;
+            }
+            match self.approve(cmd, &analysis) {
+                Approval::Rule if self.mode == Mode::Plan => {
+                    refusal = Some(format!("`{}` is not proven read-only", display(cmd)));
+                }
+                Approval::Rule => {}
+                Approval::ReadOnly => guard_git = true,
+                Approval::No(why) => refusal = Some(why),
+            }
+        }
+        match (refusal, self.mode) {
+            (None, _) => Decision::Allow { outside: false, guard_git },
+            (Some(_), Mode::BypassPermissions) => Decision::ALLOW,
+            (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message())),
+            (Some(why), Mode::Default | Mode::AcceptEdits) => self.unanswered("Bash", &why),
+        }
+    }
+
+    /// Why deny rules refuse the line, if they do.
+    fn bash_denial(&self, analysis: &Analysis) -> Option<String> {
+        if let Some(rule) = self.matching(&self.deny, analysis) {
+            let what = analysis
+                .all_commands()
+                .find(|c| matches!(&rule.spec, Spec::Command(p) if p.denies(c)))
+                .map(|c| format!(" (it runs `{}`)", display(c)))
+                .unwrap_or_default();
+            return Some(format!("Permission to use Bash was denied by the rule `{}`{what}.", rule.as_str()));
+        }
+        let read_deny: Vec<&Rule> = self.deny.iter().filter(|r| r.applies_to("Read") && r.path().is_some()).collect();
+        if analysis.is_opaque() {
+            let rule = self.deny.iter().find(|r| r.applies_to("Bash")).or(read_deny.first().copied());
+            if let Some(rule) = rule {
+                let hazard = analysis.hazards.iter().find(|h| h.is_opaque()).expect("opaque");
+                return Some(format!(
+                    "Permission to use Bash was denied: {hazard}, so it may run anything, and the deny rule `{}` is in force.",
+                    rule.as_str()
+                ));
+            }
+        }
+        if read_deny.is_empty() {
+            return None;
+        }
+        let check = PathCheck { cwd: &self.cwd, roots: &self.readable_roots, denied: read_deny.clone() };
+        match check.check(analysis, analysis.all_commands()) {
+            PathVerdict::Denied { rule, path } => {
+                Some(format!("Permission to use Bash was denied by the rule `{rule}`: it reaches {}.", path.display()))
+            }
+            PathVerdict::Unknown(why) => Some(format!(
+                "Permission to use Bash was denied: {why}, so it cannot be shown to stay out of what `{}` protects.",
+                read_deny[0].as_str()
+            )),
+            PathVerdict::Outside(_) | PathVerdict::Inside => None,
+        }
+    }
+
+    /// The first Bash rule in `rules` that matches any command of the line (deny semantics).
+    fn matching<'r>(&self, rules: &'r [Rule], analysis: &Analysis) -> Option<&'r Rule> {
+        rules.iter().filter(|r| r.applies_to("Bash")).find(|rule| match &rule.spec {
+            Spec::Any => true,
+            Spec::Command(pattern) => analysis.all_commands().any(|c| pattern.denies(c)),
+            Spec::Path(_) => false,
+        })
+    }
+
+    /// How one top-level command is approved.
+    fn approve(&self, cmd: &SimpleCommand, analysis: &Analysis) -> Approval {
+        if self.allowed_by_rule(cmd) {
+            return Approval::Rule;
+        }
+        if !readonly::command_is_read_only(cmd) {
+            return Approval::No(format!("no allow rule covers `{}`", display(cmd)));
+        }
+        let check = PathCheck { cwd: &self.cwd, roots: &self.readable_roots, denied: Vec::new() };
+        match check.check(analysis, [cmd]) {
+            PathVerdict::Inside => {}
+            PathVerdict::Outside(path) => {
+                return Approval::No(format!(
+                    "`{}` reads {}, outside the working directory",
+                    display(cmd),
+                    path.display()
+                ));
+            }
+            PathVerdict::Unknown(why) => return Approval::No(why),
+            PathVerdict::Denied { rule, .. } => return Approval::No(format!("the rule `{rule}` covers it")),
+        }
+        if let Some(sub) = git_subcommand(cmd) {
+            if !self.read_deny.is_empty() && !GIT_NAMES_ONLY.contains(&sub) {
+                return Approval::No(format!("`git {sub}` can print files that Read deny rules protect"));
+            }
+            if let Some(risk) = git::repo_config_risk(&self.cwd) {
+                return Approval::No(format!("{risk}, which can run programs"));
+            }
+        }
+        Approval::ReadOnly
+    }
+
+    /// Whether an allow rule covers `cmd`, or `cmd` is a transparent wrapper of commands that
+    /// allow rules cover.
+    fn allowed_by_rule(&self, cmd: &SimpleCommand) -> bool {
+        let direct =
+            self.allow.iter().any(|r| r.applies_to("Bash") && matches!(&r.spec, Spec::Command(p) if p.allows(cmd)));
+        direct
+            || (cmd.wrapper == Wrapper::Transparent
+                && !cmd.runs.is_empty()
+                && cmd.runs.iter().all(|inner| self.allowed_by_rule(inner)))
+    }
+}
+
+/// The git subcommand a command (or what it wraps) runs, if it is git.
+fn git_subcommand(cmd: &SimpleCommand) -> Option<&'static str> {
+    if cmd.program_name() == Some("git") {
+        let sub = cmd.args().iter().find(|a| a.text != "--no-pager")?;
+        return GIT_READ_ONLY.iter().copied().find(|s| *s == sub.text);
+    }
+    cmd.runs.iter().find_map(git_subcommand)
+}
+
+fn plan_message() -> String {
+    match plan_refusal("Bash") {
+        Decision::Deny(m) => m,
+        Decision::Allow { .. } => unreachable!("plan_refusal always refuses"),
+    }
+}
+
+/// A command as the user would write it, for messages.
+fn display(cmd: &SimpleCommand) -> String {
+    let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
+    let mut text = words.join(" ");
+    if text.len() > 80 {
+        let cut = (0..=77).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}

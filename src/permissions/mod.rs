@@ -1,0 +1,267 @@
+//! The permission boundary: which tool calls may run, in Claude Code's modes and rule syntax.
+//!
+//! Rules look like `Bash`, `Bash(git status:*)` (a command prefix), `Bash(npm test)` (an exact
+//! command), `Edit(src/**)`, `Read(./secrets/**)`, `Read(//etc/hosts)` (absolute) or
+//! `Read(~/notes/**)` ([`rule`]). Deny rules win over everything; plan mode refuses every call
+//! that changes anything, whatever the allow rules say. Bash commands are judged on a real
+//! parse ([`crate::shell`]): an allow rule must cover every simple command and nothing may be
+//! unproven; a deny rule catches its command at any depth ([`bash`]). File tools stay inside
+//! the working directory unless a rule names the outside path. In a non-interactive run an
+//! "ask" is a denial the model can read.
+
+pub mod bash;
+pub mod git;
+mod paths;
+pub mod readonly;
+pub mod rule;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use rule::Rule;
+use rule::Spec;
+
+use crate::tools::paths::canonicalize_partial;
+
+/// How permissive a run is (Claude Code's `--permission-mode` / `defaultMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Read-only tools run; anything else asks.
+    #[default]
+    Default,
+    /// File edits inside the working directory run too.
+    AcceptEdits,
+    /// Read-only tools only; everything else is refused, whatever the allow rules say.
+    Plan,
+    /// Everything runs that no deny rule refuses.
+    BypassPermissions,
+}
+
+impl FromStr for Mode {
+    type Err = PermissionError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "default" => Ok(Mode::Default),
+            "acceptEdits" => Ok(Mode::AcceptEdits),
+            "plan" => Ok(Mode::Plan),
+            "bypassPermissions" => Ok(Mode::BypassPermissions),
+            other => Err(PermissionError::Mode(other.to_owned())),
+        }
+    }
+}
+
+/// A bad mode or rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionError {
+    /// Unknown permission mode.
+    #[error("unknown permission mode `{0}` (expected default, acceptEdits, plan or bypassPermissions)")]
+    Mode(String),
+    /// A rule that does not parse.
+    #[error("bad permission rule `{rule}`: {reason}")]
+    Rule {
+        /// The rule text.
+        rule: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The outcome of a permission check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow {
+        /// An allow rule (or the run's own temp directory) covers a path outside cwd.
+        outside: bool,
+        /// The call runs only because it was proven read-only: git in it must run with the
+        /// configuration that executes programs neutralised.
+        guard_git: bool,
+    },
+    /// Refuse it; the reason goes to the model as an error result.
+    Deny(String),
+}
+
+impl Decision {
+    /// An allowed call inside the working directory, on a rule or the mode.
+    pub const ALLOW: Decision = Decision::Allow { outside: false, guard_git: false };
+
+    /// Whether the call may run.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Decision::Allow { .. })
+    }
+}
+
+/// The paths that `Read(…)` deny rules hide from the tools that walk directories (Grep,
+/// Glob): entries they cover are skipped as if absent.
+#[derive(Debug, Clone, Default)]
+pub struct ReadDeny {
+    rules: Vec<Rule>,
+}
+
+impl ReadDeny {
+    /// Whether `path` (canonical, absolute) is hidden.
+    pub fn hides(&self, path: &Path) -> bool {
+        self.rules.iter().filter_map(Rule::path).any(|p| p.covers(path))
+    }
+
+    /// Whether no rule hides anything.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+/// The permission policy of a run.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    mode: Mode,
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+    ask: Vec<Rule>,
+    cwd: PathBuf,
+    readable_roots: Vec<PathBuf>,
+    read_deny: Arc<ReadDeny>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::new(Mode::Default, PathBuf::from("."))
+    }
+}
+
+impl Policy {
+    /// A policy with no rules.
+    pub fn new(mode: Mode, cwd: PathBuf) -> Self {
+        let cwd = cwd.canonicalize().unwrap_or(cwd);
+        Policy {
+            mode,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            ask: Vec::new(),
+            cwd,
+            readable_roots: Vec::new(),
+            read_deny: Arc::default(),
+        }
+    }
+
+    /// A policy with rules.
+    ///
+    /// # Errors
+    /// The first rule that does not parse.
+    pub fn with_rules(mut self, allow: &[String], deny: &[String], ask: &[String]) -> Result<Self, PermissionError> {
+        let parse =
+            |rules: &[String], cwd: &Path| rules.iter().map(|r| Rule::parse(r, cwd)).collect::<Result<Vec<_>, _>>();
+        self.allow.extend(parse(allow, &self.cwd)?);
+        self.deny.extend(parse(deny, &self.cwd)?);
+        self.ask.extend(parse(ask, &self.cwd)?);
+        let rules = self.deny.iter().filter(|r| r.tool() == "Read" && r.path().is_some()).cloned().collect();
+        self.read_deny = Arc::new(ReadDeny { rules });
+        Ok(self)
+    }
+
+    /// Let read-only tools read below `root` even though it is outside the working directory
+    /// (the run's temp directory, where cut tool results are saved).
+    pub fn with_readable_root(mut self, root: PathBuf) -> Self {
+        self.readable_roots.push(root.canonicalize().unwrap_or(root));
+        self
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// What `Read(…)` deny rules hide from Grep and Glob.
+    pub fn read_deny(&self) -> Arc<ReadDeny> {
+        self.read_deny.clone()
+    }
+
+    /// Decide whether `tool` may run with `input`. `read_only` says whether this call only
+    /// reads (for Bash the command itself is analysed instead).
+    pub fn decide(&self, tool: &str, input: &Value, read_only: bool) -> Decision {
+        if tool == "Bash" {
+            let command = input.get("command").and_then(Value::as_str).unwrap_or_default();
+            return self.decide_bash(command);
+        }
+        self.decide_file_tool(tool, input, read_only)
+    }
+
+    fn decide_file_tool(&self, tool: &str, input: &Value, read_only: bool) -> Decision {
+        let path = self.subject(tool, input);
+        let covers = |rule: &Rule| match (&rule.spec, &path) {
+            (Spec::Any, _) => true,
+            (Spec::Path(p), Some(path)) => p.covers(path),
+            _ => false,
+        };
+        if let Some(rule) = self.deny.iter().find(|r| r.applies_to(tool) && covers(r)) {
+            return Decision::Deny(format!("Permission to use {tool} was denied by the rule `{}`.", rule.as_str()));
+        }
+        if self.mode == Mode::Plan && !read_only {
+            return plan_refusal(tool);
+        }
+        let allowed_by_rule = self.allow.iter().any(|r| r.applies_to(tool) && covers(r));
+        let outside = path.as_ref().is_some_and(|p| !p.starts_with(&self.cwd));
+        if outside && !allowed_by_rule {
+            let readable =
+                read_only && path.as_ref().is_some_and(|p| self.readable_roots.iter().any(|root| p.starts_with(root)));
+            if !readable {
+                let p = path.as_ref().expect("outside implies a path");
+                return Decision::Deny(format!(
+                    "{} is outside the working directory {}; a rule such as `{tool}(/{}/**)` would allow it.",
+                    p.display(),
+                    self.cwd.display(),
+                    p.parent().unwrap_or(p).display()
+                ));
+            }
+            return Decision::Allow { outside: true, guard_git: false };
+        }
+        if allowed_by_rule {
+            return Decision::Allow { outside, guard_git: false };
+        }
+        if let Some(rule) = self.ask.iter().find(|r| r.applies_to(tool) && covers(r)) {
+            return self.unanswered(tool, &format!("the rule `{}` asks for it", rule.as_str()));
+        }
+        let edit = rule::EDITING_TOOLS.contains(&tool);
+        let allow = Decision::Allow { outside, guard_git: false };
+        match self.mode {
+            Mode::BypassPermissions => allow,
+            Mode::Plan | Mode::Default if read_only => allow,
+            Mode::AcceptEdits if read_only || edit => allow,
+            Mode::Plan => plan_refusal(tool),
+            Mode::AcceptEdits | Mode::Default => self.unanswered(tool, "it changes things and no rule allows it"),
+        }
+    }
+
+    fn unanswered(&self, tool: &str, why: &str) -> Decision {
+        Decision::Deny(format!(
+            "Permission to use {tool} was not granted: {why}, and this run cannot ask anyone. \
+Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission mode."
+        ))
+    }
+
+    /// The path a file tool's call is about, canonical.
+    fn subject(&self, tool: &str, input: &Value) -> Option<PathBuf> {
+        let field = |name: &str| input.get(name).and_then(Value::as_str);
+        match tool {
+            "Read" | "Write" | "Edit" => field("file_path").map(|p| self.absolute(p)),
+            "NotebookEdit" => field("notebook_path").map(|p| self.absolute(p)),
+            "Glob" | "Grep" => Some(self.absolute(field("path").unwrap_or("."))),
+            _ => None,
+        }
+    }
+
+    fn absolute(&self, path: &str) -> PathBuf {
+        let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { self.cwd.join(path) };
+        canonicalize_partial(&joined).unwrap_or(joined)
+    }
+}
+
+fn plan_refusal(tool: &str) -> Decision {
+    Decision::Deny(format!("{tool} is not allowed in plan mode: only read-only tools run."))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+//! One permission rule in Claude Code's syntax, parsed, and how it matches a call.
+//!
+//! `Bash` / `Bash(*)` match every command; `Bash(git status:*)` (or `Bash(git status *)`) is a
+//! prefix of words, `Bash(npm test)` an exact command. `Read(./secrets/**)`, `Edit(src/**)`,
+//! `Read(//etc/hosts)` (absolute) and `Read(~/notes/**)` are path globs. An `Edit` rule covers
+//! every tool that edits files (Write, Edit, NotebookEdit); a `Read` rule covers every tool that
+//! reads them (Read, Grep, Glob).
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::PermissionError;
+use crate::shell::{self, SimpleCommand, WordKind};
+
+/// Tools that take a path specifier.
+const FILE_TOOLS: [&str; 6] = ["Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit"];
+
+/// Tools that edit files: an `Edit(…)` rule covers them all.
+pub const EDITING_TOOLS: [&str; 3] = ["Edit", "Write", "NotebookEdit"];
+
+/// Tools that read files: a `Read(…)` rule covers them all.
+pub const READING_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
+
+/// One word of a Bash rule: literal, or a glob matching one whole word (`*.rs`).
+#[derive(Debug, Clone)]
+enum RuleWord {
+    Literal(String),
+    Glob(GlobMatcher),
+}
+
+impl RuleWord {
+    fn matches(&self, text: &str) -> bool {
+        match self {
+            RuleWord::Literal(l) => l == text,
+            RuleWord::Glob(g) => g.is_match(text),
+        }
+    }
+}
+
+/// A Bash rule's command: its words and whether more may follow.
+#[derive(Debug, Clone)]
+pub(crate) struct CommandPattern {
+    words: Vec<RuleWord>,
+    prefix: bool,
+}
+
+impl CommandPattern {
+    /// Allow semantics: the program exactly as written (`/tmp/git` is not `git`), every rule
+    /// word equal to a literal word in the same place, nothing more unless a prefix; only
+    /// harmless variables assigned in front.
+    pub(crate) fn allows(&self, cmd: &SimpleCommand) -> bool {
+        if !cmd.assignments.iter().all(|name| shell::is_harmless_variable(name)) {
+            return false;
+        }
+        let length_ok =
+            if self.prefix { cmd.words.len() >= self.words.len() } else { cmd.words.len() == self.words.len() };
+        length_ok
+            && self
+                .words
+                .iter()
+                .zip(&cmd.words)
+                .all(|(rule, word)| word.kind == WordKind::Literal && rule.matches(&word.text))
+    }
+
+    /// Deny semantics: the program compared by base name (`/bin/rm` is `rm`), the rule's
+    /// other words found in order among the arguments (a word that is not literal may be
+    /// any of them); an exact rule also needs as many arguments.
+    pub(crate) fn denies(&self, cmd: &SimpleCommand) -> bool {
+        let (Some(rule_program), Some(program)) = (self.words.first(), cmd.program()) else { return false };
+        let program_ok = match rule_program {
+            RuleWord::Literal(l) => shell::basename(l) == shell::basename(program),
+            RuleWord::Glob(g) => g.is_match(program) || g.is_match(shell::basename(program)),
+        };
+        if !program_ok {
+            return false;
+        }
+        let args = cmd.args();
+        let wanted = &self.words[1..];
+        if !self.prefix && args.len() != wanted.len() {
+            return false;
+        }
+        let mut next = wanted.iter().peekable();
+        for arg in args {
+            let Some(rule) = next.peek() else { break };
+            if arg.kind != WordKind::Literal || rule.matches(&arg.text) {
+                next.next();
+            }
+        }
+        next.peek().is_none()
+    }
+}
+
+/// A path rule: a glob over canonical absolute paths, and the directory where its literal
+/// part ends (everything the rule can match is below it).
+#[derive(Debug, Clone)]
+pub(crate) struct PathPattern {
+    glob: GlobMatcher,
+    base: PathBuf,
+    /// The pattern ends in `/**`: the base directory itself is covered too.
+    whole_tree: bool,
+    /// The pattern has glob characters: it may match anything below `base`.
+    is_glob: bool,
+}
+
+impl PathPattern {
+    /// Whether `path` (canonical, absolute) is covered.
+    pub(crate) fn covers(&self, path: &Path) -> bool {
+        self.glob.is_match(path) || (self.whole_tree && path == self.base)
+    }
+
+    /// Whether something this rule covers may lie inside the directory `dir` (or is `dir`).
+    pub(crate) fn reaches_into(&self, dir: &Path) -> bool {
+        self.base.starts_with(dir) || (self.is_glob && dir.starts_with(&self.base)) || self.covers(dir)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Spec {
+    Any,
+    Command(CommandPattern),
+    Path(PathPattern),
+}
+
+/// One parsed rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: String,
+    pub(crate) spec: Spec,
+}
+
+impl Rule {
+    /// Parse `Tool` or `Tool(specifier)`; paths resolve against `cwd`.
+    ///
+    /// # Errors
+    /// [`PermissionError::Rule`] naming the rule and what is wrong.
+    pub fn parse(text: &str, cwd: &Path) -> Result<Rule, PermissionError> {
+        let bad = |reason: &str| PermissionError::Rule { rule: text.to_owned(), reason: reason.to_owned() };
+        let trimmed = text.trim();
+        let (tool, spec) = match trimmed.split_once('(') {
+            None => (trimmed, None),
+            Some((tool, rest)) => (tool, Some(rest.strip_suffix(')').ok_or_else(|| bad("missing `)`"))?)),
+        };
+        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad("expected a tool name such as Bash or Edit"));
+        }
+        let spec = match spec.map(str::trim) {
+            None | Some("" | "*") => Spec::Any,
+            Some(s) if tool == "Bash" => Spec::Command(command_pattern(s).map_err(|e| bad(&e))?),
+            Some(s) if FILE_TOOLS.contains(&tool) => Spec::Path(path_pattern(s, cwd).map_err(|e| bad(&e))?),
+            Some(_) => return Err(bad("only Bash and the file tools take a specifier")),
+        };
+        Ok(Rule { text: text.to_owned(), tool: tool.to_owned(), spec })
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The tool the rule names.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Whether the rule is about `tool`: its own name, or the family an `Edit` or `Read` rule
+    /// covers.
+    pub fn applies_to(&self, tool: &str) -> bool {
+        self.tool == tool
+            || (self.tool == "Edit" && EDITING_TOOLS.contains(&tool))
+            || (self.tool == "Read" && READING_TOOLS.contains(&tool))
+    }
+
+    /// The path pattern, for path rules.
+    pub(crate) fn path(&self) -> Option<&PathPattern> {
+        match &self.spec {
+            Spec::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// `git status:*`, `git status *`, `npm test`: shell words (quotes allowed), one command.
+fn command_pattern(spec: &str) -> Result<CommandPattern, String> {
+    let (body, prefix) = match spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *")) {
+        Some(body) => (body.trim(), true),
+        None => (spec, false),
+    };
+    let analysis = shell::analyze(body);
+    let [cmd] = analysis.commands.as_slice() else {
+        return Err("a Bash rule names one simple command (use one rule per command)".into());
+    };
+    if !analysis.is_clean() && !analysis.hazards.iter().all(|h| matches!(h, shell::Hazard::Assignment(_))) {
+        return Err(format!("a Bash rule names plain words; here {}", analysis.hazards[0]));
+    }
+    if !cmd.assignments.is_empty() {
+        return Err("a Bash rule cannot start with variable assignments".into());
+    }
+    let words = cmd
+        .words
+        .iter()
+        .map(|w| match w.kind {
+            WordKind::Literal => Ok(RuleWord::Literal(w.text.clone())),
+            WordKind::Pattern => GlobBuilder::new(&w.text)
+                .literal_separator(false)
+                .build()
+                .map(|g| RuleWord::Glob(g.compile_matcher()))
+                .map_err(|e| e.to_string()),
+            WordKind::Dynamic => Err(format!("`{}` is not a plain word", w.text)),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if words.is_empty() {
+        return Err("the command is empty".into());
+    }
+    Ok(CommandPattern { words, prefix })
+}
+
+/// `./secrets/**`, `src/**`, `//etc/hosts`, `~/notes/**`: a glob over absolute paths.
+fn path_pattern(spec: &str, cwd: &Path) -> Result<PathPattern, String> {
+    let absolute = if let Some(abs) = spec.strip_prefix("//") {
+        PathBuf::from("/").join(abs)
+    } else if let Some(home) = spec.strip_prefix("~/") {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(home)
+    } else if spec.starts_with('/') && !spec.starts_with("//") {
+        // Claude Code reads `/x` as relative to the settings' project root, i.e. cwd.
+        cwd.join(spec.trim_start_matches('/'))
+    } else {
+        cwd.join(spec.trim_start_matches("./"))
+    };
+    let pattern = absolute.to_string_lossy().into_owned();
+    let glob = GlobBuilder::new(&pattern).literal_separator(true).build().map_err(|e| e.to_string())?;
+    let literal_end = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    let literal = &pattern[..literal_end];
+    let base = if literal_end == pattern.len() {
+        PathBuf::from(literal)
+    } else {
+        // Up to the last separator before the first glob character.
+        PathBuf::from(&literal[..literal.rfind('/').unwrap_or(0).max(1)])
+    };
+    let whole_tree = pattern.ends_with("/**");
+    let is_glob = literal_end < pattern.len();
+    Ok(PathPattern { glob: glob.compile_matcher(), base, whole_tree, is_glob })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(line: &str) -> SimpleCommand {
+        shell::analyze(line).commands.remove(0)
+    }
+
+    fn pattern(spec: &str) -> CommandPattern {
+        command_pattern(spec).unwrap()
+    }
+
+    #[test]
+    fn allow_matches_words_exactly_as_written() {
+        let p = pattern("git status:*");
+        assert!(p.allows(&cmd("git status")));
+        assert!(p.allows(&cmd("git status --short")));
+        assert!(p.allows(&cmd("git 'status' -s")));
+        assert!(p.allows(&cmd("LANG=C git status")));
+        assert!(!p.allows(&cmd("git statusx")));
+        assert!(!p.allows(&cmd("/tmp/git status")));
+        assert!(!p.allows(&cmd("git $X")));
+        assert!(!p.allows(&cmd("PATH=/tmp git status")));
+        let exact = pattern("npm test");
+        assert!(exact.allows(&cmd("npm test")));
+        assert!(!exact.allows(&cmd("npm test --watch")));
+        assert!(pattern("cargo test *").allows(&cmd("cargo test -p x")));
+    }
+
+    #[test]
+    fn deny_matches_base_names_and_words_in_order() {
+        let rm = pattern("rm:*");
+        assert!(rm.denies(&cmd("/bin/rm -rf x")));
+        assert!(rm.denies(&cmd("rm")));
+        let push = pattern("git push:*");
+        assert!(push.denies(&cmd("git push origin main")));
+        assert!(push.denies(&cmd("git -C . push")));
+        assert!(push.denies(&cmd("git $SUB")));
+        assert!(!push.denies(&cmd("git pull")));
+    }
+
+    #[test]
+    fn bad_bash_rules_are_named() {
+        let err = |spec: &str| Rule::parse(spec, Path::new("/")).unwrap_err().to_string();
+        assert_eq!(
+            err("Bash(ls; rm:*)"),
+            "bad permission rule `Bash(ls; rm:*)`: a Bash rule names one simple command (use one rule per command)"
+        );
+        assert_eq!(
+            err("Bash($X:*)"),
+            "bad permission rule `Bash($X:*)`: a Bash rule names plain words; here the program `$X` is not a literal name"
+        );
+    }
+
+    #[test]
+    fn path_rules_know_their_base() {
+        let p = path_pattern("./secrets/**", Path::new("/w")).unwrap();
+        assert_eq!(p.base, Path::new("/w/secrets"));
+        assert!(p.covers(Path::new("/w/secrets/key")));
+        assert!(p.covers(Path::new("/w/secrets")));
+        assert!(p.reaches_into(Path::new("/w")));
+        assert!(!p.reaches_into(Path::new("/w/src")));
+        let env = path_pattern("**/.env", Path::new("/w")).unwrap();
+        assert_eq!(env.base, Path::new("/w"));
+        assert!(env.covers(Path::new("/w/a/b/.env")));
+        assert!(env.reaches_into(Path::new("/w/src")));
+    }
+}
