@@ -1,8 +1,10 @@
-//! Pieces the benchmarks share: a deterministic generator for their inputs, and the ratio of
-//! two functions measured in interleaved rounds.
+//! Pieces the benchmarks share: a deterministic generator for their inputs, realistic Bash
+//! command lines built on it, and the ratio of two functions measured in interleaved rounds.
 
 // Each benchmark that includes this file uses only part of it.
 #![allow(dead_code)]
+
+pub mod commands;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
