@@ -201,3 +201,53 @@ async fn a_write_through_a_dangling_symlink_to_the_outside_is_refused() {
     );
     assert!(!out.join("x").exists());
 }
+
+/// A `Read(./secrets/**)` deny rule holds for every tool that reads, through the whole engine:
+/// Read and Bash are refused, Grep and Glob over the tree skip the directory.
+#[tokio::test]
+async fn a_read_deny_rule_hides_a_directory_from_every_reading_tool() {
+    let s = scenario(json!({
+        "prompt": "find the needle",
+        "files": {"src/a.txt": "needle\n", "secrets/key": "needle\n"},
+        "settings": {"permissions": {"deny": ["Read(./secrets/**)"]}},
+        "responses": [
+            {"content": [
+                {"type": "tool_use", "name": "Grep", "input": {"pattern": "needle", "output_mode": "files_with_matches"}},
+                {"type": "tool_use", "name": "Glob", "input": {"pattern": "**/*"}},
+                {"type": "tool_use", "name": "Read", "input": {"file_path": "secrets/key"}}
+             ], "stop_reason": "tool_use"},
+            // A failing Bash call cancels the calls beside it: the Bash calls come alone.
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "cat secrets/key"}}],
+             "stop_reason": "tool_use", "expect": {"tool_result_is_error": [false, false, true]}},
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "grep -r needle ."}}],
+             "stop_reason": "tool_use", "expect": {"tool_result_is_error": [true]}},
+            {"content": [{"type": "text", "text": "done"}], "expect": {"tool_result_is_error": [true]}}
+        ]
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_scenario(&s, dir.path(), Arc::new(VirtualClock::new())).await.unwrap();
+    assert_eq!(run.outcome.terminal.as_str(), "completed", "{:?}", run.outcome.error);
+    let results: Vec<&str> = [2, 4, 6]
+        .iter()
+        .flat_map(|&i| &run.outcome.messages[i].content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(results[0], root.join("src/a.txt").display().to_string());
+    assert_eq!(results[1], root.join("src/a.txt").display().to_string());
+    assert_eq!(results[2], "Permission to use Read was denied by the rule `Read(./secrets/**)`.");
+    assert_eq!(
+        results[3],
+        format!(
+            "Permission to use Bash was denied by the rule `Read(./secrets/**)`: it reaches {}.",
+            root.join("secrets/key").display()
+        )
+    );
+    assert_eq!(
+        results[4],
+        format!("Permission to use Bash was denied by the rule `Read(./secrets/**)`: it reaches {}.", root.display())
+    );
+}
