@@ -207,12 +207,21 @@ pub fn basename(program: &str) -> &str {
 
 thread_local! {
     static PARSER: RefCell<Option<tree_sitter::Parser>> = const { RefCell::new(None) };
+    /// The last line analysed on this thread: the engine asks twice about each Bash call
+    /// (may it run concurrently, may it run at all), so the second answer is a copy.
+    static LAST: RefCell<Option<(String, Analysis)>> = const { RefCell::new(None) };
 }
 
 /// Analyse a Bash command line. Never fails: what cannot be understood is a [`Hazard`].
 pub fn analyze(command: &str) -> Analysis {
+    if let Some(hit) =
+        LAST.with(|last| last.borrow().as_ref().filter(|(line, _)| line == command).map(|(_, a)| a.clone()))
+    {
+        return hit;
+    }
     let mut out = Analysis::default();
     analyze_into(command, 0, &mut out);
+    LAST.with(|last| *last.borrow_mut() = Some((command.to_owned(), out.clone())));
     out
 }
 
