@@ -31,9 +31,11 @@
 //! `.git/modules`). `git status` recurses into it when the index has a gitlink there, and its
 //! filter drivers run; finding those would mean reading the index.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Config files larger than this are not read: they count as a risk.
@@ -90,11 +92,12 @@ pub fn repo_config_risk(cwd: &Path) -> Option<String> {
 ///   `GIT_TERMINAL_PROMPT=0`: no prompt on the terminal either;
 /// - `credential.helper=` (empty): the list of helpers is emptied, URL-specific ones
 ///   (`credential.<url>.helper`) included;
-/// - `gpg.program` and `gpg.openpgp.program` = `gpg`, `gpg.ssh.program` = `ssh-keygen`,
-///   `gpg.x509.program` = `gpgsm` (git's defaults): `git log` with `log.showSignature` (or
-///   `%G?`) verifies signatures with the system's programs, not the repository's. (`false`
-///   would get git killed by SIGPIPE writing the payload to it, the empty value prints
-///   "cannot run" errors into the log.)
+/// - `gpg.program` = `gpg` (it also overrides `gpg.openpgp.program`: git keeps the two in one
+///   setting, the last read wins), `gpg.ssh.program` = `ssh-keygen`, `gpg.x509.program` =
+///   `gpgsm` (git's defaults): `git log` with `log.showSignature` (or `%G?`) verifies
+///   signatures with the system's programs, not the repository's. (`false` would get git
+///   killed by SIGPIPE writing the payload to it; the empty value prints "cannot run" errors
+///   into the log.)
 /// - `GIT_NO_LAZY_FETCH=1`: a partial clone does not fetch missing objects (which would run
 ///   `remote.<name>.uploadpack` or an ssh command from the repository); such commands fail
 ///   with "lazy fetching disabled" instead.
@@ -105,7 +108,7 @@ pub fn neutralising_env() -> &'static [(&'static str, &'static str)] {
 }
 
 const NEUTRALISING_ENV: &[(&str, &str)] = &[
-    ("GIT_CONFIG_COUNT", "10"),
+    ("GIT_CONFIG_COUNT", "9"),
     ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
     ("GIT_CONFIG_VALUE_0", "false"),
     ("GIT_CONFIG_KEY_1", "core.hooksPath"),
@@ -120,12 +123,10 @@ const NEUTRALISING_ENV: &[(&str, &str)] = &[
     ("GIT_CONFIG_VALUE_5", ""),
     ("GIT_CONFIG_KEY_6", "gpg.program"),
     ("GIT_CONFIG_VALUE_6", "gpg"),
-    ("GIT_CONFIG_KEY_7", "gpg.openpgp.program"),
-    ("GIT_CONFIG_VALUE_7", "gpg"),
-    ("GIT_CONFIG_KEY_8", "gpg.ssh.program"),
-    ("GIT_CONFIG_VALUE_8", "ssh-keygen"),
-    ("GIT_CONFIG_KEY_9", "gpg.x509.program"),
-    ("GIT_CONFIG_VALUE_9", "gpgsm"),
+    ("GIT_CONFIG_KEY_7", "gpg.ssh.program"),
+    ("GIT_CONFIG_VALUE_7", "ssh-keygen"),
+    ("GIT_CONFIG_KEY_8", "gpg.x509.program"),
+    ("GIT_CONFIG_VALUE_8", "gpgsm"),
     ("GIT_PAGER", "cat"),
     ("GIT_TERMINAL_PROMPT", "0"),
     ("GIT_NO_LAZY_FETCH", "1"),
@@ -216,42 +217,49 @@ fn inspect_level(dir: &Path) -> Level {
 
 /// The git directory a `.git` file names: `gitdir: <path>`, relative to the file's directory.
 fn read_gitfile(file: &Path) -> Result<PathBuf, String> {
-    let text = read_small(file)?;
+    let text = read_regular(file)?.ok_or_else(|| "it disappeared".to_owned())?;
     let text = text.strip_prefix(b"gitdir: ").ok_or_else(|| "it does not start with `gitdir: `".to_owned())?;
-    let end = text.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
-    let path = Path::new(std::ffi::OsStr::from_bytes(&text[..end]));
+    let path = Path::new(OsStr::from_bytes(trim_newlines(text)));
     if path.as_os_str().is_empty() {
         return Err("it names no directory".to_owned());
     }
     Ok(file.parent().unwrap_or(Path::new("/")).join(path))
 }
 
-/// The whole of a regular file of at most [`MAX_CONFIG_BYTES`], or why it cannot be read.
-fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    let meta = fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
+fn trim_newlines(text: &[u8]) -> &[u8] {
+    let end = text.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
+    &text[..end]
+}
+
+/// The whole of `path` when it is a regular file of at most [`MAX_CONFIG_BYTES`], `None`
+/// when it does not exist, or why it cannot be read. Opened without blocking and checked
+/// once open, so a FIFO in its place cannot hang the check.
+fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
         return Err("not a regular file".to_owned());
     }
     let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(format!("larger than {MAX_CONFIG_BYTES} bytes"));
     }
-    Ok(bytes)
+    Ok(Some(bytes))
 }
 
 /// The directory holding the shared files of `git_dir`: the one its `commondir` file names
 /// (relative to `git_dir`), or `git_dir` itself.
 fn common_dir(git_dir: &Path, top: Option<&Path>) -> Result<PathBuf, String> {
     let file = git_dir.join("commondir");
-    if fs::symlink_metadata(&file).is_err() {
-        return Ok(git_dir.to_path_buf());
+    match read_regular(&file) {
+        Ok(None) => Ok(git_dir.to_path_buf()),
+        Ok(Some(text)) => Ok(git_dir.join(OsStr::from_bytes(trim_newlines(&text)))),
+        Err(e) => Err(format!("cannot read {}: {e}", shown(&file, top))),
     }
-    let text = read_small(&file).map_err(|e| format!("cannot read {}: {e}", shown(&file, top)))?;
-    let end = text.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
-    Ok(git_dir.join(std::ffi::OsStr::from_bytes(&text[..end])))
 }
 
 /// Whether git accepts `dir` as a git directory: a valid `HEAD`, and `objects` and `refs`
@@ -363,12 +371,9 @@ impl ModuleScan<'_> {
 /// Parse one config file and name the first program-running setting in it. A missing file
 /// is fine: git reads nothing from it either.
 fn check_config(path: &Path, top: Option<&Path>, submodule: bool) -> Result<(), String> {
-    if let Err(e) = fs::symlink_metadata(path)
-        && e.kind() == ErrorKind::NotFound
-    {
+    let Some(bytes) = read_regular(path).map_err(|e| format!("cannot read {}: {e}", shown(path, top)))? else {
         return Ok(());
-    }
-    let bytes = read_small(path).map_err(|e| format!("cannot read {}: {e}", shown(path, top)))?;
+    };
     let entries =
         parse_config(&bytes).map_err(|line| format!("cannot parse {}: bad config line {line}", shown(path, top)))?;
     match entries.iter().find(|entry| entry.runs_program(submodule)) {
