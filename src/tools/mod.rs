@@ -92,11 +92,14 @@ pub struct ToolContext {
     pub allow_outside: bool,
     /// The environment Bash commands run with (no model credentials, no secrets).
     pub shell_env: Arc<shell_env::ShellEnv>,
+    /// This call was approved only because it was proven read-only: git in it runs with
+    /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
+    pub guard_git: bool,
 }
 
 impl ToolContext {
-    /// A context for `cwd` with a fresh cancellation token, no reads, and the default
-    /// shell environment ([`shell_env::ShellEnv::inherited_default`]).
+    /// A context for `cwd` with a fresh cancellation token, no reads, the default shell
+    /// environment ([`shell_env::ShellEnv::inherited_default`]) and git not guarded.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -104,6 +107,7 @@ impl ToolContext {
             reads: Arc::default(),
             allow_outside: false,
             shell_env: shell_env::ShellEnv::inherited_default(),
+            guard_git: false,
         }
     }
 }
