@@ -237,7 +237,7 @@ fn take_assignments(w: &mut Walker, words: &[Word]) -> (Vec<String>, Vec<Word>) 
     for word in words {
         match assignment_name(&word.text) {
             Some(name) => {
-                if word.kind == WordKind::Dynamic && !word.text.split_once('=').is_some_and(|(n, _)| n == name) {
+                if word.kind == WordKind::Dynamic && word.text.split_once('=').is_none_or(|(n, _)| n != name) {
                     w.hazard(Hazard::OpaqueCode(format!("the assignment `{}`", word.text)));
                 }
                 names.push(name.to_owned());
