@@ -26,10 +26,11 @@
 //! does not disable the external diff, it makes every `git diff` fail trying to run "".
 //! Only reading the configuration catches those.
 //!
-//! What neither layer sees: a repository embedded in the worktree that is not absorbed into
-//! `.git/modules` (a `sub/.git` directory, or a `sub/.git` file pointing outside
-//! `.git/modules`). `git status` recurses into it when the index has a gitlink there, and its
-//! filter drivers run; finding those would mean reading the index.
+//! What neither layer covers: a repository embedded in the worktree that is not absorbed
+//! into `.git/modules` (a `sub/.git` directory, or a `sub/.git` file pointing outside
+//! `.git/modules`). `git status` recurses into it when the index has a gitlink there, with or
+//! without `.gitmodules`; the environment still stops its fsmonitor and hooks, but its
+//! filter drivers run, and finding it would mean reading the index.
 
 use std::ffi::OsStr;
 use std::fs;

@@ -621,3 +621,25 @@ fn an_empty_diff_external_does_not_disable_it() {
         "error: cannot run : No such file or directory\nfatal: external diff died, stopping at f\n"
     );
 }
+
+#[test]
+fn the_guard_reaches_submodules() {
+    let repo = Repo::new();
+    ok(git(&repo.root).args(["init", "-q", "library"]));
+    let library = repo.root.join("library");
+    fs::write(library.join("f"), "x\n").unwrap();
+    ok(git(&library).args(["add", "f"]));
+    ok(git(&library).args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]));
+    let url = library.to_str().unwrap();
+    ok(git(&repo.top).args(["-c", "protocol.file.allow=always", "submodule", "add", "-q", url, "sub"]));
+    repo.commit();
+    assert_eq!(repo.risk(), None);
+    let planted = repo.plant("fsmonitor", "");
+    let config = repo.path(".git/modules/sub/config");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("[core]\n\tfsmonitor = {}\n", planted.path()));
+    fs::write(&config, text).unwrap();
+    assert_eq!(repo.risk(), some(".git/modules/sub/config sets core.fsmonitor"));
+    repo.write("sub/f", "y\n");
+    assert_eq!(runs(&repo, &planted, &["status", "--porcelain"], |_| {}), (true, false));
+}
