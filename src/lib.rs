@@ -22,10 +22,6 @@ pub mod harness;
 pub mod hooks;
 mod json_path;
 pub mod model;
-/// Permissions (temporary declaration until `src/permissions/mod.rs` declares `pub mod git;`).
-pub mod permissions {
-    pub mod git;
-}
 pub mod protocol;
 pub mod scenario;
 pub mod shell;
