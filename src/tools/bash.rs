@@ -3,7 +3,9 @@
 //! and everything it started (`sleep 100 &` included) with one signal. Output is captured
 //! with a size cap ([`capture`]); [`crate::permissions::readonly`] decides which commands may run concurrently.
 //! The shell's environment is the context's [`super::shell_env::ShellEnv`]: no model
-//! credentials, no secret-looking variables.
+//! credentials, no secret-looking variables; when the call is [`ToolContext::guard_git`], git
+//! in it also ignores the repository's program-running settings
+//! ([`crate::permissions::git::neutralise`]).
 
 pub mod capture;
 #[cfg(test)]

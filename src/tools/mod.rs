@@ -93,14 +93,14 @@ pub struct ToolContext {
     pub shell_env: Arc<shell_env::ShellEnv>,
     /// What `Read(…)` deny rules hide: Grep and Glob skip it while they walk.
     pub read_deny: Arc<crate::permissions::ReadDeny>,
-    /// This call runs only because it was proven read-only: git in it runs with the
-    /// configuration that executes programs neutralised ([`crate::permissions::git`]).
+    /// This call was approved only because it was proven read-only: git in it runs with
+    /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
     pub guard_git: bool,
 }
 
 impl ToolContext {
-    /// A context for `cwd` with a fresh cancellation token, no reads, and the default
-    /// shell environment ([`shell_env::ShellEnv::inherited_default`]).
+    /// A context for `cwd` with a fresh cancellation token, no reads, the default shell
+    /// environment ([`shell_env::ShellEnv::inherited_default`]) and git not guarded.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),

@@ -168,33 +168,72 @@ async fn runs_without_the_model_credentials_or_secrets() {
     assert_eq!(out, ToolOutput::ok(expected));
 }
 
-/// A planted `.git/config` runs its fsmonitor program on `git status` — unless the call runs
-/// with git's program-running settings neutralised, as auto-approved calls do.
+/// A context in `repo`, a fresh git repository inside a temporary directory, whose shells see
+/// no git configuration but the repository's and none of the inherited `GIT_*` variables.
+async fn git_context() -> (tempfile::TempDir, ToolContext) {
+    let (dir, ctx) = context();
+    let vars = std::env::vars_os()
+        .filter(|(name, _)| !name.to_string_lossy().starts_with("GIT_"))
+        .chain([("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")].map(|(n, v)| (n.into(), v.into())));
+    let ctx = ToolContext { shell_env: Arc::new(ShellEnv::from_vars(vars, &[])), cwd: ctx.cwd.join("repo"), ..ctx };
+    std::fs::create_dir(&ctx.cwd).unwrap();
+    assert_eq!(call(&ctx, json!({"command": "git init -q"})).await, ToolOutput::ok("(no output)"));
+    (dir, ctx)
+}
+
+/// Add `text` to the repository's `.git/config`.
+fn configure(ctx: &ToolContext, text: &str) {
+    let path = ctx.cwd.join(".git/config");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(path, config + text).unwrap();
+}
+
 #[tokio::test]
-async fn guarded_git_ignores_a_planted_fsmonitor() {
-    let (dir, mut ctx) = context();
-    let root = dir.path().canonicalize().unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&root)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(git.success());
-    let marker = root.join("PWNED");
-    let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
-    config.push_str(&format!("[core]\n\tfsmonitor = \"touch {}; false\"\n", marker.display()));
-    std::fs::write(root.join(".git/config"), config).unwrap();
-    let status = json!({"command": "git status --short"});
+async fn guarded_git_does_not_run_a_planted_fsmonitor() {
+    let (dir, ctx) = git_context().await;
+    let marker = dir.path().canonicalize().unwrap().join("PWNED-fsmonitor");
+    // `#` drops the version and token git passes the hook (`touch` would create them).
+    configure(&ctx, &format!("[core]\n\tfsmonitor = \"touch {} #\"\n", marker.display()));
+    std::fs::write(ctx.cwd.join("notes.txt"), "x\n").unwrap();
+    let guarded = ToolContext { guard_git: true, ..ctx.clone() };
+    let status = json!({"command": "git status --porcelain"});
+    assert_eq!(call(&guarded, status.clone()).await, ToolOutput::ok("?? notes.txt"));
+    assert!(!marker.exists());
+    // Unguarded, the same call runs it: the test can fail.
+    assert_eq!(call(&ctx, status).await, ToolOutput::ok("?? notes.txt\nwarning: Empty last update token."));
+    assert!(marker.exists());
+}
 
-    ctx.guard_git = true;
-    let guarded = call(&ctx, status.clone()).await;
-    assert!(!guarded.is_error, "{}", guarded.content);
-    assert!(!marker.exists(), "the planted fsmonitor ran under guard");
-    assert!(crate::permissions::git::repo_config_risk(&root).unwrap().ends_with("sets core.fsmonitor"));
+#[tokio::test]
+async fn guarded_git_still_runs_textconv_which_only_the_risk_check_sees() {
+    let (dir, ctx) = git_context().await;
+    let marker = dir.path().canonicalize().unwrap().join("PWNED-textconv");
+    std::fs::write(ctx.cwd.join("report.pdf"), "one\n").unwrap();
+    std::fs::write(ctx.cwd.join(".gitattributes"), "*.pdf diff=pdf\n").unwrap();
+    let commit = json!({"command": "git add -A && git -c user.name=t -c user.email=t@t commit -qm c"});
+    assert_eq!(call(&ctx, commit).await, ToolOutput::ok("(no output)"));
+    configure(&ctx, &format!("[diff \"pdf\"]\n\ttextconv = touch {} && cat\n", marker.display()));
+    std::fs::write(ctx.cwd.join("report.pdf"), "two\n").unwrap();
+    // A driver is named by the repository: no fixed environment can switch it off.
+    let guarded = ToolContext { guard_git: true, ..ctx.clone() };
+    let diff = call(&guarded, json!({"command": "git diff"})).await;
+    let expected = "diff --git a/report.pdf b/report.pdf\nindex 5626abf..f719efd 100644\n--- a/report.pdf\n+++ b/report.pdf\n@@ -1 +1 @@\n-one\n+two";
+    assert_eq!(diff, ToolOutput::ok(expected));
+    assert!(marker.exists());
+    assert_eq!(
+        crate::permissions::git::repo_config_risk(&ctx.cwd),
+        Some(".git/config sets diff.pdf.textconv".to_owned())
+    );
+}
 
-    ctx.guard_git = false;
-    call(&ctx, status).await;
-    assert!(marker.exists(), "without the guard the planted fsmonitor runs (the test can fail)");
+#[tokio::test]
+async fn the_git_guard_wins_over_the_shell_environment() {
+    let (_dir, ctx) = context();
+    let vars = [("PATH", "/usr/bin:/bin"), ("GIT_PAGER", "less"), ("GIT_DIR", "/elsewhere"), ("GIT_CONFIG_COUNT", "0")];
+    let vars = vars.map(|(n, v)| (std::ffi::OsString::from(n), std::ffi::OsString::from(v)));
+    let ctx = ToolContext { shell_env: Arc::new(ShellEnv::from_vars(vars, &[])), ..ctx };
+    let show = json!({"command": "echo \"$GIT_PAGER ${GIT_DIR-unset} $GIT_CONFIG_COUNT $GIT_CONFIG_KEY_0\""});
+    assert_eq!(call(&ctx, show.clone()).await, ToolOutput::ok("less /elsewhere 0 "));
+    let guarded = ToolContext { guard_git: true, ..ctx };
+    assert_eq!(call(&guarded, show).await, ToolOutput::ok("cat unset 9 core.fsmonitor"));
 }
