@@ -20,6 +20,7 @@ fn rule_set(name: &str) -> (Mode, &'static [&'static str], &'static [&'static st
         "deny-read-secrets" => (Mode::Default, &[], &["Read(./secrets/**)"]),
         "plan-with-allow-rules" => (Mode::Plan, &["Bash(npm test:*)", "Bash", "Edit"], &[]),
         "exact-and-prefix" => (Mode::Default, &["Bash(npm test)", "Bash(cargo test:*)", "Bash(echo:*)"], &[]),
+        "cd-allowed" => (Mode::Default, &["Bash(cd:*)"], &[]),
         "bypass-deny-push" => (Mode::BypassPermissions, &[], &["Bash(rm:*)", "Bash(git push:*)"]),
         other => panic!("the corpus names an unknown rule set `{other}`"),
     }

@@ -135,6 +135,10 @@ impl Policy {
             PathVerdict::Denied { rule, .. } => return Approval::No(format!("the rule `{rule}` covers it")),
         }
         if let Some(sub) = git_subcommand(cmd) {
+            if analysis.changes_directory {
+                // The repository checked below is the one around the working directory.
+                return Approval::No(format!("`git {sub}` runs after a change of directory"));
+            }
             if !self.read_deny.is_empty() && !GIT_NAMES_ONLY.contains(&sub) {
                 return Approval::No(format!("`git {sub}` can print files that Read deny rules protect"));
             }
