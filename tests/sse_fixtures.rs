@@ -44,7 +44,16 @@ fn fixtures_dir() -> PathBuf {
         .skip(1)
         .map(|dir| dir.join("shared/fixtures/anthropic-sse"))
         .find(|dir| dir.join("expected.json").is_file())
-        .unwrap_or_else(|| panic!("no shared/fixtures/anthropic-sse beside {}", root.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no shared/fixtures/anthropic-sse in any directory above {}: these tests read the recorded \
+                 Anthropic streams of the project's shared directory, which is not part of this repository; \
+                 check it out beside the repository as ../shared (CI does). shared/fixtures/anthropic-sse/SOURCES.md \
+                 lists the public source of every stream (the Anthropic SDKs' and other clients' recorded \
+                 responses, the streaming documentation) and expected.json what each assembles to",
+                root.display()
+            )
+        })
 }
 
 fn fixtures() -> &'static [Fixture] {

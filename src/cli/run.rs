@@ -314,7 +314,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
             "{}",
             serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
                 "cwd": spec.cwd, "model": spec.options.model, "tools": names,
-                "permissionMode": format!("{:?}", spec.policy.mode())})
+                "permissionMode": spec.policy.mode().as_str()})
         );
     }
     let deps = Deps {

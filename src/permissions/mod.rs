@@ -40,6 +40,19 @@ pub enum Mode {
     BypassPermissions,
 }
 
+impl Mode {
+    /// The mode as Claude Code spells it on the command line and in its stream-json
+    /// `system/init` line: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::AcceptEdits => "acceptEdits",
+            Mode::Plan => "plan",
+            Mode::BypassPermissions => "bypassPermissions",
+        }
+    }
+}
+
 impl FromStr for Mode {
     type Err = PermissionError;
 

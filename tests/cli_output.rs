@@ -1,0 +1,48 @@
+//! What the `agentloop` binary prints: text output over retried attempts, the stream-json
+//! `system/init` line, spilled tool results and settings errors.
+
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+/// Runs the binary with stdin closed and no way to reach a real API.
+fn agentloop(args: &[&str]) -> Output {
+    Command::cargo_bin("agentloop")
+        .unwrap()
+        .args(args)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The stream-json `system/init` line names the permission mode as Claude Code does: as it is
+/// written on the command line.
+#[test]
+fn stream_json_init_names_the_permission_mode_as_given() {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/read-greeting.json");
+    for (given, printed) in [(None, "default"), (Some("acceptEdits"), "acceptEdits"), (Some("plan"), "plan")] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = format!("scripted:{scenario}");
+        let mut args = vec!["run", "--model", &model, "--cwd", dir.path().to_str().unwrap()];
+        args.extend(["--output-format", "stream-json"]);
+        if let Some(mode) = given {
+            args.extend(["--permission-mode", mode]);
+        }
+        let out = agentloop(&args);
+        let first = stdout(&out).lines().next().map(str::to_owned).unwrap_or_default();
+        let init: serde_json::Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(init["subtype"], "init", "{}", stderr(&out));
+        assert_eq!(init["permissionMode"], printed);
+    }
+}
