@@ -47,6 +47,10 @@ async fn a_tool_starts_before_the_reply_ends() {
         .unwrap();
     let reply_done = position(&|e| matches!(e, EngineEvent::Transition(r) if r.edge == "consume.tools"));
     assert!(started < last_text, "the Read started at event {started}, after the last text delta {last_text}");
+    assert!(
+        matches!(&run.events[started], EngineEvent::ToolStarted { early: true, .. }),
+        "a read-only call is marked as started early"
+    );
     assert!(finished < last_text, "the Read finished at event {finished}, after the last text delta {last_text}");
     assert!(finished < reply_done);
     assert_eq!(run.outcome.terminal.as_str(), "completed");
@@ -250,4 +254,50 @@ async fn a_read_deny_rule_hides_a_directory_from_every_reading_tool() {
         results[4],
         format!("Permission to use Bash was denied by the rule `Read(./secrets/**)`: it reaches {}.", root.display())
     );
+}
+
+/// A call that can change something never starts before the reply's `message_stop`: here the
+/// stream is cut after a Bash call that appends to a file, the request is retried and the
+/// model issues the same call again. The command runs once, after the second reply ended.
+#[tokio::test]
+async fn a_mutating_call_never_runs_for_a_cut_stream() {
+    let bash = json!({"type": "tool_use", "name": "Bash", "input": {"command": "echo run >> counter.txt"}});
+    let s = scenario(json!({
+        "prompt": "count",
+        "settings": {"permissions": {"allow": ["Bash"]}},
+        "responses": [
+            {"content": [bash, {"type": "text", "text": "Appending a line. ".repeat(4)}],
+             "chunk_delay_ms": 20, "cut_after_blocks": 2},
+            {"content": [bash, {"type": "text", "text": "Appending a line."}], "chunk_delay_ms": 20},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_scenario(&s, dir.path(), Arc::new(VirtualClock::new())).await.unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join("counter.txt")).unwrap(), "run\n");
+    assert_eq!(
+        run.outcome.edge_ids(),
+        vec![
+            "prepare.request",
+            "request.stream_opened",
+            "consume.retry",
+            "request.stream_opened",
+            "consume.tools",
+            "tools.done",
+            "checkpoint.next_turn",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed"
+        ]
+    );
+    let starts: Vec<(&str, bool)> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::ToolStarted { name, early, .. } => Some((name.as_str(), *early)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, vec![("Bash", false)]);
 }

@@ -115,16 +115,18 @@ impl EventSink for CliSink {
                     hook();
                 }
             }
-            EngineEvent::ToolStarted { id, name, input, running } => {
+            EngineEvent::ToolStarted { id, name, input, running, early } => {
                 let beside =
                     if running.is_empty() { String::new() } else { format!(" (beside {})", running.join(", ")) };
-                self.trace_tool(&format!("⇢ {name} {id} started{beside}"));
+                let when = if *early { "early" } else { "after reply" };
+                self.trace_tool(&format!("⇢ {name} {id} started {when}{beside}"));
                 if self.show_tools {
                     eprintln!("→ {name} {}", compact(input));
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
-                        "name": name, "concurrent_with": running, "session_id": self.session_id}));
+                        "name": name, "concurrent_with": running, "started_early": early,
+                        "session_id": self.session_id}));
                 }
             }
             EngineEvent::ToolFinished { id, name, is_error, duration } => {

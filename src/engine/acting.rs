@@ -12,13 +12,16 @@ use crate::tools::streaming::Executor;
 pub const INTERRUPTED_TOOLS: &str = "[Request interrupted by user for tool use]";
 
 impl Machine {
-    /// ExecuteTools: wait for the reply's calls (some may have started while it streamed) and
-    /// send one result per call, in call order.
+    /// ExecuteTools: the reply has ended, so the calls held back while it streamed start now
+    /// (read-only ones may have started already); wait for them all and send one result per
+    /// call, in call order.
     pub(crate) async fn execute_tools_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let executor = match self.st.executor.take() {
             Some(executor) => executor,
             None => {
                 let mut executor = self.new_executor(ctx);
+                // The reply has ended: every call may start as it is added.
+                executor.end_reply();
                 for call in self.st.calls.clone() {
                     for event in executor.add(call) {
                         ctx.emit(event);

@@ -33,6 +33,9 @@ pub enum EngineEvent {
         input: Value,
         /// Names of the calls already running beside it.
         running: Vec<String>,
+        /// It started while the reply was still streaming (only concurrency-safe, read-only
+        /// calls do); `false` when it started after the reply's `message_stop`.
+        early: bool,
     },
     /// A tool call finished.
     ToolFinished {

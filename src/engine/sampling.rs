@@ -186,8 +186,9 @@ and nothing is left to compact",
     }
 
     /// Consume: read the stream to its end and decide what the reply asks for. Each tool call
-    /// is handed to the executor as soon as its block is complete, so it can run while the
-    /// rest of the reply streams.
+    /// is handed to the executor as soon as its block is complete, so a read-only call can run
+    /// while the rest of the reply streams; the others wait for ExecuteTools, after the
+    /// reply's `message_stop`, so a retried stream never runs them twice.
     pub(crate) async fn consume_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let cancel = ctx.deps.cancel.clone();
         let mut executor = self.new_executor(ctx);
@@ -275,7 +276,7 @@ and nothing is left to compact",
     }
 
     /// Cancel what still runs of an executor and collect every call's result by id.
-    async fn settle(ctx: &mut Ctx, executor: Executor) -> HashMap<String, ContentBlock> {
+    async fn settle(ctx: &mut Ctx, mut executor: Executor) -> HashMap<String, ContentBlock> {
         executor.cancel();
         let outcome = executor.finish(&mut |e| ctx.emit(e)).await;
         outcome
@@ -300,7 +301,7 @@ and nothing is left to compact",
         let started = executor.started();
         if started > 0 {
             ctx.emit(EngineEvent::Warning(format!(
-                "the stream broke after {started} tool call(s) started; whatever they did stays done"
+                "the stream broke after {started} read-only tool call(s) started; calls that change anything never start before the reply ends"
             )));
         }
         let results = Self::settle(ctx, executor).await;

@@ -1,5 +1,9 @@
 //! The executor of one reply's tool calls. Calls are added as their `content_block_stop`
-//! arrives, so a call can start while the rest of the reply is still streaming.
+//! arrives, so a concurrency-safe (read-only) call can start while the rest of the reply is
+//! still streaming. A call that can change anything waits until the reply has ended with
+//! `message_stop` ([`Executor::end_reply`]): a stream cut before it is retried, the model may
+//! issue the same call again, and a mutating call must never run twice. A read-only call that
+//! ran for an abandoned attempt changed nothing.
 //!
 //! Scheduling: a call starts when nothing runs, or when it and everything running are
 //! concurrency-safe and fewer than the limit run; the queue is scanned in call order and stops
@@ -53,6 +57,10 @@ pub struct Executor {
     entries: Vec<Entry>,
     running: FuturesUnordered<BoxFuture<'static, (usize, Result<CallResult, JoinError>)>>,
     sibling_failed: bool,
+    /// The reply ended with `message_stop`: every call may start.
+    reply_ended: bool,
+    /// [`Executor::cancel`] was called: nothing more starts.
+    cancelled: bool,
 }
 
 impl std::fmt::Debug for Executor {
@@ -62,7 +70,8 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    /// An executor for one reply. `base.cancel` is the run's interrupt token.
+    /// An executor for one reply, which is still streaming: until [`Executor::end_reply`],
+    /// only concurrency-safe calls start. `base.cancel` is the run's interrupt token.
     pub fn new(toolbox: Arc<Toolbox>, base: ToolContext, max_concurrency: usize) -> Self {
         let siblings = base.cancel.child_token();
         Executor {
@@ -73,10 +82,21 @@ impl Executor {
             entries: Vec::new(),
             running: FuturesUnordered::new(),
             sibling_failed: false,
+            reply_ended: false,
+            cancelled: false,
         }
     }
 
-    /// Add a finished `tool_use`; it starts at once if the rules allow. Returns start events.
+    /// The reply has ended with `message_stop` and can no longer be retried: the calls held
+    /// back (those that may change something, and every call queued behind one) may start
+    /// now. Returns start events.
+    pub fn end_reply(&mut self) -> Vec<EngineEvent> {
+        self.reply_ended = true;
+        self.start_eligible()
+    }
+
+    /// Add a finished `tool_use`; it starts at once if the rules allow (a call that is not
+    /// concurrency-safe never starts before [`Executor::end_reply`]). Returns start events.
     pub fn add(&mut self, call: ToolCall) -> Vec<EngineEvent> {
         let safe = self.toolbox.is_concurrency_safe(&call);
         self.entries.push(Entry { call, safe, status: Status::Queued });
@@ -126,11 +146,12 @@ impl Executor {
         events
     }
 
-    /// Wait for every call and return the results in call order. Calls that never started
-    /// answer [`INTERRUPTED_RESULT`] after an interrupt, [`SIBLING_CANCELLED`] after a failed
-    /// Bash sibling.
+    /// Wait for every call and return the results in call order; the reply is taken as ended
+    /// (see [`Executor::end_reply`]) unless the executor was cancelled. Calls that never
+    /// started answer [`INTERRUPTED_RESULT`] after an interrupt or a cancel,
+    /// [`SIBLING_CANCELLED`] after a failed Bash sibling.
     pub async fn finish(mut self, emit: &mut dyn FnMut(EngineEvent)) -> PhaseOutcome {
-        for event in self.start_eligible() {
+        for event in self.end_reply() {
             emit(event);
         }
         while self.has_running() {
@@ -160,13 +181,14 @@ impl Executor {
     }
 
     /// Cancel every call (running ones observe it; queued ones never start).
-    pub fn cancel(&self) {
+    pub fn cancel(&mut self) {
+        self.cancelled = true;
         self.siblings.cancel();
     }
 
     fn start_eligible(&mut self) -> Vec<EngineEvent> {
         let mut events = Vec::new();
-        if self.base.cancel.is_cancelled() || self.sibling_failed {
+        if self.base.cancel.is_cancelled() || self.sibling_failed || self.cancelled {
             return events;
         }
         for index in 0..self.entries.len() {
@@ -175,8 +197,9 @@ impl Executor {
             }
             let running: Vec<&Entry> = self.entries.iter().filter(|e| matches!(e.status, Status::Running)).collect();
             let entry = &self.entries[index];
-            let can_start = running.is_empty()
-                || (entry.safe && running.iter().all(|e| e.safe) && running.len() < self.max_concurrency);
+            let can_start = (self.reply_ended || entry.safe)
+                && (running.is_empty()
+                    || (entry.safe && running.iter().all(|e| e.safe) && running.len() < self.max_concurrency));
             if !can_start {
                 break;
             }
@@ -185,6 +208,7 @@ impl Executor {
                 name: entry.call.name.clone(),
                 input: entry.call.input.clone(),
                 running: running.iter().map(|e| e.call.name.clone()).collect(),
+                early: !self.reply_ended,
             });
             let toolbox = self.toolbox.clone();
             let call = entry.call.clone();
@@ -324,6 +348,47 @@ mod tests {
         r.executor.finish(&mut |_| {}).await;
         assert_eq!(*r.log.lock().unwrap(), vec!["start s1", "end s1", "start u", "end u", "start s2", "end s2"]);
         assert_eq!(r.max.load(Ordering::SeqCst), 1);
+    }
+
+    /// The start events' `(id, early)` pairs.
+    fn starts(events: &[EngineEvent]) -> Vec<(String, bool)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                EngineEvent::ToolStarted { id, early, .. } => Some((id.clone(), *early)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn only_safe_calls_start_before_the_reply_ends() {
+        let mut r = rig(10);
+        let mut early = r.executor.add(call("1", "Safe", json!({"tag": "s1", "ms": 1})));
+        early.extend(r.executor.add(call("2", "Unsafe", json!({"tag": "u", "ms": 1}))));
+        early.extend(r.executor.add(call("3", "Safe", json!({"tag": "s2", "ms": 1}))));
+        assert_eq!(starts(&early), vec![("1".to_string(), true)]);
+        let mut later = Vec::new();
+        while r.executor.has_running() {
+            later.extend(r.executor.next().await);
+        }
+        assert_eq!(starts(&later), vec![], "the unsafe call waits for the reply's end");
+        let at_end = r.executor.end_reply();
+        assert_eq!(starts(&at_end), vec![("2".to_string(), false)]);
+        let mut finishing = Vec::new();
+        r.executor.finish(&mut |e| finishing.push(e)).await;
+        assert_eq!(starts(&finishing), vec![("3".to_string(), false)]);
+        assert_eq!(*r.log.lock().unwrap(), vec!["start s1", "end s1", "start u", "end u", "start s2", "end s2"]);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_executor_starts_nothing_more() {
+        let mut r = rig(10);
+        r.executor.add(call("1", "Unsafe", json!({"tag": "u", "ms": 1})));
+        r.executor.cancel();
+        let outcome = r.executor.finish(&mut |_| {}).await;
+        assert_eq!(texts(&outcome), vec![(INTERRUPTED_RESULT.to_string(), true)]);
+        assert!(r.log.lock().unwrap().is_empty());
     }
 
     #[tokio::test]
