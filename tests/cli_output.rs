@@ -46,3 +46,36 @@ fn stream_json_init_names_the_permission_mode_as_given() {
         assert_eq!(init["permissionMode"], printed);
     }
 }
+
+/// A typo in a hook event name fails settings loading (exit 2) instead of silently disabling
+/// the hook; the message names the file, the JSON path and the known events.
+#[test]
+fn a_misspelt_hook_event_is_bad_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    let hooks =
+        r#"{"hooks": {"preToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}]}}"#;
+    std::fs::write(&settings, hooks).unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/read-greeting.json");
+    let model = format!("scripted:{scenario}");
+    let out = agentloop(&[
+        "run",
+        "--model",
+        &model,
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--settings",
+        settings.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "agentloop: {}: at hooks.preToolUse: unknown hook event `preToolUse` (did you mean `PreToolUse`?); known \
+             events: PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, Notification, UserPromptSubmit, \
+             Stop, SubagentStart, SubagentStop, PreCompact, SessionStart, SessionEnd\n",
+            settings.display()
+        )
+    );
+}

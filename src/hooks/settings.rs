@@ -34,8 +34,9 @@ pub struct Settings {
 
 /// The `hooks` object: for each event, a list of matcher groups.
 ///
-/// Stop, PreToolUse and PostToolUse are the events this engine runs. Other event names
-/// (`Notification`, `SessionStart`, …) are kept, unparsed, in [`HookTable::other`].
+/// Stop, PreToolUse and PostToolUse are the events this engine runs. Claude Code's other
+/// event names (`Notification`, `SessionStart`, …, see [`KNOWN_HOOK_EVENTS`]) are kept,
+/// unparsed, in [`HookTable::other`]; any other name is an error.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HookTable {
     /// `Stop`: run when the model ends its turn. Matchers are ignored.
@@ -198,6 +199,11 @@ impl Settings {
             let message = serde_json::Error::invalid_type(found, &"a settings object").to_string();
             return Err(SettingsError::Invalid { origin: source.to_owned(), path: String::new(), message });
         }
+        if let Some(hooks) = v.get("hooks")
+            && let Err((path, message)) = check_hook_names(hooks)
+        {
+            return Err(SettingsError::Invalid { origin: source.to_owned(), path, message });
+        }
         serde_path_to_error::deserialize(v).map_err(|e| SettingsError::Invalid {
             origin: source.to_owned(),
             path: json_path::of(&e),
@@ -217,6 +223,72 @@ impl Settings {
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| SettingsError::Syntax { origin: origin.clone(), message: e.to_string() })?;
         Settings::from_value(&origin, &value)
+    }
+}
+
+/// Claude Code's hook event names. Stop, PreToolUse and PostToolUse run here; the others are
+/// accepted and kept in [`HookTable::other`], so a settings file written for Claude Code loads.
+pub const KNOWN_HOOK_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "SessionStart",
+    "SessionEnd",
+];
+
+/// The keys of a matcher group of the events this engine runs.
+const GROUP_KEYS: &[&str] = &["matcher", "hooks"];
+
+/// The keys of a hook entry of the events this engine runs (`async` is Claude Code's; the
+/// entry runs in order here either way).
+const ENTRY_KEYS: &[&str] = &["type", "command", "timeout", "async"];
+
+/// Names in the `hooks` table that a typo would otherwise silently disable: every event name
+/// must be one of [`KNOWN_HOOK_EVENTS`], and the groups and entries of the events this engine
+/// runs may hold only the keys it reads. Shapes are left to serde. Returns the JSON path and
+/// the message.
+fn check_hook_names(hooks: &Value) -> Result<(), (String, String)> {
+    let Some(events) = hooks.as_object() else { return Ok(()) };
+    for (event, groups) in events {
+        if !KNOWN_HOOK_EVENTS.contains(&event.as_str()) {
+            let hint = KNOWN_HOOK_EVENTS
+                .iter()
+                .find(|known| known.eq_ignore_ascii_case(event))
+                .map(|known| format!(" (did you mean `{known}`?)"))
+                .unwrap_or_default();
+            let message = format!("unknown hook event `{event}`{hint}; known events: {}", KNOWN_HOOK_EVENTS.join(", "));
+            return Err((format!("hooks.{event}"), message));
+        }
+        if !matches!(event.as_str(), "Stop" | "PreToolUse" | "PostToolUse") {
+            continue;
+        }
+        for (i, group) in groups.as_array().into_iter().flatten().enumerate() {
+            let path = format!("hooks.{event}[{i}]");
+            unknown_key(group, GROUP_KEYS, &path)?;
+            for (j, entry) in group.get("hooks").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                unknown_key(entry, ENTRY_KEYS, &format!("{path}.hooks[{j}]"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first key of `object` (if it is one) that is not in `known`, as an error at `path`.
+fn unknown_key(object: &Value, known: &[&str], path: &str) -> Result<(), (String, String)> {
+    let Some(map) = object.as_object() else { return Ok(()) };
+    match map.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => {
+            let expected = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            Err((path.to_owned(), format!("unknown key `{key}`; known keys: {expected}")))
+        }
+        None => Ok(()),
     }
 }
 
@@ -549,6 +621,51 @@ mod tests {
         assert!(m(Some("Ed.t")).matches("NotebookEdit"));
         assert!(!m(Some("^Ed.t$")).matches("NotebookEdit"));
         assert!(m(Some("^(Edit|Write)$")).matches("Write"));
+    }
+
+    #[test]
+    fn an_unknown_event_name_names_its_path_and_the_known_ones() {
+        let known = "known events: PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, Notification, \
+                     UserPromptSubmit, Stop, SubagentStart, SubagentStop, PreCompact, SessionStart, SessionEnd";
+        assert_eq!(
+            invalid(
+                json!({"hooks": {"preToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]}})
+            ),
+            format!(
+                "settings.json: at hooks.preToolUse: unknown hook event `preToolUse` (did you mean `PreToolUse`?); {known}"
+            )
+        );
+        assert_eq!(
+            invalid(json!({"hooks": {"Stop": [], "AfterToolUse": []}})),
+            format!("settings.json: at hooks.AfterToolUse: unknown hook event `AfterToolUse`; {known}")
+        );
+    }
+
+    #[test]
+    fn every_claude_code_event_is_accepted() {
+        let hooks: serde_json::Map<String, Value> = KNOWN_HOOK_EVENTS
+            .iter()
+            .map(|event| (event.to_string(), json!([{"hooks": [{"type": "command", "command": "true"}]}])))
+            .collect();
+        let s = Settings::from_value("settings.json", &json!({"hooks": hooks})).unwrap();
+        assert_eq!(s.hooks.stop.len() + s.hooks.pre_tool_use.len() + s.hooks.post_tool_use.len(), 3);
+        assert_eq!(s.hooks.other.len(), KNOWN_HOOK_EVENTS.len() - 3);
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_group_or_an_entry_names_its_path() {
+        assert_eq!(
+            invalid(json!({"hooks": {"PreToolUse": [{"matchers": "Bash", "hooks": []}]}})),
+            "settings.json: at hooks.PreToolUse[0]: unknown key `matchers`; known keys: `matcher`, `hooks`"
+        );
+        assert_eq!(
+            invalid(json!({"hooks": {"Stop": [{"hooks": [
+                {"type": "command", "command": "true"},
+                {"type": "command", "command": "true", "timout": 5}
+            ]}]}})),
+            "settings.json: at hooks.Stop[0].hooks[1]: unknown key `timout`; known keys: `type`, `command`, `timeout`, \
+             `async`"
+        );
     }
 
     #[test]
