@@ -301,3 +301,60 @@ async fn a_mutating_call_never_runs_for_a_cut_stream() {
         .collect();
     assert_eq!(starts, vec![("Bash", false)]);
 }
+
+/// Looks into the run's spill directory and records the modes of it and of the files in it.
+struct SpillProbe {
+    dir: std::path::PathBuf,
+    seen: Arc<std::sync::Mutex<Vec<(String, u32)>>>,
+}
+
+impl Tool for SpillProbe {
+    fn name(&self) -> &'static str {
+        "SpillProbe"
+    }
+    fn description(&self) -> &'static str {
+        "test tool: the modes of the spill directory and its files"
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    fn is_concurrency_safe(&self, _input: &serde_json::Value) -> bool {
+        true
+    }
+    fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mut seen = vec![("dir".to_owned(), mode(&self.dir))];
+        let mut files: Vec<_> = std::fs::read_dir(&self.dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        seen.extend(files.iter().map(|f| (f.file_name().unwrap().to_string_lossy().into_owned(), mode(f))));
+        *self.seen.lock().unwrap() = seen;
+        Box::pin(async { ToolOutput::ok("probed") })
+    }
+}
+
+/// A result over the cap is saved whole in the run's spill directory, which only its user
+/// can read (directory 0700, file 0600) and which is removed when the run ends.
+#[tokio::test]
+async fn spilled_results_are_private_and_removed_at_the_end() {
+    let s = scenario(json!({
+        "prompt": "go",
+        "files": {"big.txt": "a line of the big file\n".repeat(50)},
+        "options": {"tool_result_cap": 100},
+        "responses": [
+            {"content": [{"type": "tool_use", "id": "toolu_big", "name": "Read", "input": {"file_path": "big.txt"}}]},
+            {"content": [{"type": "tool_use", "name": "SpillProbe", "input": {}}]},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]
+    }));
+    let options = scenario_options(&s);
+    let spill = std::env::temp_dir().join(format!("agentloop-{}", options.run_id));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tools = Registry::standard();
+    tools.register(Arc::new(SpillProbe { dir: spill.clone(), seen: seen.clone() }));
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_scenario_with(&s, dir.path(), Arc::new(VirtualClock::new()), tools, options).await.unwrap();
+    assert_eq!(run.outcome.terminal.as_str(), "completed", "{:?}", run.outcome.error);
+    assert_eq!(*seen.lock().unwrap(), vec![("dir".to_owned(), 0o700), ("toolu_big.txt".to_owned(), 0o600)]);
+    assert!(!spill.exists(), "{} is left behind", spill.display());
+}

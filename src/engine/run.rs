@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
 use crate::tools::orchestrate::Toolbox;
+use crate::tools::spill::SpillDir;
 
 /// Dispatches after which a run is declared stuck (far above any bounded run).
 const MAX_DISPATCHES: usize = 1_000_000;
@@ -105,6 +106,8 @@ pub async fn run(
     };
     let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
+    // Removed, with the results spilled into it, when the run ends however it ends.
+    let _spilled = SpillDir::new(spill_dir.clone());
     let toolbox = Arc::new(Toolbox {
         registry: deps.tools.clone(),
         hooks: deps.hooks.clone(),

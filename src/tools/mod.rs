@@ -17,6 +17,7 @@ pub mod read;
 #[cfg(test)]
 mod schema_tests;
 pub mod shell_env;
+pub mod spill;
 pub mod streaming;
 pub mod walk;
 pub mod write;

@@ -119,7 +119,7 @@ impl Toolbox {
             return;
         }
         let path = self.spill_dir.join(format!("{}.txt", sanitize(id)));
-        let saved = std::fs::create_dir_all(&self.spill_dir).and_then(|()| std::fs::write(&path, &output.content));
+        let saved = crate::tools::spill::save(&self.spill_dir, &path, &output.content);
         let cut: String = output.content.chars().take(self.result_cap).collect();
         let note = match saved {
             Ok(()) => format!(
