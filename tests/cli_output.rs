@@ -79,3 +79,15 @@ fn a_misspelt_hook_event_is_bad_usage() {
         )
     );
 }
+
+/// With stdout a pipe, text mode prints a reply only once it can no longer be retried: the
+/// text of a cut stream's attempt ("Hel") never shows, nor does a truncated reply that is sent
+/// again with a larger cap.
+#[test]
+fn text_output_never_repeats_an_abandoned_attempt() {
+    for (demo, expected) in [("flaky-network", "Hello!\n"), ("max-output-escalate", "The whole essay.\n")] {
+        let out = agentloop(&["demo", demo]);
+        assert_eq!(out.status.code(), Some(0), "{demo}: {}", stderr(&out));
+        assert_eq!(stdout(&out), expected, "{demo}");
+    }
+}

@@ -1,5 +1,11 @@
 //! What a run prints: the model's text (or JSON) on stdout, tool activity and warnings on
 //! stderr, and the trace on stderr or in a file.
+//!
+//! In text mode a reply attempt that is abandoned (a stream cut and retried, a truncated reply
+//! sent again) never leaves its text behind. On a terminal the text streams as it arrives and
+//! an abandoned attempt is erased with ANSI escapes; when stdout is not a terminal a reply's
+//! text is held back and printed only once the reply is kept in the conversation, when it can
+//! no longer be retried ([`TextOut`]).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -29,7 +35,10 @@ pub struct CliSink {
     pub on_tool_phase: Option<ToolPhaseHook>,
     /// Session id for stream-json.
     pub session_id: String,
-    wrote_text: bool,
+    /// The trace is pretty and written to stderr: its tool lines share the screen with the
+    /// model's text.
+    pub pretty_trace_on_stderr: bool,
+    text: TextOut,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
     turn: u32,
@@ -44,7 +53,8 @@ impl CliSink {
             show_tools: format == OutputFormat::Text,
             on_tool_phase: None,
             session_id,
-            wrote_text: false,
+            pretty_trace_on_stderr: false,
+            text: TextOut::new(if format == OutputFormat::Text { stdout_columns() } else { None }),
             last_usage: None,
             started: Instant::now(),
             turn: 1,
@@ -52,14 +62,22 @@ impl CliSink {
     }
 
     fn end_text_line(&mut self) {
-        if self.wrote_text {
-            println!();
-            self.wrote_text = false;
+        self.text.end_line(&mut std::io::stdout().lock());
+    }
+
+    /// Note a line written to stderr, which may share the screen with the streamed text.
+    fn stderr_line(&mut self, line: &str) {
+        if self.format == OutputFormat::Text && stderr_is_terminal() {
+            self.text.other_line(line);
         }
     }
 
     fn trace_tool(&mut self, text: &str) {
         self.end_text_line();
+        if self.trace.is_some() && self.pretty_trace_on_stderr {
+            // The line's time, turn and indent come before the text.
+            self.stderr_line(&format!("{:32}{text}", ""));
+        }
         let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
         if let Some(trace) = &mut self.trace
             && let Err(e) = trace.tool_line(t_ms, self.turn, text)
@@ -82,6 +100,9 @@ impl EventSink for CliSink {
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
+                if self.format == OutputFormat::Text && ABANDONING_EDGES.contains(&record.edge.as_str()) {
+                    self.text.abandon(&mut std::io::stdout().lock());
+                }
                 if let Some(trace) = &mut self.trace
                     && let Err(e) = trace.record(record)
                 {
@@ -90,13 +111,10 @@ impl EventSink for CliSink {
                 }
             }
             EngineEvent::TextDelta(text) if self.format == OutputFormat::Text => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-                self.wrote_text = true;
+                self.text.delta(&mut std::io::stdout().lock(), text);
             }
             EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
-                self.end_text_line();
+                self.text.keep(&mut std::io::stdout().lock());
             }
             EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
@@ -121,7 +139,10 @@ impl EventSink for CliSink {
                 let when = if *early { "early" } else { "after reply" };
                 self.trace_tool(&format!("⇢ {name} {id} started {when}{beside}"));
                 if self.show_tools {
-                    eprintln!("→ {name} {}", compact(input));
+                    let line = format!("→ {name} {}", compact(input));
+                    self.end_text_line();
+                    self.stderr_line(&line);
+                    eprintln!("{line}");
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
@@ -134,17 +155,145 @@ impl EventSink for CliSink {
                 let ms = duration.as_secs_f64() * 1e3;
                 self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms"));
                 if self.show_tools {
-                    eprintln!("← {name} {status} ({ms:.1} ms)");
+                    let line = format!("← {name} {status} ({ms:.1} ms)");
+                    self.end_text_line();
+                    self.stderr_line(&line);
+                    eprintln!("{line}");
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
                         "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
                 }
             }
-            EngineEvent::Warning(w) => eprintln!("agentloop: warning: {w}"),
+            EngineEvent::Warning(w) => {
+                let line = format!("agentloop: warning: {w}");
+                self.end_text_line();
+                self.stderr_line(&line);
+                eprintln!("{line}");
+            }
             _ => {}
         }
     }
+}
+
+/// Edges after which the reply attempt whose text was shown is not kept: the stream failed and
+/// is retried, or a new stream opens while an earlier attempt's text is still pending (a
+/// truncated reply sent again, a prompt-too-long recovery).
+const ABANDONING_EDGES: &[&str] = &["consume.retry", "request.stream_opened"];
+
+/// How the model's text reaches stdout in text mode.
+///
+/// With a terminal (`cols` known) each piece is printed as it arrives, and the cursor's
+/// movement since the attempt's first piece is counted (wrapped rows, and lines other output
+/// put on the same screen) so that an abandoned attempt can be erased: cursor up that many
+/// rows, then clear to the end of the screen. Without one, the attempt's text is held and
+/// printed when the reply is kept.
+#[derive(Debug)]
+pub struct TextOut {
+    cols: Option<usize>,
+    /// Text of the current attempt: held back (no terminal) or on screen (terminal).
+    attempt: String,
+    /// Rows the cursor moved down since the attempt's first piece (terminal only).
+    rows: usize,
+    /// The cursor's column (terminal only).
+    col: usize,
+    /// A line of text is open on stdout: a newline ends it before other output.
+    line_open: bool,
+}
+
+impl TextOut {
+    /// Text output for a terminal `cols` wide, or for a pipe or file (`None`).
+    pub fn new(cols: Option<usize>) -> Self {
+        TextOut { cols, attempt: String::new(), rows: 0, col: 0, line_open: false }
+    }
+
+    /// A piece of the current attempt's text.
+    pub fn delta(&mut self, out: &mut dyn Write, text: &str) {
+        self.attempt.push_str(text);
+        if self.cols.is_some() {
+            self.advance(text);
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            self.line_open = true;
+        }
+    }
+
+    /// The current attempt's reply is kept in the conversation: it can no longer be retried.
+    pub fn keep(&mut self, out: &mut dyn Write) {
+        let text = std::mem::take(&mut self.attempt);
+        if self.cols.is_none() && !text.is_empty() {
+            let _ = out.write_all(text.as_bytes());
+            self.line_open = true;
+        }
+        self.rows = 0;
+        self.end_line(out);
+    }
+
+    /// The current attempt is not kept: drop its held text, or erase it from the screen.
+    pub fn abandon(&mut self, out: &mut dyn Write) {
+        if self.attempt.is_empty() {
+            return;
+        }
+        self.attempt.clear();
+        if self.cols.is_some() {
+            let up = if self.rows > 0 { format!("\x1b[{}A", self.rows) } else { String::new() };
+            let _ = write!(out, "\r{up}\x1b[J");
+            let _ = out.flush();
+            self.rows = 0;
+            self.col = 0;
+            self.line_open = false;
+        }
+    }
+
+    /// End the open line of text, if any, before other output.
+    pub fn end_line(&mut self, out: &mut dyn Write) {
+        if self.line_open {
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+            self.line_open = false;
+            if !self.attempt.is_empty() {
+                self.rows += 1;
+            }
+            self.col = 0;
+        }
+    }
+
+    /// A whole line written to the same screen by other output (stderr) while an attempt's
+    /// text is shown: erasing the attempt must go up past it too.
+    pub fn other_line(&mut self, line: &str) {
+        if let Some(cols) = self.cols
+            && !self.attempt.is_empty()
+        {
+            self.rows += line.chars().count().div_ceil(cols).max(1);
+        }
+    }
+
+    fn advance(&mut self, text: &str) {
+        let Some(cols) = self.cols else { return };
+        for c in text.chars() {
+            if c == '\n' {
+                self.rows += 1;
+                self.col = 0;
+            } else {
+                if self.col == cols {
+                    self.rows += 1;
+                    self.col = 0;
+                }
+                self.col += 1;
+            }
+        }
+    }
+}
+
+/// The width of the terminal stdout is, or `None` when stdout is not a terminal.
+fn stdout_columns() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills the `winsize` it is given and reads nothing else.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    Some(if ok && size.ws_col > 0 { usize::from(size.ws_col) } else { 80 })
 }
 
 fn compact(input: &Value) -> String {
@@ -181,4 +330,65 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant) -
         "terminal_reason": outcome.terminal.as_str(),
         "error": outcome.error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(out: &[u8]) -> String {
+        String::from_utf8_lossy(out).into_owned()
+    }
+
+    #[test]
+    fn without_a_terminal_only_kept_replies_are_printed() {
+        let mut text = TextOut::new(None);
+        let mut out = Vec::new();
+        text.delta(&mut out, "Hel");
+        assert_eq!(shown(&out), "", "held until the reply is kept");
+        text.abandon(&mut out);
+        text.delta(&mut out, "Hel");
+        text.delta(&mut out, "lo!");
+        text.keep(&mut out);
+        text.delta(&mut out, "Second.");
+        text.keep(&mut out);
+        assert_eq!(shown(&out), "Hello!\nSecond.\n");
+    }
+
+    #[test]
+    fn on_a_terminal_an_abandoned_attempt_is_erased() {
+        let mut text = TextOut::new(Some(10));
+        let mut out = Vec::new();
+        text.delta(&mut out, "Hel");
+        text.abandon(&mut out);
+        text.delta(&mut out, "Hello!");
+        text.keep(&mut out);
+        assert_eq!(shown(&out), "Hel\r\x1b[JHello!\n");
+    }
+
+    #[test]
+    fn erasing_goes_up_past_wrapped_rows_newlines_and_other_lines() {
+        let mut text = TextOut::new(Some(10));
+        let mut out = Vec::new();
+        // 25 characters on a 10-column screen: three rows, the cursor on the third.
+        text.delta(&mut out, "abcdefghijklmnopqrstuvwxy");
+        text.delta(&mut out, "\nline two");
+        // A tool line on stderr ends the text line and takes two rows of its own.
+        text.end_line(&mut out);
+        text.other_line("→ Read {\"file\"}");
+        text.delta(&mut out, "more");
+        text.abandon(&mut out);
+        // Rows down: 2 wraps, 1 newline, the line ended, 2 for the tool line.
+        assert_eq!(shown(&out), "abcdefghijklmnopqrstuvwxy\nline two\nmore\r\x1b[6A\x1b[J");
+    }
+
+    #[test]
+    fn lines_outside_an_attempt_are_not_counted() {
+        let mut text = TextOut::new(Some(10));
+        let mut out = Vec::new();
+        text.other_line("a warning before any text");
+        text.delta(&mut out, "ok");
+        text.abandon(&mut out);
+        assert_eq!(shown(&out), "ok\r\x1b[J");
+    }
 }

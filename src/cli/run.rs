@@ -303,7 +303,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
     let mut sink = CliSink::new(trace, spec.format, session_id.clone());
     // The pretty trace already shows each tool's start and end; don't print them twice.
-    sink.show_tools &= !(trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl));
+    sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
+    sink.show_tools &= !sink.pretty_trace_on_stderr;
     if let Some(scripted) = spec.scripted.clone() {
         sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
     }
