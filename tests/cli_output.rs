@@ -91,3 +91,28 @@ fn text_output_never_repeats_an_abandoned_attempt() {
         assert_eq!(stdout(&out), expected, "{demo}");
     }
 }
+
+/// The trace's tool lines and stream-json's `tool_started` lines say whether a call started
+/// while the reply streamed (the read-only `wc -l notes.txt`) or after it (`rm notes.txt`).
+#[test]
+fn tool_starts_are_marked_early_or_after_the_reply() {
+    let out = agentloop(&["demo", "run-command", "--trace"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let starts: Vec<String> =
+        stderr(&out).lines().filter_map(|line| line.split_once("⇢ ").map(|(_, start)| start.to_owned())).collect();
+    assert_eq!(starts, ["Bash toolu_scripted_0_0 started early", "Bash toolu_scripted_1_0 started after reply"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/run-command.json");
+    let model = format!("scripted:{scenario}");
+    let cwd = dir.path().to_str().unwrap();
+    let out = agentloop(&["run", "--model", &model, "--cwd", cwd, "--output-format", "stream-json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let early: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["subtype"] == "tool_started")
+        .map(|line| line["started_early"].clone())
+        .collect();
+    assert_eq!(early, [true, false]);
+}
