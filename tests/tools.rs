@@ -358,3 +358,36 @@ async fn spilled_results_are_private_and_removed_at_the_end() {
     assert_eq!(*seen.lock().unwrap(), vec![("dir".to_owned(), 0o700), ("toolu_big.txt".to_owned(), 0o600)]);
     assert!(!spill.exists(), "{} is left behind", spill.display());
 }
+
+/// A read-only call that a tool hook runs for waits for the reply's end too (a hook command
+/// can change anything): the PreToolUse hook here runs once although the first stream is cut
+/// after the call and the model issues it again.
+#[tokio::test]
+async fn a_call_with_a_tool_hook_never_starts_before_the_reply_ends() {
+    let read = json!({"type": "tool_use", "name": "Read", "input": {"file_path": "a.txt"}});
+    let hook = json!({"matcher": "Read", "hooks": [{"type": "command", "command": "echo hook >> hooks.txt"}]});
+    let s = scenario(json!({
+        "prompt": "read",
+        "files": {"a.txt": "alpha\n"},
+        "settings": {"hooks": {"PreToolUse": [hook]}},
+        "responses": [
+            {"content": [read, {"type": "text", "text": "Reading the file. ".repeat(4)}],
+             "chunk_delay_ms": 20, "cut_after_blocks": 2},
+            {"content": [read]},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_scenario(&s, dir.path(), Arc::new(VirtualClock::new())).await.unwrap();
+    assert_eq!(run.outcome.terminal.as_str(), "completed", "{:?}", run.outcome.error);
+    assert_eq!(std::fs::read_to_string(dir.path().join("hooks.txt")).unwrap(), "hook\n");
+    let early: Vec<bool> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::ToolStarted { early, .. } => Some(*early),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(early, vec![false]);
+}

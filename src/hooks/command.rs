@@ -176,6 +176,13 @@ fn cwd_text(env: &HookEnv) -> String {
 }
 
 impl Hooks for CommandHooks {
+    fn runs_for_tool(&self, tool_name: &str) -> bool {
+        [&self.table.pre_tool_use, &self.table.post_tool_use]
+            .iter()
+            .flat_map(|groups| groups.iter())
+            .any(|group| !group.hooks.is_empty() && group.matches(tool_name))
+    }
+
     fn stop<'a>(&'a self, env: &'a HookEnv, stop_hook_active: bool) -> BoxFuture<'a, (StopDecision, Vec<String>)> {
         Box::pin(async move {
             // Stop entries ignore their matchers.

@@ -90,6 +90,11 @@ pub trait Hooks: Send + Sync {
         response: &'a str,
         is_error: bool,
     ) -> BoxFuture<'a, (PostToolDecision, Vec<String>)>;
+    /// Whether a PreToolUse or PostToolUse hook command would run for `tool_name`. A hook
+    /// can change anything, so such a call does not start before the reply has ended.
+    fn runs_for_tool(&self, _tool_name: &str) -> bool {
+        false
+    }
 }
 
 /// No hooks at all.

@@ -45,6 +45,8 @@ enum Status {
 struct Entry {
     call: ToolCall,
     safe: bool,
+    /// It may start before the reply ends: concurrency-safe, and no tool hook runs for it.
+    early: bool,
     status: Status,
 }
 
@@ -96,10 +98,13 @@ impl Executor {
     }
 
     /// Add a finished `tool_use`; it starts at once if the rules allow (a call that is not
-    /// concurrency-safe never starts before [`Executor::end_reply`]). Returns start events.
+    /// concurrency-safe, or that a PreToolUse or PostToolUse hook runs for, never starts before
+    /// [`Executor::end_reply`]). Returns start events.
     pub fn add(&mut self, call: ToolCall) -> Vec<EngineEvent> {
         let safe = self.toolbox.is_concurrency_safe(&call);
-        self.entries.push(Entry { call, safe, status: Status::Queued });
+        // A hook command that runs for the call could change anything: it waits too.
+        let early = safe && !self.toolbox.hooks.runs_for_tool(&call.name);
+        self.entries.push(Entry { call, safe, early, status: Status::Queued });
         self.start_eligible()
     }
 
@@ -197,7 +202,7 @@ impl Executor {
             }
             let running: Vec<&Entry> = self.entries.iter().filter(|e| matches!(e.status, Status::Running)).collect();
             let entry = &self.entries[index];
-            let can_start = (self.reply_ended || entry.safe)
+            let can_start = (self.reply_ended || entry.early)
                 && (running.is_empty()
                     || (entry.safe && running.iter().all(|e| e.safe) && running.len() < self.max_concurrency));
             if !can_start {
