@@ -139,6 +139,14 @@ impl EventSink for CliSink {
                         "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
                 }
             }
+            EngineEvent::Retrying { attempt, max, delay, error } if self.format == OutputFormat::Text => {
+                // A run waiting in silence looks hung: say what failed and how long the wait is.
+                self.end_text_line();
+                eprintln!(
+                    "agentloop: {error}; retry {attempt}/{max} in {}",
+                    crate::engine::events::human_duration(*delay)
+                );
+            }
             EngineEvent::Warning(w) => eprintln!("agentloop: warning: {w}"),
             _ => {}
         }
