@@ -374,6 +374,85 @@ fn the_audit_command_exits_by_its_findings() {
     assert_eq!(json["findings"][0]["location"]["line"], 322);
 }
 
+/// `run_audit` on `args`: its exit status and what it wrote.
+fn audit_command(table: Option<PathBuf>, trace: Option<PathBuf>) -> (u8, String) {
+    let mut out = Vec::new();
+    let args = AuditArgs { table, trace, max_turns: None, format: AuditFormat::Text };
+    let code = run_audit(&args, &mut out);
+    (code, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn a_guard_nested_too_deep_is_unusable_input_naming_the_edge() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.toml");
+    let guard = format!("{}flag{}", "(".repeat(20_000), ")".repeat(20_000));
+    let text = format!(
+        "schema = 1\ninitial = \"A\"\n[[state]]\nname = \"A\"\n[[event]]\nname = \"go\"\n[[fact]]\nname = \"flag\"\n\
+         [[edge]]\nid = \"a.deep\"\nfrom = \"A\"\non = \"go\"\nguard = \"{guard}\"\nto = \"A\"\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let (code, out) = audit_command(Some(path.clone()), None);
+    assert_eq!(code, 2);
+    assert_eq!(
+        out,
+        format!(
+            "agentloop audit: unusable input: {}, line 9: edge `a.deep`: the guard nests `!` and parentheses \
+             deeper than 256 levels\n",
+            path.display()
+        )
+    );
+    // The engine's loader (and so `agentloop table`) refuses it too.
+    let mut out = Vec::new();
+    assert_eq!(run_table(&TableArgs { format: DiagramFormat::Mermaid, table: Some(path.clone()) }, &mut out), 2);
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.starts_with("agentloop table: unusable input: ") && out.contains("edge `a.deep`"), "{out}");
+}
+
+#[test]
+fn an_unknown_schema_version_is_unusable_input() {
+    let path = root().join("tests/tables/unknown_schema.toml");
+    let (code, out) = audit_command(Some(path.clone()), None);
+    assert_eq!(code, 2);
+    assert_eq!(
+        out,
+        format!(
+            "agentloop audit: unusable input: {}, line 3: unknown table schema 99: this agentloop reads schema 1\n",
+            path.display()
+        )
+    );
+    let mut out = Vec::new();
+    assert_eq!(run_table(&TableArgs { format: DiagramFormat::Mermaid, table: Some(path) }, &mut out), 2);
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("unknown table schema 99"), "{out}");
+}
+
+#[test]
+fn an_empty_or_unreadable_trace_is_unusable_input() {
+    let empty = root().join("tests/traces/empty.jsonl");
+    let (code, out) = audit_command(None, Some(empty.clone()));
+    assert_eq!(code, 2);
+    assert_eq!(
+        out,
+        format!(
+            "agentloop audit: unusable input: {}, line 1: the trace is empty (no header, no records)\n",
+            empty.display()
+        )
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let blank = dir.path().join("blank.jsonl");
+    std::fs::write(&blank, "\n  \n").unwrap();
+    assert_eq!(audit_command(None, Some(blank)).0, 2);
+    let binary = dir.path().join("binary.jsonl");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, b'\n']).unwrap();
+    let (code, out) = audit_command(None, Some(binary));
+    assert_eq!(code, 2);
+    assert!(out.starts_with("agentloop audit: unusable input: ") && out.contains("binary.jsonl"), "{out}");
+    let (code, out) = audit_command(None, Some(dir.path().join("missing.jsonl")));
+    assert_eq!(code, 2);
+    assert!(out.contains("missing.jsonl"), "{out}");
+}
+
 #[test]
 fn docs_transitions_md_is_current() {
     let want = render(shipped(), "transitions/loop.toml", DiagramFormat::Markdown);

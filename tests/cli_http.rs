@@ -8,7 +8,7 @@ mod mock_api;
 use std::process::{Command, Stdio};
 
 use assert_cmd::cargo::CommandCargoExt;
-use mock_api::{MockApi, read_round_trip};
+use mock_api::{MockApi, Reply, read_round_trip};
 use serde_json::{Value, json};
 
 const PROMPT: &str = "Read greeting.txt and tell me what it says";
@@ -51,6 +51,34 @@ fn run_with_a_claude_model_completes_a_read_round_trip() {
     let result = &requests[1].body["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_01");
     assert_eq!(result["content"], "     1\tHello from the greeting file!\n");
+}
+
+#[test]
+fn text_mode_says_on_stderr_when_it_waits_to_retry() {
+    let mut script = vec![Reply::error(529, "overloaded_error", "Overloaded").header("retry-after", "0")];
+    script.extend(read_round_trip());
+    let api = MockApi::start(script);
+    let dir = work_dir();
+    let base = api.base_url();
+    let (code, out, err) = agentloop(
+        &[("ANTHROPIC_BASE_URL", &base), ("ANTHROPIC_API_KEY", "x")],
+        &[
+            "run",
+            "-p",
+            PROMPT,
+            "--model",
+            "claude-sonnet-4-5",
+            "--max-retries",
+            "4",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Reading it.\nIt says: Hello from the greeting file!\n");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("agentloop: ")).collect();
+    assert_eq!(lines, ["agentloop: HTTP 529 overloaded_error: Overloaded; retry 1/4 in 0.0s"], "{err}");
+    assert_eq!(api.requests().len(), 3);
 }
 
 #[test]

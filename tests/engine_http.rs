@@ -252,6 +252,23 @@ async fn a_rate_limit_waits_as_long_as_retry_after_says() {
 }
 
 #[tokio::test]
+async fn a_retry_after_longer_than_the_retry_cap_ends_the_run_at_once() {
+    let api = MockApi::start(vec![Reply::error(429, "rate_limit_error", "slow down").header("retry-after", "99999")]);
+    let done = run_against(&api, options(), "Say done").await;
+    assert_eq!(done.edges(), ["prepare.request", "request.model_error"]);
+    assert_eq!(done.outcome.terminal, TerminalReason::ModelError);
+    assert_eq!(
+        done.outcome.error.as_deref(),
+        Some(
+            "the server asked to wait 27.8 h before retrying, more than the cap of 32.0s (--retry-max-delay-ms): \
+             HTTP 429 rate_limit_error: slow down"
+        )
+    );
+    assert_eq!(done.clock.elapsed(), Duration::ZERO, "nothing was waited for");
+    assert_eq!(done.bodies.len(), 1);
+}
+
+#[tokio::test]
 async fn unauthorized_ends_the_run_with_the_message_and_request_id() {
     let api = MockApi::start(vec![
         Reply::error(401, "authentication_error", "invalid x-api-key")

@@ -63,6 +63,19 @@ fn read_file(path: &PathBuf) -> Result<String, InputError> {
         .map_err(|e| InputError::Read { path: path.display().to_string(), message: e.to_string() })
 }
 
+/// A trace to replay: readable UTF-8 with at least one non-blank line.
+fn read_trace(path: &PathBuf) -> Result<String, InputError> {
+    let text = read_file(path)?;
+    if text.trim().is_empty() {
+        return Err(InputError::Unusable {
+            path: path.display().to_string(),
+            line: 1,
+            message: "the trace is empty (no header, no records)".into(),
+        });
+    }
+    Ok(text)
+}
+
 fn unusable(format: AuditFormat, error: &InputError, out: &mut dyn Write) -> u8 {
     let _ = match format {
         AuditFormat::Text => writeln!(out, "agentloop audit: unusable input: {error}"),
@@ -79,18 +92,17 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
         Ok(t) => t,
         Err(e) => return unusable(args.format, &e, out),
     };
+    // The trace is read first: an unusable trace is reported before the table is explored.
+    let trace_text = match args.trace.as_ref().map(read_trace).transpose() {
+        Ok(t) => t,
+        Err(e) => return unusable(args.format, &e, out),
+    };
     let mut report = match audit_table(&path, &text, &AuditOptions { max_turns: args.max_turns }) {
         Ok(r) => r,
         Err(e) => return unusable(args.format, &e, out),
     };
-    if let Some(trace_path) = &args.trace {
-        let trace_text = match read_file(trace_path) {
-            Ok(t) => t,
-            Err(e) => return unusable(args.format, &e, out),
-        };
-        if let Some(table) = &report.table {
-            report.trace = Some(trace::replay(table, &trace_path.display().to_string(), &trace_text));
-        }
+    if let (Some(trace_path), Some(trace_text), Some(table)) = (&args.trace, &trace_text, &report.table) {
+        report.trace = Some(trace::replay(table, &trace_path.display().to_string(), trace_text));
     }
     let written = match args.format {
         AuditFormat::Text => out.write_all(report::text(&report).as_bytes()),

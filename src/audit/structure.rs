@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::audit::finding::{Code, Finding, Location};
-use crate::engine::guard::Guard;
+use crate::engine::guard::{Guard, GuardError};
 use crate::engine::raw::RawTable;
 use crate::engine::reason::{ContinueReason, TerminalReason};
-use crate::engine::table::{EdgeKind, StateKind, Table, set_value};
+use crate::engine::table::{EdgeKind, StateKind, Table, check_schema, set_value};
 
 /// The table cannot be audited at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +29,17 @@ pub enum InputError {
         /// The parser's message.
         message: String,
     },
+    /// The file cannot be audited at all: an unknown schema version, a guard nested past
+    /// [`crate::engine::guard::MAX_GUARD_DEPTH`], an empty trace.
+    #[error("{path}, line {line}: {message}")]
+    Unusable {
+        /// File name.
+        path: String,
+        /// The line of the problem.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -43,13 +54,28 @@ fn key_line(text: &str, key: &str) -> Option<usize> {
 /// Parse `text` leniently and report every declaration problem.
 ///
 /// The deserializer itself still rejects text that is not TOML, lacks `schema` or `initial`,
-/// or has unknown keys; those make the input unusable.
+/// or has unknown keys; those make the input unusable, and so do a `schema` other than
+/// [`crate::engine::table::SCHEMA`] and a guard nested too deep to analyse.
 ///
 /// # Errors
-/// [`InputError::Toml`] naming the line.
+/// [`InputError::Toml`] or [`InputError::Unusable`] naming the line.
 pub fn raw_findings(path: &str, text: &str) -> Result<Vec<Finding>, InputError> {
     let raw: RawTable = toml::from_str(text)
         .map_err(|e| InputError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
+    let unusable = |offset: usize, message: String| InputError::Unusable {
+        path: path.to_owned(),
+        line: line_of(text, offset),
+        message,
+    };
+    check_schema(*raw.schema.get_ref()).map_err(|m| unusable(raw.schema.span().start, m))?;
+    for spanned in &raw.edge {
+        let e = spanned.get_ref();
+        if let Some(guard) = &e.guard
+            && let Err(err @ GuardError::TooDeep) = Guard::parse(guard)
+        {
+            return Err(unusable(spanned.span().start, format!("edge `{}`: {err}", e.id)));
+        }
+    }
     let mut out = Vec::new();
     let loc = |offset: usize| Location::at(path, Some(line_of(text, offset)));
 

@@ -165,6 +165,16 @@ impl EventSink for CliSink {
                         "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
                 }
             }
+            EngineEvent::Retrying { attempt, max, delay, error } if self.format == OutputFormat::Text => {
+                // A run waiting in silence looks hung: say what failed and how long the wait is.
+                let line = format!(
+                    "agentloop: {error}; retry {attempt}/{max} in {}",
+                    crate::engine::events::human_duration(*delay)
+                );
+                self.end_text_line();
+                self.stderr_line(&line);
+                eprintln!("{line}");
+            }
             EngineEvent::Warning(w) => {
                 let line = format!("agentloop: warning: {w}");
                 self.end_text_line();

@@ -57,6 +57,17 @@ pub enum EngineEvent {
         /// Cost of the reply in USD.
         cost_usd: Option<f64>,
     },
+    /// A failed model call will be sent again after a wait.
+    Retrying {
+        /// Which retry this is, counting from 1.
+        attempt: u32,
+        /// How many retries the run allows (`--max-retries`).
+        max: u32,
+        /// How long the engine waits before sending again.
+        delay: Duration,
+        /// The failure being retried.
+        error: String,
+    },
     /// Something the user should know that does not end the run.
     Warning(String),
 }
@@ -70,5 +81,30 @@ pub trait EventSink {
 impl<F: FnMut(&EngineEvent)> EventSink for F {
     fn event(&mut self, event: &EngineEvent) {
         self(event)
+    }
+}
+
+/// A wait for people: `0.5s`, `1.0s`, `2.5 min`, `27.8 h`.
+pub fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 120.0 {
+        format!("{secs:.1}s")
+    } else if secs < 7200.0 {
+        format!("{:.1} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(Duration::ZERO), "0.0s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_secs(150)), "2.5 min");
+        assert_eq!(human_duration(Duration::from_secs(99_999)), "27.8 h");
     }
 }

@@ -8,6 +8,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The deepest nesting of `!` and parentheses a guard may have. Real guards nest two or three
+/// levels; the bound keeps the recursive parser (and every walk over a guard) off the end of
+/// the stack on a hostile table.
+pub const MAX_GUARD_DEPTH: usize = 256;
+
 /// A parsed guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guard {
@@ -56,6 +61,10 @@ pub enum GuardError {
         /// What was wrong.
         reason: String,
     },
+    /// The guard nests `!` and parentheses deeper than [`MAX_GUARD_DEPTH`]. The text is left
+    /// out of the message: it is at least that long.
+    #[error("the guard nests `!` and parentheses deeper than {MAX_GUARD_DEPTH} levels")]
+    TooDeep,
     /// A fact the guard reads was not supplied, or has the wrong kind.
     #[error("guard reads `{0}`, which the state did not report")]
     Missing(String),
@@ -65,10 +74,11 @@ impl Guard {
     /// Parse guard text.
     ///
     /// # Errors
-    /// [`GuardError::Syntax`] naming the text and the problem.
+    /// [`GuardError::Syntax`] naming the text and the problem; [`GuardError::TooDeep`] past
+    /// [`MAX_GUARD_DEPTH`] levels of nesting.
     pub fn parse(text: &str) -> Result<Guard, GuardError> {
         let tokens = tokenize(text)?;
-        let mut parser = Parser { tokens: &tokens, pos: 0, text };
+        let mut parser = Parser { tokens: &tokens, pos: 0, text, depth: 0 };
         let guard = parser.or()?;
         if parser.pos != tokens.len() {
             return Err(parser.error("unexpected trailing input"));
@@ -201,6 +211,8 @@ struct Parser<'a> {
     tokens: &'a [Token],
     pos: usize,
     text: &'a str,
+    /// Levels of `!` and `(` open around the current position.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -230,19 +242,32 @@ impl Parser<'_> {
         Ok(if parts.len() == 1 { parts.remove(0) } else { Guard::All(parts) })
     }
 
+    /// Enter one level of `!` or `(`, unless that passes [`MAX_GUARD_DEPTH`].
+    fn nest(&mut self) -> Result<(), GuardError> {
+        self.depth += 1;
+        if self.depth > MAX_GUARD_DEPTH {
+            return Err(GuardError::TooDeep);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
     fn unary(&mut self) -> Result<Guard, GuardError> {
         match self.peek().cloned() {
             Some(Token::Not) => {
-                self.pos += 1;
-                Ok(Guard::Not(Box::new(self.unary()?)))
+                self.nest()?;
+                let inner = self.unary()?;
+                self.depth -= 1;
+                Ok(Guard::Not(Box::new(inner)))
             }
             Some(Token::Open) => {
-                self.pos += 1;
+                self.nest()?;
                 let inner = self.or()?;
                 if self.peek() != Some(&Token::Close) {
                     return Err(self.error("missing `)`"));
                 }
                 self.pos += 1;
+                self.depth -= 1;
                 Ok(inner)
             }
             Some(Token::Name(name)) => {
@@ -302,6 +327,14 @@ mod tests {
         assert!(matches!(Guard::parse("a &&"), Err(GuardError::Syntax { .. })));
         assert!(matches!(Guard::parse("(a"), Err(GuardError::Syntax { .. })));
         assert!(matches!(Guard::parse("a & b"), Err(GuardError::Syntax { .. })));
+        let deep = |n: usize| format!("{}a{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(Guard::parse(&deep(MAX_GUARD_DEPTH)).unwrap(), Guard::Flag("a".into()));
+        assert_eq!(Guard::parse(&deep(MAX_GUARD_DEPTH + 1)), Err(GuardError::TooDeep));
+        assert_eq!(Guard::parse(&deep(20_000)), Err(GuardError::TooDeep));
+        assert_eq!(Guard::parse(&format!("{}a", "!".repeat(20_000))), Err(GuardError::TooDeep));
+        // Depth is nesting, not count: many groups side by side are fine.
+        let wide = vec!["(!a)"; 1000].join(" && ");
+        assert!(Guard::parse(&wide).is_ok());
         assert_eq!(Guard::parse("s != block").unwrap(), Guard::Not(Box::new(Guard::Is("s".into(), "block".into()))));
     }
 

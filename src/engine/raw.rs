@@ -13,7 +13,7 @@ use crate::engine::table::StateKind;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTable {
-    pub(crate) schema: u32,
+    pub(crate) schema: Spanned<u32>,
     pub(crate) initial: String,
     #[serde(default)]
     pub(crate) state: Vec<Spanned<RawState>>,

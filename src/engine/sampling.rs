@@ -7,7 +7,7 @@ use statig::prelude::*;
 
 use crate::context::{self, Thresholds};
 use crate::engine::edge::Edge;
-use crate::engine::events::EngineEvent;
+use crate::engine::events::{EngineEvent, human_duration};
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
@@ -133,7 +133,7 @@ and nothing is left to compact",
     }
 
     fn request_failed(&mut self, ctx: &mut Ctx, error: ModelError) -> Outcome<State> {
-        let class = error.class();
+        let (class, refusal) = self.classify(&error);
         self.note_overload(&error);
         let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
         let f = facts([("error", value(class_name(class))), ("fallback_due", yes(fallback_due))]);
@@ -149,7 +149,7 @@ and nothing is left to compact",
             }
             ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
                 let outcome = self.go(Edge::RequestRetry, "request_failed", f, State::Request {});
-                self.schedule_retry(&error);
+                self.schedule_retry(ctx, &error);
                 outcome
             }
             ErrorClass::Retryable => {
@@ -161,7 +161,7 @@ and nothing is left to compact",
                 self.go(Edge::RequestPromptTooLong, "request_failed", f, State::Recover {})
             }
             ErrorClass::Fatal => {
-                self.st.error = Some(error.to_string());
+                self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
                 self.finish(ctx, Edge::RequestModelError, "request_failed", f)
             }
         }
@@ -175,14 +175,36 @@ and nothing is left to compact",
         }
     }
 
-    /// Set the backoff of the retry just chosen and note it in its trace record.
-    fn schedule_retry(&mut self, error: &ModelError) {
+    /// The class the edges are chosen by. A retryable error whose `retry-after` is longer than
+    /// `--retry-max-delay-ms` counts as fatal, with the message returned: the server said not
+    /// to send again before then, and waiting that long unannounced would look like a hang.
+    fn classify(&self, error: &ModelError) -> (ErrorClass, Option<String>) {
+        let class = error.class();
+        let cap = self.st.options.retry_max_delay;
+        match error.retry_after() {
+            Some(wait) if class == ErrorClass::Retryable && wait > cap => (
+                ErrorClass::Fatal,
+                Some(format!(
+                    "the server asked to wait {} before retrying, more than the cap of {} (--retry-max-delay-ms): {error}",
+                    human_duration(wait),
+                    human_duration(cap)
+                )),
+            ),
+            _ => (class, None),
+        }
+    }
+
+    /// Set the backoff of the retry just chosen, note it in its trace record and tell the
+    /// caller (the CLI prints it, so a run waiting to retry does not look hung).
+    fn schedule_retry(&mut self, ctx: &mut Ctx, error: &ModelError) {
         let attempt = self.st.used(counter::RETRIES) + 1;
+        let max = attempt + self.st.left(counter::RETRIES) - 1;
         let delay = error.retry_after().unwrap_or_else(|| {
             backoff(attempt, self.st.options.retry_base_delay, self.st.options.retry_max_delay, rand::random::<f64>())
         });
         self.st.backoff = Some(delay);
         self.annotate(Some(delay.as_millis() as u64), Some(error.to_string()));
+        ctx.emit(EngineEvent::Retrying { attempt, max, delay, error: error.to_string() });
     }
 
     /// Consume: read the stream to its end and decide what the reply asks for. Each tool call
@@ -296,7 +318,7 @@ and nothing is left to compact",
         executor: Executor,
         error: ModelError,
     ) -> Outcome<State> {
-        let class = error.class();
+        let (class, refusal) = self.classify(&error);
         self.note_overload(&error);
         let started = executor.started();
         if started > 0 {
@@ -310,7 +332,7 @@ and nothing is left to compact",
             ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
                 // The partial reply and its results are dropped: the request is sent again.
                 let outcome = self.go(Edge::ConsumeRetry, "stream_failed", f, State::Request {});
-                self.schedule_retry(&error);
+                self.schedule_retry(ctx, &error);
                 outcome
             }
             ErrorClass::Retryable => {
@@ -324,9 +346,10 @@ and nothing is left to compact",
                 self.go(Edge::ConsumePromptTooLong, "stream_failed", f, State::Recover {})
             }
             ErrorClass::Fatal => {
+                let message = refusal.unwrap_or_else(|| error.to_string());
                 self.st.partial_results = results;
-                self.keep_partial(ctx, partial, &format!("Error: {error}"));
-                self.st.error = Some(error.to_string());
+                self.keep_partial(ctx, partial, &format!("Error: {message}"));
+                self.st.error = Some(message);
                 self.finish(ctx, Edge::ConsumeModelError, "stream_failed", f)
             }
         }

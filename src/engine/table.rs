@@ -195,6 +195,21 @@ pub enum TableError {
     },
 }
 
+/// The table format version this engine reads.
+pub const SCHEMA: u32 = 1;
+
+/// Refuse a table written for another format version: its keys may mean something else.
+///
+/// # Errors
+/// The message naming both versions.
+pub fn check_schema(schema: u32) -> Result<(), String> {
+    if schema == SCHEMA {
+        Ok(())
+    } else {
+        Err(format!("unknown table schema {schema}: this agentloop reads schema {SCHEMA}"))
+    }
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
@@ -208,6 +223,9 @@ impl Table {
         let raw: RawTable = toml::from_str(text)
             .map_err(|e| TableError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
         let invalid = |line: usize, message: String| TableError::Invalid { path: path.to_owned(), line, message };
+        if let Err(message) = check_schema(*raw.schema.get_ref()) {
+            return Err(invalid(line_of(text, raw.schema.span().start), message));
+        }
 
         let states: Vec<StateDecl> = raw
             .state
@@ -335,7 +353,7 @@ impl Table {
         }
 
         Ok(Table {
-            schema: raw.schema,
+            schema: raw.schema.into_inner(),
             initial: raw.initial,
             states,
             events,

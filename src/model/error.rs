@@ -50,6 +50,11 @@ pub enum ModelError {
     /// The stream broke the protocol (bad JSON, out-of-order block index).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A line or an event of the stream was longer than the framer holds
+    /// ([`crate::model::anthropic::sse::MAX_EVENT_BYTES`]). Retried: a garbled or runaway
+    /// stream from a proxy is more likely than a real event that size.
+    #[error("protocol error: an SSE line or event is longer than the {0} bytes allowed")]
+    Oversized(usize),
     /// The scripted model's script is wrong or exhausted, or an `expect` did not hold.
     #[error("scripted model: {0}")]
     Script(String),
@@ -75,7 +80,9 @@ impl ModelError {
                     ErrorClass::Fatal
                 }
             }
-            ModelError::Connection(_) | ModelError::Idle(_) | ModelError::Incomplete => ErrorClass::Retryable,
+            ModelError::Connection(_) | ModelError::Idle(_) | ModelError::Incomplete | ModelError::Oversized(_) => {
+                ErrorClass::Retryable
+            }
             ModelError::Protocol(_) | ModelError::Script(_) | ModelError::Config(_) => ErrorClass::Fatal,
         }
     }

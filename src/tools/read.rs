@@ -13,6 +13,10 @@ pub const DEFAULT_LIMIT: usize = 2000;
 pub const MAX_LINE_CHARS: usize = 2000;
 /// Bytes sniffed for NUL to decide that a file is binary.
 const SNIFF_BYTES: usize = 8192;
+/// Most bytes one call reads from a file (10 MiB). A longer file is read up to the last whole
+/// line within the cap, and the result says where it stopped; `offset` and `limit` count lines
+/// within that part.
+pub const MAX_READ_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The `Read` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,7 +41,9 @@ impl Tool for Read {
         "Reads a file from the local filesystem. Returns its lines numbered like `cat -n` \
          (line number, tab, line). By default up to 2000 lines from the start; use offset \
          (1-based line number to start at) and limit (number of lines) for long files. \
-         Lines longer than 2000 characters are cut. Binary files and directories are refused."
+         Lines longer than 2000 characters are cut. At most the first 10 MiB of a file are \
+         read; for lines past that, use Grep or Bash. Binary files, directories and other \
+         non-regular files (FIFOs, devices, sockets) are refused."
     }
 
     fn input_schema(&self) -> Value {
@@ -76,13 +82,19 @@ async fn read(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             input.file_path
         )));
     }
-    let bytes =
-        tokio::fs::read(&path).await.map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", input.file_path)))?;
+    if !meta.is_file() {
+        return Err(not_regular(&input.file_path, &meta));
+    }
+    let opened = path.clone();
+    let shown = input.file_path.clone();
+    let (meta, bytes, truncated) = tokio::task::spawn_blocking(move || read_capped(&opened, &shown))
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot read {}: {e}", input.file_path)))??;
     if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
         return Err(ToolOutput::error(format!(
             "{} looks like a binary file ({} bytes); Read only shows text.",
             input.file_path,
-            bytes.len()
+            meta.len()
         )));
     }
     ctx.reads
@@ -90,7 +102,65 @@ async fn read(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         .expect("reads lock is never poisoned: no code panics while holding it")
         .insert(path, ReadRecord { modified: meta.modified().ok() });
     let text = String::from_utf8_lossy(&bytes);
-    Ok(ToolOutput::ok(number_lines(&text, input.offset.unwrap_or(1), input.limit.unwrap_or(DEFAULT_LIMIT))))
+    let mut out = number_lines(&text, input.offset.unwrap_or(1), input.limit.unwrap_or(DEFAULT_LIMIT));
+    if truncated {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "… (the file is {} bytes; Read stops at {MAX_READ_BYTES} bytes (10 MiB), so only its first {} bytes \
+             were read; use Grep or Bash `tail`/`sed -n` for the rest)\n",
+            meta.len(),
+            bytes.len()
+        ));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+/// The error for a path that is neither a regular file nor a directory.
+fn not_regular(shown: &str, meta: &std::fs::Metadata) -> ToolOutput {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    let kind = if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    ToolOutput::error(format!("{shown} is {kind}, not a regular file; Read only reads regular files."))
+}
+
+/// Open `path` without blocking (a FIFO swapped in after the metadata check must not hang
+/// the open), check again on the open file that it is a regular file, and read at most
+/// [`MAX_READ_BYTES`]. When the file is longer, the bytes are cut back to the last whole line
+/// and the flag is set.
+fn read_capped(path: &std::path::Path, shown: &str) -> Result<(std::fs::Metadata, Vec<u8>, bool), ToolOutput> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot = |e: std::io::Error| ToolOutput::error(format!("Cannot read {shown}: {e}"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(not_regular(shown, &meta));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(MAX_READ_BYTES + 1)).unwrap_or(0));
+    file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    let truncated = bytes.len() as u64 > MAX_READ_BYTES;
+    if truncated {
+        let cap = usize::try_from(MAX_READ_BYTES).unwrap_or(usize::MAX);
+        let keep = memchr::memrchr(b'\n', &bytes[..cap]).map_or(cap, |i| i + 1);
+        bytes.truncate(keep);
+    }
+    Ok((meta, bytes, truncated))
 }
 
 /// Number the lines `offset..offset+limit` (1-based) of `text` like `cat -n`.
@@ -158,6 +228,64 @@ mod tests {
         assert!(outside.is_error && outside.content.contains("outside the working directory"), "{outside:?}");
         let absent = call(dir.path(), json!({"file_path": "nope.txt"})).await;
         assert!(absent.is_error && absent.content.contains("does not exist"), "{absent:?}");
+    }
+
+    #[tokio::test]
+    async fn refuses_a_fifo_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let out = call(dir.path(), json!({"file_path": "pipe"})).await;
+        assert_eq!(
+            out,
+            ToolOutput::error("pipe is a FIFO (named pipe), not a regular file; Read only reads regular files.")
+        );
+        // A FIFO swapped in after the metadata check: the non-blocking open returns and the
+        // check on the open file refuses it.
+        let swapped = read_capped(&fifo, "pipe").unwrap_err();
+        assert_eq!(
+            swapped,
+            ToolOutput::error("pipe is a FIFO (named pipe), not a regular file; Read only reads regular files.")
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_dev_zero_even_when_outside_paths_are_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext { allow_outside: true, ..ToolContext::new(dir.path()) };
+        let out = Read.call(json!({"file_path": "/dev/zero"}), ctx).await;
+        assert_eq!(
+            out,
+            ToolOutput::error("/dev/zero is a character device, not a regular file; Read only reads regular files.")
+        );
+    }
+
+    #[tokio::test]
+    async fn reads_at_most_the_byte_cap_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!("{}\n", "x".repeat(999));
+        let lines = 10_500;
+        std::fs::write(dir.path().join("big.txt"), line.repeat(lines)).unwrap();
+        // 10 MiB holds 10 485 whole lines of 1000 bytes; the 10 486th is cut off by the cap.
+        let out = call(dir.path(), json!({"file_path": "big.txt", "offset": 10_484, "limit": 5})).await;
+        let expected = format!(
+            "{:>6}\t{x}\n{:>6}\t{x}\n… (the file is 10500000 bytes; Read stops at 10485760 bytes (10 MiB), \
+             so only its first 10485000 bytes were read; use Grep or Bash `tail`/`sed -n` for the rest)\n",
+            10_484,
+            10_485,
+            x = "x".repeat(999)
+        );
+        assert_eq!(out, ToolOutput::ok(expected));
+        let past = call(dir.path(), json!({"file_path": "big.txt", "offset": 10_486})).await;
+        assert!(!past.is_error);
+        assert!(
+            past.content.starts_with(
+                "(the file has 10485 lines; offset 10486 is past the end)\n… (the file is 10500000 bytes;"
+            ),
+            "{past:?}"
+        );
     }
 
     #[test]

@@ -58,9 +58,11 @@ pub(crate) fn from_parts(status: u16, reason: Option<&str>, headers: &HeaderMap,
 }
 
 /// `retry-after` in seconds (whole or fractional). The HTTP-date form is not used by the API.
+/// The value is kept as the server gave it (up to about 136 years, so it fits a `Duration`):
+/// the engine compares it with `--retry-max-delay-ms` and gives up when it is longer.
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let seconds: f64 = value.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(86_400.0)))
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(f64::from(u32::MAX))))
 }
 
 /// The start of a text, for error messages.

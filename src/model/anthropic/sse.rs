@@ -17,6 +17,12 @@
 //!
 //! `id` and `retry` are parsed as fields and ignored: a Messages stream cannot be resumed.
 //!
+//! A line, and the data of one event, may be at most [`MAX_EVENT_BYTES`] (16 MiB) long. Past
+//! that the parser stops ([`Parser::overflowed`]) and holds nothing more, so a stream without
+//! line ends cannot grow its buffers without bound; the reply fails with
+//! [`crate::model::ModelError::Oversized`], which is retried. The check is one length
+//! comparison per chunk and per line, never per byte.
+//!
 //! The parser works on bytes and checks the UTF-8 of each line it reads when the line is
 //! complete, so a character split across chunks is simply part of a line that waits for its
 //! end (invalid bytes become U+FFFD; line ends are ASCII, so checking line by line gives what
@@ -103,6 +109,8 @@ pub struct Parser {
     queued: String,
     /// Where each queued event lies in `queued`, oldest first.
     ready: VecDeque<Ready>,
+    /// A line or an event's data passed [`MAX_EVENT_BYTES`]: the stream is unusable.
+    overflowed: bool,
 }
 
 /// What the event being read has borrowed from the chunk being fed: its only `data` line and
@@ -122,6 +130,10 @@ fn utf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
         Err(_) => String::from_utf8_lossy(bytes),
     }
 }
+
+/// The longest line, and the longest data of one event, the parser holds: 16 MiB. A real
+/// event is a few kilobytes at most (a whole tool input arrives in many deltas).
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -143,7 +155,13 @@ impl Parser {
     }
 
     /// [`Parser::feed`] with a [`Handler`], which may take whole events from the bytes.
+    ///
+    /// A line or event data longer than [`MAX_EVENT_BYTES`] breaks the feed and marks the parser
+    /// [`Parser::overflowed`]; every later feed breaks at once.
     pub fn feed_with<H: Handler>(&mut self, mut bytes: &[u8], handler: &mut H) -> ControlFlow<()> {
+        if self.overflowed {
+            return ControlFlow::Break(());
+        }
         if bytes.is_empty() {
             return ControlFlow::Continue(());
         }
@@ -154,9 +172,11 @@ impl Parser {
         if !self.partial.is_empty() {
             // The end of a line begun in an earlier chunk.
             let Some((end, next)) = self.line_end(bytes) else {
-                self.partial.extend_from_slice(bytes);
-                return ControlFlow::Continue(());
+                return self.hold(bytes);
             };
+            if self.partial.len() + end > MAX_EVENT_BYTES {
+                return self.overflow();
+            }
             let mut line = std::mem::take(&mut self.partial);
             line.extend_from_slice(&bytes[..end]);
             let mut borrowed = Borrowed::default();
@@ -203,6 +223,32 @@ impl Parser {
         Some(Event { event: ready.event.map(|range| &self.queued[range]), data: &self.queued[ready.data] })
     }
 
+    /// Whether a line or an event's data passed [`MAX_EVENT_BYTES`]. The parser then holds
+    /// nothing and reads nothing more.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Stop for good: a line or an event passed the cap. What was held is released.
+    #[cold]
+    fn overflow(&mut self) -> ControlFlow<()> {
+        self.overflowed = true;
+        self.partial = Vec::new();
+        self.data = String::new();
+        self.event = String::new();
+        ControlFlow::Break(())
+    }
+
+    /// Keep `bytes`, the start of a line whose end has not arrived, unless that makes the
+    /// line longer than the cap.
+    fn hold(&mut self, bytes: &[u8]) -> ControlFlow<()> {
+        if self.partial.len() + bytes.len() > MAX_EVENT_BYTES {
+            return self.overflow();
+        }
+        self.partial.extend_from_slice(bytes);
+        ControlFlow::Continue(())
+    }
+
     /// Whether bytes of an event that has not been dispatched yet are held. At the end of a
     /// stream such an event is discarded, as the standard says.
     pub fn has_pending(&self) -> bool {
@@ -233,8 +279,7 @@ impl Parser {
                 }
             }
             let Some((end, next)) = self.line_end(bytes) else {
-                self.partial.extend_from_slice(bytes);
-                return ControlFlow::Continue(());
+                return self.hold(bytes);
             };
             self.line(&bytes[..end], borrowed, handler)?;
             bytes = &bytes[next..];
@@ -275,6 +320,9 @@ impl Parser {
         if line.is_empty() {
             return self.dispatch(borrowed, handler);
         }
+        if line.len() > MAX_EVENT_BYTES {
+            return self.overflow();
+        }
         let (field, value) = if let Some(value) = line.strip_prefix(b"data:") {
             (&b"data"[..], value)
         } else {
@@ -289,6 +337,10 @@ impl Parser {
             b"data" => match utf8_lossy(value) {
                 Cow::Borrowed(value) if self.data.is_empty() && borrowed.data.is_none() => borrowed.data = Some(value),
                 value => {
+                    let first_len = borrowed.data.map_or(0, |first| first.len() + 1);
+                    if self.data.len() + first_len + value.len() + 1 > MAX_EVENT_BYTES {
+                        return self.overflow();
+                    }
                     if let Some(first) = borrowed.data.take() {
                         self.data.push_str(first);
                         self.data.push('\n');
@@ -328,6 +380,9 @@ impl Parser {
 
     /// The chunk that `borrowed` points into is ending: copy what it still holds.
     fn keep(&mut self, borrowed: Borrowed<'_>) {
+        if self.overflowed {
+            return;
+        }
         if let Some(data) = borrowed.data {
             self.data.push_str(data);
             self.data.push('\n');
@@ -367,6 +422,64 @@ mod tests {
 
     fn parse(input: &[u8]) -> Vec<Owned> {
         parse_chunks(&[input])
+    }
+
+    #[test]
+    fn a_line_without_end_past_the_cap_stops_the_parser_and_frees_its_buffer() {
+        let mut p = Parser::new();
+        let chunk = vec![b'a'; 1024 * 1024];
+        let mut events = 0;
+        let mut chunks = 0;
+        while p.feed(&chunk, |_| {
+            events += 1;
+            ControlFlow::Continue(())
+        }) == ControlFlow::Continue(())
+        {
+            chunks += 1;
+            assert!(p.partial.len() <= MAX_EVENT_BYTES, "the held line never passes the cap");
+        }
+        assert_eq!(chunks, 16, "16 chunks of 1 MiB fill the cap exactly; the 17th passes it");
+        assert!(p.overflowed());
+        assert_eq!((p.partial.capacity(), p.data.capacity()), (0, 0));
+        // Nothing is read after the overflow, not even a whole event.
+        assert_eq!(p.feed(b"\n\ndata: x\n\n", |_| ControlFlow::Continue(())), ControlFlow::Break(()));
+        assert_eq!(events, 0);
+    }
+
+    #[test]
+    fn a_whole_line_or_event_data_past_the_cap_overflows() {
+        // One line, complete in its chunk.
+        let mut line = b"data: ".to_vec();
+        line.resize(MAX_EVENT_BYTES + 1, b'x');
+        line.extend_from_slice(b"\n\n");
+        let mut p = Parser::new();
+        assert_eq!(p.feed(&line, |_| ControlFlow::Continue(())), ControlFlow::Break(()));
+        assert!(p.overflowed());
+        // Many data lines of one event, each well under the cap.
+        let mut p = Parser::new();
+        let data_line = format!("data: {}\n", "y".repeat(1024 * 1024 - 1));
+        let mut fed = 0;
+        while p.feed(data_line.as_bytes(), |_| ControlFlow::Continue(())) == ControlFlow::Continue(()) {
+            fed += 1;
+            assert!(p.data.len() <= MAX_EVENT_BYTES);
+        }
+        assert_eq!(fed, 16);
+        assert!(p.overflowed());
+        // A line exactly at the cap is read.
+        let mut exact = b"data: ".to_vec();
+        exact.resize(MAX_EVENT_BYTES, b'z');
+        exact.extend_from_slice(b"\n\n");
+        let mut p = Parser::new();
+        let mut len = 0;
+        assert_eq!(
+            p.feed(&exact, |e| {
+                len = e.data.len();
+                ControlFlow::Continue(())
+            }),
+            ControlFlow::Continue(())
+        );
+        assert_eq!(len, MAX_EVENT_BYTES - 6);
+        assert!(!p.overflowed());
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! The reply ends after `message_stop` or an `error` event, after the first failure, or when
 //! the body ends. An early end is not an error here: the assembler sees no `message_stop` and
 //! reports the reply as incomplete (retryable). Failures map to [`ModelError`]: bad JSON is
-//! `Protocol`, a transport error is `Connection`, and no bytes for the idle timeout is `Idle`.
+//! `Protocol`, a transport error is `Connection`, no bytes for the idle timeout is `Idle`, and a
+//! line or event over [`super::sse::MAX_EVENT_BYTES`] is `Oversized` (retryable).
 
 use std::error::Error;
 use std::pin::Pin;
@@ -70,6 +71,9 @@ where
                 this.over = this.parser.feed_with(chunk.as_ref(), &mut intake).is_break();
                 if let Some(timer) = this.timer.as_mut() {
                     timer.as_mut().reset(Instant::now() + this.idle_timeout);
+                }
+                if this.parser.overflowed() {
+                    return Poll::Ready(Some(Err(ModelError::Oversized(super::sse::MAX_EVENT_BYTES))));
                 }
                 Poll::Ready(Some(intake.failure().map_or(Ok(()), Err)))
             }
@@ -141,6 +145,16 @@ mod tests {
         assert!(steps.is_empty());
         let Err(ModelError::Protocol(message)) = &end else { panic!("{end:?}") };
         assert!(message.ends_with(": {not json"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_cap_is_a_retryable_oversized_error() {
+        // Five chunks of 4 MiB without a line end: the fifth passes the 16 MiB cap.
+        let items: Vec<Result<Vec<u8>, io::Error>> = (0..5).map(|_| Ok(vec![b'a'; 4 * 1024 * 1024])).collect();
+        let (steps, end, _) = steps_of(sse_reply(futures::stream::iter(items), DEFAULT_IDLE_TIMEOUT)).await;
+        assert!(steps.is_empty());
+        assert_eq!(end, Err(ModelError::Oversized(super::super::sse::MAX_EVENT_BYTES)));
+        assert_eq!(end.unwrap_err().class(), crate::model::ErrorClass::Retryable);
     }
 
     #[tokio::test]
