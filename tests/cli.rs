@@ -211,3 +211,120 @@ fn tools_and_hooks_never_see_the_model_credentials() {
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-saw.txt")).unwrap(), "");
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-kept.txt")).unwrap(), "gh-kept visible");
 }
+
+/// Send `signal` to process `pid`.
+fn send(pid: u32, signal: libc::c_int) {
+    // SAFETY: kill(2) takes no pointers; `pid` is our own child's id.
+    let sent = unsafe { libc::kill(libc::pid_t::try_from(pid).unwrap(), signal) };
+    assert_eq!(sent, 0, "kill({pid}, {signal}) failed");
+}
+
+/// The contents of `path` once it holds a full line, polling for at most 30 seconds.
+fn wait_for_line(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{} never got a line", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` is gone or a zombie, polling for at most 10 seconds.
+fn is_dead(pid: &str) -> bool {
+    for _ in 0..500 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])) => {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+/// A run of the scenario `doc` in a fresh directory with a JSON Lines trace, its stdout and
+/// stderr piped.
+struct Spawned {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    trace: std::path::PathBuf,
+}
+
+fn spawn_scenario(doc: &serde_json::Value) -> Spawned {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.json");
+    std::fs::write(&scenario, doc.to_string()).unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let child = agentloop()
+        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.path().to_str().unwrap()])
+        .args(["--trace=jsonl", "--trace-file", trace.to_str().unwrap()])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Spawned { child, dir, trace }
+}
+
+/// The trace ends with exactly one terminal record, `edge`, and `agentloop audit` replays it clean.
+fn assert_trace_ends_with(trace: &std::path::Path, edge: &str) {
+    let text = std::fs::read_to_string(trace).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let terminals: Vec<usize> = (0..records.len()).filter(|&i| records[i]["kind"] == "terminal").collect();
+    assert_eq!(terminals, vec![records.len() - 1], "{text}");
+    assert_eq!(records.last().unwrap()["edge"], edge, "{text}");
+    let (code, out, err) = run(&["audit", "--trace", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A scenario whose one Bash call starts a `sleep` in the background, writes its pid to
+/// `sleep.pid` and waits for it.
+fn sleeping_bash() -> serde_json::Value {
+    serde_json::json!({
+        "prompt": "sleep",
+        "settings": {"permissions": {"allow": ["Bash"]}},
+        "responses": [
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 100 & echo $! > sleep.pid; wait"}}]},
+            {"content": [{"type": "text", "text": "never reached"}]}
+        ]
+    })
+}
+
+/// SIGTERM and SIGHUP while the Bash tool runs end the run like Ctrl+C: the command's process
+/// group is killed, the trace ends in `acting.abort`, and the exit status is 128 + the signal.
+#[test]
+fn sigterm_and_sighup_abort_the_tools_and_exit_128_plus_the_signal() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let Spawned { child, dir, trace } = spawn_scenario(&sleeping_bash());
+        let pid = wait_for_line(&dir.path().join("sleep.pid"));
+        send(child.id(), signal);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "signal {signal}: {stderr}");
+        assert!(stderr.contains("aborted_tools"), "{stderr}");
+        assert_trace_ends_with(&trace, "acting.abort");
+        assert!(is_dead(&pid), "signal {signal}: sleep {pid} survived");
+    }
+}
+
+/// Two Ctrl+C in a row: whichever ends the run, the Bash tool's group is dead, the exit status
+/// is 130 and the trace still ends with its terminal record.
+#[test]
+fn a_second_ctrl_c_kills_the_tools_and_keeps_the_terminal_record() {
+    let Spawned { child, dir, trace } = spawn_scenario(&sleeping_bash());
+    let pid = wait_for_line(&dir.path().join("sleep.pid"));
+    send(child.id(), libc::SIGINT);
+    send(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_trace_ends_with(&trace, "acting.abort");
+    assert!(is_dead(&pid), "sleep {pid} survived");
+}

@@ -1,13 +1,14 @@
 //! What a run prints: the model's text (or JSON) on stdout, tool activity and warnings on
 //! stderr, and the trace on stderr or in a file.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use crate::cli::OutputFormat;
+use crate::cli::interrupt::Stdout;
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::reason::TerminalReason;
 use crate::engine::run::RunOutcome;
@@ -29,6 +30,8 @@ pub struct CliSink {
     pub on_tool_phase: Option<ToolPhaseHook>,
     /// Session id for stream-json.
     pub session_id: String,
+    /// Where stdout output goes (it notices when stdout is closed).
+    pub stdout: Stdout,
     wrote_text: bool,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
@@ -36,14 +39,15 @@ pub struct CliSink {
 }
 
 impl CliSink {
-    /// A sink printing in `format`.
-    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String) -> Self {
+    /// A sink printing in `format` to `stdout`.
+    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String, stdout: Stdout) -> Self {
         CliSink {
             trace,
             format,
             show_tools: format == OutputFormat::Text,
             on_tool_phase: None,
             session_id,
+            stdout,
             wrote_text: false,
             last_usage: None,
             started: Instant::now(),
@@ -53,7 +57,7 @@ impl CliSink {
 
     fn end_text_line(&mut self) {
         if self.wrote_text {
-            println!();
+            self.stdout.write(b"\n");
             self.wrote_text = false;
         }
     }
@@ -70,10 +74,7 @@ impl CliSink {
     }
 
     fn stream_json(&self, value: Value) {
-        let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer(&mut out, &value);
-        let _ = out.write_all(b"\n");
-        let _ = out.flush();
+        self.stdout.line(&value.to_string());
     }
 }
 
@@ -90,10 +91,7 @@ impl EventSink for CliSink {
                 }
             }
             EngineEvent::TextDelta(text) if self.format == OutputFormat::Text => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-                self.wrote_text = true;
+                self.wrote_text = self.stdout.write(text.as_bytes());
             }
             EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
                 self.end_text_line();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+use crate::process_group::ProcessGroup;
 use crate::tools::shell_env::ShellEnv;
 
 /// How a hook process ended.
@@ -55,7 +56,7 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
     };
     // Declared after `child` so it drops first: the group dies before the leader is reaped,
     // which keeps the group id from being reused while we still might signal it.
-    let mut group = GroupGuard(child.id());
+    let group = ProcessGroup::of(child.id());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let work = async {
         let write = async move {
@@ -77,7 +78,7 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
             Ran { ending, stdout, stderr }
         }
         Err(_elapsed) => {
-            group.kill().await;
+            group.kill();
             let _ = child.wait().await;
             Ran::without_output(Ending::TimedOut)
         }
@@ -123,46 +124,6 @@ fn ending_of(status: std::process::ExitStatus) -> Ending {
         // Stopped or continued: `wait` does not report those, so this is unreachable in practice.
         (None, None) => Ending::Failed(io::Error::other(format!("unexpected wait status {status}"))),
     }
-}
-
-/// Kills the hook's process group (group id = the shell's pid) unless disarmed.
-struct GroupGuard(Option<u32>);
-
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-
-    async fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // No libc dependency: the `kill` utility signals a whole group given `-pgid`.
-            let _ = Command::new("kill")
-                .args(kill_args(pgid))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .await;
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // The future was dropped mid-run (an abort): blocking for one short `kill` is fine.
-            let _ = std::process::Command::new("kill")
-                .args(kill_args(pgid))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn kill_args(pgid: u32) -> [String; 3] {
-    ["-KILL".to_owned(), "--".to_owned(), format!("-{pgid}")]
 }
 
 #[cfg(test)]
