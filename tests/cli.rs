@@ -328,3 +328,44 @@ fn a_second_ctrl_c_kills_the_tools_and_keeps_the_terminal_record() {
     assert_trace_ends_with(&trace, "acting.abort");
     assert!(is_dead(&pid), "sleep {pid} survived");
 }
+
+/// A scenario with one `event` hook that starts a `sleep` in the background, writes its pid to
+/// `hook.pid` and waits for it (its timeout, 300 s, far beyond the test's patience).
+fn sleeping_hook(event: &str, responses: serde_json::Value) -> serde_json::Value {
+    let hook =
+        serde_json::json!({"type": "command", "command": "sleep 100 & echo $! > hook.pid; wait", "timeout": 300});
+    serde_json::json!({
+        "prompt": "hook",
+        "settings": {"permissions": {"allow": ["Bash"]}, "hooks": {event: [{"hooks": [hook]}]}},
+        "responses": responses
+    })
+}
+
+/// Ctrl+C while a PreToolUse, PostToolUse or Stop hook runs kills the hook's process group at
+/// once (the run does not wait for the hook's timeout), warns, and ends the run: in the tool
+/// phase as `aborted_tools`; in a Stop hook, which runs in Checkpoint where the table has no
+/// abort edge, as the turn was ending (`completed`), with the interrupt's exit status.
+#[test]
+fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
+    let bash = serde_json::json!([
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "true"}}]},
+        {"content": [{"type": "text", "text": "never reached"}]}
+    ]);
+    let text = serde_json::json!([{"content": [{"type": "text", "text": "done"}]}]);
+    let cases = [
+        ("PreToolUse", bash.clone(), "acting.abort", "PreToolUse of Bash"),
+        ("PostToolUse", bash, "acting.abort", "PostToolUse of Bash"),
+        ("Stop", text, "checkpoint.completed", "Stop"),
+    ];
+    for (event, responses, edge, warning) in cases {
+        let Spawned { child, dir, trace } = spawn_scenario(&sleeping_hook(event, responses));
+        let pid = wait_for_line(&dir.path().join("hook.pid"));
+        send(child.id(), libc::SIGINT);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{event}: {stderr}");
+        assert!(stderr.contains(&format!("agentloop: warning: hooks interrupted and killed: {warning}")), "{stderr}");
+        assert_trace_ends_with(&trace, edge);
+        assert!(is_dead(&pid), "{event}: the hook's sleep {pid} survived");
+    }
+}

@@ -18,6 +18,8 @@ pub const DEFAULT_RESULT_CAP: usize = 30_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 /// Result text of a call that never ran because the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "Interrupted by user: the tool did not run";
+/// Warning when an interrupt killed running hooks (their decision is not read).
+pub const INTERRUPTED_HOOKS: &str = "hooks interrupted and killed";
 /// Result text of a call cancelled because a parallel Bash call failed.
 pub const SIBLING_CANCELLED: &str = "cancelled: a parallel Bash call failed";
 
@@ -81,7 +83,16 @@ impl Toolbox {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error(INTERRUPTED_RESULT);
         }
-        let (pre, pre_warnings) = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input).await;
+        // An interrupt drops the hooks' future, which kills their process groups at once.
+        let pre_hooks = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input);
+        let (pre, pre_warnings) = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {
+                warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
+                return ToolOutput::error(INTERRUPTED_RESULT);
+            }
+            decided = pre_hooks => decided,
+        };
         warnings.extend(pre_warnings);
         if pre.stop.is_some() {
             stop.clone_from(&pre.stop);
@@ -96,12 +107,19 @@ impl Toolbox {
             }
             Decision::Deny(reason) => return ToolOutput::error(reason),
         }
+        let cancel = ctx.cancel.clone();
         let mut output = tool.call(call.input.clone(), ctx).await;
         self.apply_budget(&call.id, &mut output);
-        let (post, post_warnings) = self
-            .hooks
-            .post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error)
-            .await;
+        let post_hooks =
+            self.hooks.post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error);
+        let (post, post_warnings) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
+                return output;
+            }
+            decided = post_hooks => decided,
+        };
         warnings.extend(post_warnings);
         if let Some(feedback) = post.feedback {
             output.content.push_str(&format!("\n\nPostToolUse hook feedback:\n{feedback}"));
