@@ -369,3 +369,41 @@ fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
         assert!(is_dead(&pid), "{event}: the hook's sleep {pid} survived");
     }
 }
+
+/// A pipe whose reading end is already closed: every write to the other end fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// `demo --all | head -1` and `demo --list` into a closed pipe stop quietly with 141 (the
+/// shell's code for SIGPIPE) instead of panicking.
+#[test]
+fn demo_into_a_closed_pipe_exits_141_without_a_panic() {
+    for args in [&["demo", "--all"][..], &["demo", "--list"], &["demo", "read-greeting"]] {
+        let out = agentloop().args(args).stdin(Stdio::null()).stdout(closed_pipe()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
+/// `agentloop run … | head -1`: once the reader is gone the run is cancelled like an
+/// interrupt, the trace ends with its terminal record, and the exit status is 141.
+#[test]
+fn run_whose_stdout_closes_mid_reply_aborts_quietly_with_141() {
+    let lines = "line\n".repeat(2000);
+    let doc = serde_json::json!({"prompt": "talk", "responses": [{"content": [{"type": "text", "text": lines}], "chunk_delay_ms": 20}]});
+    let Spawned { mut child, dir: _dir, trace } = spawn_scenario(&doc);
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    assert_eq!(first, "line\n");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert_eq!(stderr, "", "a closed stdout stops the run quietly");
+    assert_trace_ends_with(&trace, "sampling.abort");
+}
