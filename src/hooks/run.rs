@@ -7,10 +7,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use crate::process_group::ProcessGroup;
+use crate::tools::bash::capture::{Capture, pump};
 use crate::tools::shell_env::ShellEnv;
 
 /// How a hook process ended.
@@ -26,20 +27,26 @@ pub(crate) enum Ending {
     Failed(io::Error),
 }
 
+/// Bytes kept of each of a hook's stdout and stderr (the start and the end), as for the Bash tool.
+pub const MAX_HOOK_OUTPUT: usize = crate::tools::bash::MAX_OUTPUT_CHARS;
+
 /// A finished hook process.
 #[derive(Debug)]
 pub(crate) struct Ran {
     /// How it ended.
     pub ending: Ending,
-    /// Everything it wrote to stdout, lossily decoded.
+    /// What it wrote to stdout, lossily decoded; past [`MAX_HOOK_OUTPUT`] bytes, the start and
+    /// the end around a note saying how much was cut.
     pub stdout: String,
-    /// Everything it wrote to stderr, lossily decoded.
+    /// What it wrote to stderr, cut the same way.
     pub stderr: String,
+    /// Whether stdout was cut (so it is not the JSON the hook printed).
+    pub stdout_cut: bool,
 }
 
 impl Ran {
     fn without_output(ending: Ending) -> Ran {
-        Ran { ending, stdout: String::new(), stderr: String::new() }
+        Ran { ending, stdout: String::new(), stderr: String::new(), stdout_cut: false }
     }
 }
 
@@ -65,7 +72,7 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
                 let _ = stdin.write_all(input).await;
             }
         };
-        let (_, out, err, status) = tokio::join!(write, read_all(stdout), read_all(stderr), child.wait());
+        let (_, out, err, status) = tokio::join!(write, read_capped(stdout), read_capped(stderr), child.wait());
         (out, err, status)
     };
     match tokio::time::timeout(limit, work).await {
@@ -75,7 +82,12 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
                 Ok(status) => ending_of(status),
                 Err(e) => Ending::Failed(e),
             };
-            Ran { ending, stdout, stderr }
+            Ran {
+                ending,
+                stdout_cut: stdout.total() > MAX_HOOK_OUTPUT,
+                stdout: stdout.render("stdout"),
+                stderr: stderr.render("stderr"),
+            }
         }
         Err(_elapsed) => {
             group.kill();
@@ -107,13 +119,14 @@ fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv) -> Command {
     cmd
 }
 
-async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> String {
-    let mut bytes = Vec::new();
-    if let Some(mut pipe) = pipe {
-        // A read error ends the output early; what was read so far is still worth showing.
-        let _ = pipe.read_to_end(&mut bytes).await;
+/// Read `pipe` to its end keeping at most [`MAX_HOOK_OUTPUT`] bytes. A read error ends the
+/// output early; what was read so far is still worth showing.
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Capture {
+    let mut capture = Capture::new(MAX_HOOK_OUTPUT);
+    if let Some(pipe) = pipe {
+        pump(pipe, &mut capture).await;
     }
-    String::from_utf8_lossy(&bytes).into_owned()
+    capture
 }
 
 fn ending_of(status: std::process::ExitStatus) -> Ending {
@@ -237,5 +250,23 @@ pub(crate) mod tests {
         assert!(waited.is_err());
         let pid = std::fs::read_to_string(pid_file).unwrap();
         assert!(is_dead(pid.trim()).await, "sleep {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn output_is_cut_to_its_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run_default(
+            "yes | head -c 3000000; head -c 5000000 /dev/zero | tr '\\0' x >&2",
+            dir.path(),
+            b"",
+            Duration::from_secs(60),
+        )
+        .await;
+        assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
+        let half = "y\n".repeat(MAX_HOOK_OUTPUT / 4);
+        assert_eq!(ran.stdout, format!("{half}\n… [2970000 bytes cut from the middle of stdout] …\n{half}"));
+        assert!(ran.stdout_cut);
+        let half = "x".repeat(MAX_HOOK_OUTPUT / 2);
+        assert_eq!(ran.stderr, format!("{half}\n… [4970000 bytes cut from the middle of stderr] …\n{half}"));
     }
 }
