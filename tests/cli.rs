@@ -1,5 +1,6 @@
-//! The `agentloop` binary as users run it: demo list, exit statuses, traces, bad input,
-//! and a real Ctrl+C (SIGINT) in the middle of a streamed reply.
+//! The `agentloop` binary as users run it: demo list, exit statuses, traces, bad input, and
+//! what stops a run from outside, sent for real: Ctrl+C (SIGINT) mid-reply, during a tool and
+//! during a hook, a second Ctrl+C, SIGTERM, SIGHUP and a closed stdout.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -255,6 +256,10 @@ struct Spawned {
 }
 
 fn spawn_scenario(doc: &serde_json::Value) -> Spawned {
+    spawn_scenario_with_stderr(doc, Stdio::piped())
+}
+
+fn spawn_scenario_with_stderr(doc: &serde_json::Value, stderr: Stdio) -> Spawned {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("scenario.json");
     std::fs::write(&scenario, doc.to_string()).unwrap();
@@ -267,7 +272,7 @@ fn spawn_scenario(doc: &serde_json::Value) -> Spawned {
         .env_remove("ANTHROPIC_BASE_URL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     Spawned { child, dir, trace }
@@ -406,4 +411,17 @@ fn run_whose_stdout_closes_mid_reply_aborts_quietly_with_141() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
     assert_eq!(stderr, "", "a closed stdout stops the run quietly");
     assert_trace_ends_with(&trace, "sampling.abort");
+}
+
+/// SIGHUP when the terminal is gone: writing the messages to stderr fails, which must not turn
+/// the orderly abort into a panic.
+#[test]
+fn sighup_with_stderr_gone_still_aborts_cleanly() {
+    let Spawned { child, dir, trace } = spawn_scenario_with_stderr(&sleeping_bash(), closed_pipe());
+    let pid = wait_for_line(&dir.path().join("sleep.pid"));
+    send(child.id(), libc::SIGHUP);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129));
+    assert_trace_ends_with(&trace, "acting.abort");
+    assert!(is_dead(&pid), "sleep {pid} survived");
 }

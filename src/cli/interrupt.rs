@@ -130,3 +130,9 @@ impl Stdout {
         self.closed.cancelled().await;
     }
 }
+
+/// Write `text` and a newline to stderr, ignoring errors: after SIGHUP the terminal may be
+/// gone, and `eprintln!` would panic on the failed write.
+pub fn stderr_line(text: &str) {
+    let _ = writeln!(io::stderr(), "{text}");
+}

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::cli::OutputFormat;
-use crate::cli::interrupt::Stdout;
+use crate::cli::interrupt::{Stdout, stderr_line};
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::reason::TerminalReason;
 use crate::engine::run::RunOutcome;
@@ -68,7 +68,7 @@ impl CliSink {
         if let Some(trace) = &mut self.trace
             && let Err(e) = trace.tool_line(t_ms, self.turn, text)
         {
-            eprintln!("agentloop: cannot write the trace: {e}");
+            stderr_line(&format!("agentloop: cannot write the trace: {e}"));
             self.trace = None;
         }
     }
@@ -86,7 +86,7 @@ impl EventSink for CliSink {
                 if let Some(trace) = &mut self.trace
                     && let Err(e) = trace.record(record)
                 {
-                    eprintln!("agentloop: cannot write the trace: {e}");
+                    stderr_line(&format!("agentloop: cannot write the trace: {e}"));
                     self.trace = None;
                 }
             }
@@ -118,7 +118,7 @@ impl EventSink for CliSink {
                     if running.is_empty() { String::new() } else { format!(" (beside {})", running.join(", ")) };
                 self.trace_tool(&format!("⇢ {name} {id} started{beside}"));
                 if self.show_tools {
-                    eprintln!("→ {name} {}", compact(input));
+                    stderr_line(&format!("→ {name} {}", compact(input)));
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
@@ -130,14 +130,14 @@ impl EventSink for CliSink {
                 let ms = duration.as_secs_f64() * 1e3;
                 self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms"));
                 if self.show_tools {
-                    eprintln!("← {name} {status} ({ms:.1} ms)");
+                    stderr_line(&format!("← {name} {status} ({ms:.1} ms)"));
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
                         "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
                 }
             }
-            EngineEvent::Warning(w) => eprintln!("agentloop: warning: {w}"),
+            EngineEvent::Warning(w) => stderr_line(&format!("agentloop: warning: {w}")),
             _ => {}
         }
     }

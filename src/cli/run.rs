@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop};
+use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::engine::clock::SystemClock;
@@ -333,7 +333,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("agentloop: internal error: {e}");
+            stderr_line(&format!("agentloop: internal error: {e}"));
             return EXIT_INTERNAL;
         }
     };
@@ -347,7 +347,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
     if let Some(error) = &outcome.error
         && stop != Some(Stop::ClosedStdout)
     {
-        eprintln!("agentloop: ended with {}: {error}", outcome.terminal);
+        stderr_line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
     }
     match stop {
         Some(stop) => stop.exit_code(),
@@ -367,7 +367,7 @@ async fn supervise<T>(run: impl Future<Output = T>, cancel: &CancellationToken, 
     let mut signals = match Signals::install() {
         Ok(signals) => Some(signals),
         Err(e) => {
-            eprintln!("agentloop: warning: cannot catch signals: {e}");
+            stderr_line(&format!("agentloop: warning: cannot catch signals: {e}"));
             None
         }
     };
@@ -384,13 +384,13 @@ async fn supervise<T>(run: impl Future<Output = T>, cancel: &CancellationToken, 
                 None => {
                     stop = Some(signal);
                     let hint = if signal == Stop::Interrupt { " (Ctrl+C again to quit at once)" } else { "" };
-                    eprintln!("\nagentloop: {}{hint}", signal.describe());
+                    stderr_line(&format!("\nagentloop: {}{hint}", signal.describe()));
                     cancel.cancel();
                 }
                 Some(_) => {
                     crate::process_group::kill_all();
                     if !quitting {
-                        eprintln!("agentloop: quitting");
+                        stderr_line("agentloop: quitting");
                         quitting = true;
                         quit.as_mut().reset(tokio::time::Instant::now() + QUIT_GRACE);
                     }
