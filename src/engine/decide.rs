@@ -6,6 +6,7 @@ use crate::context;
 use crate::engine::edge::Edge;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::sampling::COMPACTION_INTERRUPTED;
 use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
@@ -119,9 +120,17 @@ impl Machine {
         let drain = staged && self.st.left(counter::COLLAPSE_DRAINS) > 0;
         let mut compacted = false;
         if !drain && self.st.left(counter::REACTIVE_COMPACTS) > 0 && !ctx.deps.cancel.is_cancelled() {
-            match self.compact(ctx).await {
-                Ok(()) => compacted = true,
-                Err(e) => ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}"))),
+            // An interrupt stops the summary request: nothing was compacted.
+            let cancel = ctx.deps.cancel.clone();
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                result = self.compact(ctx) => Some(result),
+            };
+            match result {
+                None => ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into())),
+                Some(Ok(())) => compacted = true,
+                Some(Err(e)) => ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}"))),
             }
         }
         let f = facts([
