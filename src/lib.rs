@@ -10,6 +10,7 @@
 //! - [`permissions`]: the permission boundary: modes, rules, Bash analysis against them.
 //! - [`shell`]: what a Bash command line would run, read off a real shell grammar.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
+//! - [`process_group`]: the process groups of running commands, killed whole.
 //! - [`context`]: token estimates, collapse and compaction.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
 //! - [`cli`]: the `agentloop` command line.
@@ -24,6 +25,7 @@ pub mod hooks;
 mod json_path;
 pub mod model;
 pub mod permissions;
+pub mod process_group;
 pub mod protocol;
 pub mod scenario;
 pub mod shell;

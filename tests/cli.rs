@@ -1,5 +1,6 @@
-//! The `agentloop` binary as users run it: demo list, exit statuses, traces, bad input,
-//! and a real Ctrl+C (SIGINT) in the middle of a streamed reply.
+//! The `agentloop` binary as users run it: demo list, exit statuses, traces, bad input, and
+//! what stops a run from outside, sent for real: Ctrl+C (SIGINT) mid-reply, during a tool and
+//! during a hook, a second Ctrl+C, SIGTERM, SIGHUP and a closed stdout.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -210,4 +211,220 @@ fn tools_and_hooks_never_see_the_model_credentials() {
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-saw.txt")).unwrap(), "");
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-kept.txt")).unwrap(), "gh-kept visible");
+}
+
+/// Send `signal` to process `pid`.
+fn send(pid: u32, signal: libc::c_int) {
+    // SAFETY: kill(2) takes no pointers; `pid` is our own child's id.
+    let sent = unsafe { libc::kill(libc::pid_t::try_from(pid).unwrap(), signal) };
+    assert_eq!(sent, 0, "kill({pid}, {signal}) failed");
+}
+
+/// The contents of `path` once it holds a full line, polling for at most 30 seconds.
+fn wait_for_line(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{} never got a line", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` is gone or a zombie, polling for at most 10 seconds.
+fn is_dead(pid: &str) -> bool {
+    for _ in 0..500 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])) => {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+/// A run of the scenario `doc` in a fresh directory with a JSON Lines trace, its stdout and
+/// stderr piped.
+struct Spawned {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    trace: std::path::PathBuf,
+}
+
+fn spawn_scenario(doc: &serde_json::Value) -> Spawned {
+    spawn_scenario_with_stderr(doc, Stdio::piped())
+}
+
+fn spawn_scenario_with_stderr(doc: &serde_json::Value, stderr: Stdio) -> Spawned {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.json");
+    std::fs::write(&scenario, doc.to_string()).unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let child = agentloop()
+        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.path().to_str().unwrap()])
+        .args(["--trace=jsonl", "--trace-file", trace.to_str().unwrap()])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    Spawned { child, dir, trace }
+}
+
+/// The trace ends with exactly one terminal record, `edge`, and `agentloop audit` replays it clean.
+fn assert_trace_ends_with(trace: &std::path::Path, edge: &str) {
+    let text = std::fs::read_to_string(trace).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let terminals: Vec<usize> = (0..records.len()).filter(|&i| records[i]["kind"] == "terminal").collect();
+    assert_eq!(terminals, vec![records.len() - 1], "{text}");
+    assert_eq!(records.last().unwrap()["edge"], edge, "{text}");
+    let (code, out, err) = run(&["audit", "--trace", trace.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A scenario whose one Bash call starts a `sleep` in the background, writes its pid to
+/// `sleep.pid` and waits for it.
+fn sleeping_bash() -> serde_json::Value {
+    serde_json::json!({
+        "prompt": "sleep",
+        "settings": {"permissions": {"allow": ["Bash"]}},
+        "responses": [
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 100 & echo $! > sleep.pid; wait"}}]},
+            {"content": [{"type": "text", "text": "never reached"}]}
+        ]
+    })
+}
+
+/// SIGTERM and SIGHUP while the Bash tool runs end the run like Ctrl+C: the command's process
+/// group is killed, the trace ends in `acting.abort`, and the exit status is 128 + the signal.
+#[test]
+fn sigterm_and_sighup_abort_the_tools_and_exit_128_plus_the_signal() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let Spawned { child, dir, trace } = spawn_scenario(&sleeping_bash());
+        let pid = wait_for_line(&dir.path().join("sleep.pid"));
+        send(child.id(), signal);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "signal {signal}: {stderr}");
+        assert!(stderr.contains("aborted_tools"), "{stderr}");
+        assert_trace_ends_with(&trace, "acting.abort");
+        assert!(is_dead(&pid), "signal {signal}: sleep {pid} survived");
+    }
+}
+
+/// Two Ctrl+C in a row: whichever ends the run, the Bash tool's group is dead, the exit status
+/// is 130 and the trace still ends with its terminal record.
+#[test]
+fn a_second_ctrl_c_kills_the_tools_and_keeps_the_terminal_record() {
+    let Spawned { child, dir, trace } = spawn_scenario(&sleeping_bash());
+    let pid = wait_for_line(&dir.path().join("sleep.pid"));
+    send(child.id(), libc::SIGINT);
+    send(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_trace_ends_with(&trace, "acting.abort");
+    assert!(is_dead(&pid), "sleep {pid} survived");
+}
+
+/// A scenario with one `event` hook that starts a `sleep` in the background, writes its pid to
+/// `hook.pid` and waits for it (its timeout, 300 s, far beyond the test's patience).
+fn sleeping_hook(event: &str, responses: serde_json::Value) -> serde_json::Value {
+    let hook =
+        serde_json::json!({"type": "command", "command": "sleep 100 & echo $! > hook.pid; wait", "timeout": 300});
+    serde_json::json!({
+        "prompt": "hook",
+        "settings": {"permissions": {"allow": ["Bash"]}, "hooks": {event: [{"hooks": [hook]}]}},
+        "responses": responses
+    })
+}
+
+/// Ctrl+C while a PreToolUse, PostToolUse or Stop hook runs kills the hook's process group at
+/// once (the run does not wait for the hook's timeout), warns, and ends the run: in the tool
+/// phase as `aborted_tools`; in a Stop hook, which runs in Checkpoint where the table has no
+/// abort edge, as the turn was ending (`completed`), with the interrupt's exit status.
+#[test]
+fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
+    let bash = serde_json::json!([
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "true"}}]},
+        {"content": [{"type": "text", "text": "never reached"}]}
+    ]);
+    let text = serde_json::json!([{"content": [{"type": "text", "text": "done"}]}]);
+    let cases = [
+        ("PreToolUse", bash.clone(), "acting.abort", "PreToolUse of Bash"),
+        ("PostToolUse", bash, "acting.abort", "PostToolUse of Bash"),
+        ("Stop", text, "checkpoint.completed", "Stop"),
+    ];
+    for (event, responses, edge, warning) in cases {
+        let Spawned { child, dir, trace } = spawn_scenario(&sleeping_hook(event, responses));
+        let pid = wait_for_line(&dir.path().join("hook.pid"));
+        send(child.id(), libc::SIGINT);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{event}: {stderr}");
+        assert!(stderr.contains(&format!("agentloop: warning: hooks interrupted and killed: {warning}")), "{stderr}");
+        assert_trace_ends_with(&trace, edge);
+        assert!(is_dead(&pid), "{event}: the hook's sleep {pid} survived");
+    }
+}
+
+/// A pipe whose reading end is already closed: every write to the other end fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// `demo --all | head -1` and `demo --list` into a closed pipe stop quietly with 141 (the
+/// shell's code for SIGPIPE) instead of panicking.
+#[test]
+fn demo_into_a_closed_pipe_exits_141_without_a_panic() {
+    for args in [&["demo", "--all"][..], &["demo", "--list"], &["demo", "read-greeting"]] {
+        let out = agentloop().args(args).stdin(Stdio::null()).stdout(closed_pipe()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
+/// `agentloop run … | head -1`: a write that finds the reader gone cancels the run like an
+/// interrupt, quietly; the trace ends with its terminal record, and the exit status is 141.
+#[test]
+fn run_whose_stdout_closes_mid_write_stops_quietly_with_141() {
+    // Piped text is written once the reply is kept (a retried attempt never shows): more than a
+    // pipe holds, so the write is still going when the reader goes away. The reply was kept,
+    // so the run itself completed; the exit status says stdout was lost.
+    let lines = "line\n".repeat(40_000);
+    let doc = serde_json::json!({"prompt": "talk", "responses": [{"content": [{"type": "text", "text": lines}]}]});
+    let Spawned { mut child, dir: _dir, trace } = spawn_scenario(&doc);
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    assert_eq!(first, "line\n");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert_eq!(stderr, "", "a closed stdout stops the run quietly");
+    assert_trace_ends_with(&trace, "checkpoint.completed");
+}
+
+/// SIGHUP when the terminal is gone: writing the messages to stderr fails, which must not turn
+/// the orderly abort into a panic.
+#[test]
+fn sighup_with_stderr_gone_still_aborts_cleanly() {
+    let Spawned { child, dir, trace } = spawn_scenario_with_stderr(&sleeping_bash(), closed_pipe());
+    let pid = wait_for_line(&dir.path().join("sleep.pid"));
+    send(child.id(), libc::SIGHUP);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129));
+    assert_trace_ends_with(&trace, "acting.abort");
+    assert!(is_dead(&pid), "sleep {pid} survived");
 }

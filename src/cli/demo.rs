@@ -1,6 +1,7 @@
 //! `agentloop demo`: built-in scenarios run with the scripted model in a fresh temporary
 //! directory, so anyone can watch every continue and terminal reason without an API key.
 
+use crate::cli::interrupt::{EXIT_CLOSED_STDOUT, Stdout};
 use crate::cli::run::{execute, spec_for_scenario};
 use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::scenario::Scenario;
@@ -86,9 +87,12 @@ pub struct DemoArgs {
 /// Run `agentloop demo`.
 pub async fn command(args: DemoArgs) -> u8 {
     if args.list {
+        let stdout = Stdout::new();
         for (name, _) in SCENARIOS {
             let description = scenario(name).map(|s| s.description).unwrap_or_else(|e| e);
-            println!("{name:<24} {description}");
+            if !stdout.line(&format!("{name:<24} {description}")) {
+                return EXIT_CLOSED_STDOUT;
+            }
         }
         return 0;
     }
@@ -135,8 +139,10 @@ pub async fn command(args: DemoArgs) -> u8 {
 }
 
 /// Run every scenario in its own temporary directory and summarise how each ended.
-/// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all.
+/// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all;
+/// [`EXIT_CLOSED_STDOUT`] when stdout was closed (the remaining scenarios are not run).
 async fn run_all() -> u8 {
+    let stdout = Stdout::new();
     let mut failed = false;
     for (name, _) in SCENARIOS {
         let outcome = match (scenario(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
@@ -147,8 +153,8 @@ async fn run_all() -> u8 {
             (Err(e), _) => Err(e),
             (_, Err(e)) => Err(e.to_string()),
         };
-        match outcome {
-            Ok(run) => println!(
+        let line = match outcome {
+            Ok(run) => format!(
                 "{name:<24} {:<20} {:>3} transitions  {:>2} model calls",
                 run.outcome.terminal.as_str(),
                 run.outcome.trace.len(),
@@ -156,8 +162,11 @@ async fn run_all() -> u8 {
             ),
             Err(e) => {
                 failed = true;
-                println!("{name:<24} could not run: {e}");
+                format!("{name:<24} could not run: {e}")
             }
+        };
+        if !stdout.line(&line) {
+            return EXIT_CLOSED_STDOUT;
         }
     }
     u8::from(failed)

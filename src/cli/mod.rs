@@ -4,6 +4,7 @@
 //! settings, environment) and hands a fully built run to the engine.
 
 pub mod demo;
+pub mod interrupt;
 pub mod output;
 pub mod run;
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::cli::OutputFormat;
+use crate::cli::interrupt::{Stdout, stderr_line};
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::reason::TerminalReason;
 use crate::engine::run::RunOutcome;
@@ -38,6 +39,8 @@ pub struct CliSink {
     /// The trace is pretty and written to stderr: its tool lines share the screen with the
     /// model's text.
     pub pretty_trace_on_stderr: bool,
+    /// Where stdout output goes (it notices when stdout is closed).
+    pub stdout: Stdout,
     text: TextOut,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
@@ -46,7 +49,7 @@ pub struct CliSink {
 
 impl CliSink {
     /// A sink printing in `format`.
-    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String) -> Self {
+    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String, stdout: Stdout) -> Self {
         CliSink {
             trace,
             format,
@@ -54,6 +57,7 @@ impl CliSink {
             on_tool_phase: None,
             session_id,
             pretty_trace_on_stderr: false,
+            stdout,
             text: TextOut::new(if format == OutputFormat::Text { stdout_columns() } else { None }),
             last_usage: None,
             started: Instant::now(),
@@ -61,12 +65,22 @@ impl CliSink {
         }
     }
 
+    /// Let the text writer write into a buffer, then send the buffer to stdout (a closed
+    /// stdout is noticed there).
+    fn emit(&mut self, write: impl FnOnce(&mut TextOut, &mut Vec<u8>)) {
+        let mut buf = Vec::new();
+        write(&mut self.text, &mut buf);
+        if !buf.is_empty() {
+            self.stdout.write(&buf);
+        }
+    }
+
     fn end_text_line(&mut self) {
-        self.text.end_line(&mut std::io::stdout().lock());
+        self.emit(|t, out| t.end_line(out));
     }
 
     /// Note a line written to stderr, which may share the screen with the streamed text.
-    fn stderr_line(&mut self, line: &str) {
+    fn note_stderr_line(&mut self, line: &str) {
         if self.format == OutputFormat::Text && stderr_is_terminal() {
             self.text.other_line(line);
         }
@@ -76,22 +90,19 @@ impl CliSink {
         self.end_text_line();
         if self.trace.is_some() && self.pretty_trace_on_stderr {
             // The line's time, turn and indent come before the text.
-            self.stderr_line(&format!("{:32}{text}", ""));
+            self.note_stderr_line(&format!("{:32}{text}", ""));
         }
         let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
         if let Some(trace) = &mut self.trace
             && let Err(e) = trace.tool_line(t_ms, self.turn, text)
         {
-            eprintln!("agentloop: cannot write the trace: {e}");
+            stderr_line(&format!("agentloop: cannot write the trace: {e}"));
             self.trace = None;
         }
     }
 
     fn stream_json(&self, value: Value) {
-        let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer(&mut out, &value);
-        let _ = out.write_all(b"\n");
-        let _ = out.flush();
+        self.stdout.line(&value.to_string());
     }
 }
 
@@ -101,20 +112,20 @@ impl EventSink for CliSink {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
                 if self.format == OutputFormat::Text && ABANDONING_EDGES.contains(&record.edge.as_str()) {
-                    self.text.abandon(&mut std::io::stdout().lock());
+                    self.emit(|t, out| t.abandon(out));
                 }
                 if let Some(trace) = &mut self.trace
                     && let Err(e) = trace.record(record)
                 {
-                    eprintln!("agentloop: cannot write the trace: {e}");
+                    stderr_line(&format!("agentloop: cannot write the trace: {e}"));
                     self.trace = None;
                 }
             }
             EngineEvent::TextDelta(text) if self.format == OutputFormat::Text => {
-                self.text.delta(&mut std::io::stdout().lock(), text);
+                self.emit(|t, out| t.delta(out, text));
             }
             EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
-                self.text.keep(&mut std::io::stdout().lock());
+                self.emit(|t, out| t.keep(out));
             }
             EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
@@ -141,8 +152,8 @@ impl EventSink for CliSink {
                 if self.show_tools {
                     let line = format!("→ {name} {}", compact(input));
                     self.end_text_line();
-                    self.stderr_line(&line);
-                    eprintln!("{line}");
+                    self.note_stderr_line(&line);
+                    stderr_line(&line);
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
@@ -157,8 +168,8 @@ impl EventSink for CliSink {
                 if self.show_tools {
                     let line = format!("← {name} {status} ({ms:.1} ms)");
                     self.end_text_line();
-                    self.stderr_line(&line);
-                    eprintln!("{line}");
+                    self.note_stderr_line(&line);
+                    stderr_line(&line);
                 }
                 if self.format == OutputFormat::StreamJson {
                     self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
@@ -172,14 +183,14 @@ impl EventSink for CliSink {
                     crate::engine::events::human_duration(*delay)
                 );
                 self.end_text_line();
-                self.stderr_line(&line);
-                eprintln!("{line}");
+                self.note_stderr_line(&line);
+                stderr_line(&line);
             }
             EngineEvent::Warning(w) => {
                 let line = format!("agentloop: warning: {w}");
                 self.end_text_line();
-                self.stderr_line(&line);
-                eprintln!("{line}");
+                self.note_stderr_line(&line);
+                stderr_line(&line);
             }
             _ => {}
         }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::engine::clock::SystemClock;
@@ -100,7 +101,7 @@ pub struct RunSpec {
     pub trace: TraceArgs,
     /// Output format.
     pub format: OutputFormat,
-    /// Cancelled on Ctrl+C (and by a scenario's abort).
+    /// Cancelled on Ctrl+C, SIGTERM, SIGHUP or a closed stdout (and by a scenario's abort).
     pub cancel: CancellationToken,
 }
 
@@ -301,7 +302,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     }
     let session_id = spec.options.run_id.clone();
     let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
-    let mut sink = CliSink::new(trace, spec.format, session_id.clone());
+    let stdout = Stdout::new();
+    let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
     // The pretty trace already shows each tool's start and end; don't print them twice.
     sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
     sink.show_tools &= !sink.pretty_trace_on_stderr;
@@ -311,11 +313,11 @@ pub async fn execute(spec: RunSpec) -> u8 {
     let tools = Registry::standard();
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-        println!(
-            "{}",
-            serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
+        stdout.line(
+            &serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
                 "cwd": spec.cwd, "model": spec.options.model, "tools": names,
                 "permissionMode": spec.policy.mode().as_str()})
+            .to_string(),
         );
     }
     let deps = Deps {
@@ -328,33 +330,93 @@ pub async fn execute(spec: RunSpec) -> u8 {
         policy: Arc::new(spec.policy),
         shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
     };
-    let interrupt = spec.cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nagentloop: interrupted (Ctrl+C again to quit at once)");
-            interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    let result = run(deps, spec.options, &spec.prompt, Box::new(sink)).await;
-    watcher.abort();
+    let (result, stop) = supervise(run(deps, spec.options, &spec.prompt, Box::new(sink)), &spec.cancel, &stdout).await;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("agentloop: internal error: {e}");
+            stderr_line(&format!("agentloop: internal error: {e}"));
             return EXIT_INTERNAL;
         }
     };
     match spec.format {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{}", result_object(&outcome, &session_id, started));
+            stdout.line(&result_object(&outcome, &session_id, started).to_string());
         }
     }
-    if let Some(error) = &outcome.error {
-        eprintln!("agentloop: ended with {}: {error}", outcome.terminal);
+    let stop = stop.or(stdout.is_closed().then_some(Stop::ClosedStdout));
+    if let Some(error) = &outcome.error
+        && stop != Some(Stop::ClosedStdout)
+    {
+        stderr_line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
     }
-    outcome.terminal.exit_code()
+    match stop {
+        Some(stop) => stop.exit_code(),
+        None => outcome.terminal.exit_code(),
+    }
+}
+
+/// How long a second signal lets the run write its terminal record, once every tool and
+/// hook process group is killed, before the process exits without it.
+const QUIT_GRACE: Duration = Duration::from_secs(1);
+
+/// Drive `run` while watching for signals and a closed stdout. The first one cancels the run
+/// (it ends as `aborted_*`, or as it was ending anyway); a second signal kills every tool and
+/// hook process group at once, and exits the process if the run still has not ended
+/// [`QUIT_GRACE`] later. Returns the run's result and what stopped it, if anything did.
+async fn supervise<T>(run: impl Future<Output = T>, cancel: &CancellationToken, stdout: &Stdout) -> (T, Option<Stop>) {
+    let mut signals = match Signals::install() {
+        Ok(signals) => Some(signals),
+        Err(e) => {
+            stderr_line(&format!("agentloop: warning: cannot catch signals: {e}"));
+            None
+        }
+    };
+    tokio::pin!(run);
+    let mut stop: Option<Stop> = None;
+    let quit = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(quit);
+    let mut quitting = false;
+    let result = loop {
+        tokio::select! {
+            biased;
+            result = &mut run => break result,
+            signal = next_signal(&mut signals) => match stop {
+                None => {
+                    stop = Some(signal);
+                    let hint = if signal == Stop::Interrupt { " (Ctrl+C again to quit at once)" } else { "" };
+                    stderr_line(&format!("\nagentloop: {}{hint}", signal.describe()));
+                    cancel.cancel();
+                }
+                Some(_) => {
+                    crate::process_group::kill_all();
+                    if !quitting {
+                        stderr_line("agentloop: quitting");
+                        quitting = true;
+                        quit.as_mut().reset(tokio::time::Instant::now() + QUIT_GRACE);
+                    }
+                }
+            },
+            () = stdout.closed(), if stop.is_none() => {
+                stop = Some(Stop::ClosedStdout);
+                cancel.cancel();
+            }
+            () = &mut quit, if quitting => {
+                crate::process_group::kill_all();
+                std::process::exit(i32::from(stop.map_or(EXIT_SIGINT, Stop::exit_code)));
+            }
+        }
+    };
+    if stop.is_some() {
+        // Every group is normally gone with the calls that owned it; make sure.
+        crate::process_group::kill_all();
+    }
+    (result, stop)
+}
+
+async fn next_signal(signals: &mut Option<Signals>) -> Stop {
+    match signals {
+        Some(signals) => signals.next().await,
+        None => std::future::pending().await,
+    }
 }

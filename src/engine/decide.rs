@@ -6,9 +6,11 @@ use crate::context;
 use crate::engine::edge::Edge;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::sampling::COMPACTION_INTERRUPTED;
 use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
+use crate::tools::orchestrate::INTERRUPTED_HOOKS;
 
 /// Fraction of the token budget under which the loop keeps going.
 pub const BUDGET_COMPLETION: f64 = 0.9;
@@ -24,7 +26,15 @@ impl Machine {
         let env = ctx.hook_env(&self.st.options.run_id);
         let active = self.st.used(counter::STOP_HOOK_BLOCKS) > 0;
         let hooks = ctx.deps.hooks.clone();
-        let (decision, warnings) = hooks.stop(&env, active).await;
+        // An interrupt drops the hooks' future, which kills their process groups at once. The
+        // table has no abort edge out of Checkpoint, so the killed hooks count as no decision:
+        // the turn ends as the table says (an interrupt stops any next model call in Request).
+        let cancel = ctx.deps.cancel.clone();
+        let (decision, warnings) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => (StopDecision::Pass, vec![format!("{INTERRUPTED_HOOKS}: Stop")]),
+            decided = hooks.stop(&env, active) => decided,
+        };
         for w in warnings {
             ctx.emit(EngineEvent::Warning(w));
         }
@@ -110,9 +120,17 @@ impl Machine {
         let drain = staged && self.st.left(counter::COLLAPSE_DRAINS) > 0;
         let mut compacted = false;
         if !drain && self.st.left(counter::REACTIVE_COMPACTS) > 0 && !ctx.deps.cancel.is_cancelled() {
-            match self.compact(ctx).await {
-                Ok(()) => compacted = true,
-                Err(e) => ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}"))),
+            // An interrupt stops the summary request: nothing was compacted.
+            let cancel = ctx.deps.cancel.clone();
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                result = self.compact(ctx) => Some(result),
+            };
+            match result {
+                None => ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into())),
+                Some(Ok(())) => compacted = true,
+                Some(Err(e)) => ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}"))),
             }
         }
         let f = facts([

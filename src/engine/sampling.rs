@@ -18,6 +18,8 @@ use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
 
+/// Warning when an interrupt stopped a compaction's summary request.
+pub const COMPACTION_INTERRUPTED: &str = "compaction interrupted";
 /// Text appended when the user interrupts a model call.
 pub const INTERRUPTED: &str = "[Request interrupted by user]";
 
@@ -32,14 +34,22 @@ impl Machine {
             && self.st.autocompact_failures < 3
             && !ctx.deps.cancel.is_cancelled()
         {
-            match self.compact(ctx).await {
-                Ok(()) => {
+            // An interrupt stops the summary request; Request then ends the run as aborted_streaming.
+            let cancel = ctx.deps.cancel.clone();
+            let compacted = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                compacted = self.compact(ctx) => Some(compacted),
+            };
+            match compacted {
+                None => ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into())),
+                Some(Ok(())) => {
                     let after = self.estimate();
                     ctx.emit(EngineEvent::Warning(format!("autocompact: about {tokens} → {after} tokens")));
                     tokens = after;
                     self.st.autocompact_failures = 0;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     self.st.autocompact_failures += 1;
                     ctx.emit(EngineEvent::Warning(format!("autocompact failed: {e}")));
                 }
@@ -432,5 +442,61 @@ mod tests {
         assert_eq!(backoff(4, base, max, 0.0), Duration::from_millis(4000));
         assert_eq!(backoff(10, base, max, 0.0), Duration::from_secs(32));
         assert_eq!(backoff(1, base, max, 1.0), Duration::from_millis(625));
+    }
+
+    /// A model that answers main requests from a scenario and, for the compaction's summary
+    /// request, interrupts the run and never answers: the interrupt must end the run.
+    struct InterruptedSummary {
+        scripted: crate::model::scripted::ScriptedModel,
+        cancel: tokio_util::sync::CancellationToken,
+    }
+
+    impl crate::model::Model for InterruptedSummary {
+        fn stream(
+            &self,
+            request: ModelRequest,
+        ) -> futures::future::BoxFuture<'_, Result<crate::model::ReplyStream, ModelError>> {
+            if request.purpose == Purpose::Aux {
+                self.cancel.cancel();
+                return Box::pin(futures::future::pending());
+            }
+            self.scripted.stream(request)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_stops_autocompaction() {
+        use crate::engine::machine::Deps;
+        use std::sync::{Arc, Mutex};
+        let scenario = crate::cli::demo::scenario("autocompact").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        scenario.write_files(dir.path()).unwrap();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let model = InterruptedSummary {
+            scripted: crate::model::scripted::ScriptedModel::new(&scenario, cancel.clone()),
+            cancel: cancel.clone(),
+        };
+        let deps = Deps {
+            model: Arc::new(model),
+            tools: crate::tools::Registry::standard(),
+            hooks: Arc::new(crate::hooks::NoHooks),
+            clock: Arc::new(crate::engine::clock::SystemClock::new()),
+            cancel,
+            cwd: dir.path().to_path_buf(),
+            policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.path().into())),
+            shell_env: crate::tools::shell_env::ShellEnv::inherited_default(),
+        };
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let seen = warnings.clone();
+        let sink = move |event: &EngineEvent| {
+            if let EngineEvent::Warning(w) = event {
+                seen.lock().unwrap().push(w.clone());
+            }
+        };
+        let options = crate::harness::scenario_options(&scenario);
+        let outcome = crate::engine::run::run(deps, options, &scenario.prompt, Box::new(sink)).await.unwrap();
+        assert_eq!(outcome.terminal, crate::engine::reason::TerminalReason::AbortedStreaming);
+        assert_eq!(outcome.edge_ids().last(), Some(&"sampling.abort"));
+        assert_eq!(*warnings.lock().unwrap(), vec![COMPACTION_INTERRUPTED.to_owned()]);
     }
 }

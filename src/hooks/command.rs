@@ -86,6 +86,16 @@ impl Verdict {
     fn read(event: Event, command: &str, timeout_secs: u64, ran: Ran) -> Verdict {
         let hook = format!("{} hook `{command}`", event.name());
         match ran.ending {
+            Ending::Code(0) if ran.stdout_cut => {
+                if ran.stdout.trim_start().starts_with('{') {
+                    Verdict::warn(format!(
+                        "{hook} printed more than {} bytes on stdout: its JSON was not read",
+                        run::MAX_HOOK_OUTPUT
+                    ))
+                } else {
+                    Verdict::default()
+                }
+            }
             Ending::Code(0) => Verdict::from_stdout(event, &hook, &ran.stdout),
             Ending::Code(2) => {
                 let stderr = ran.stderr.trim_end();

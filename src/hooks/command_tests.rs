@@ -66,6 +66,18 @@ async fn exit_2_blocks_with_stderr() {
     assert_eq!(stop(&silent, &env).await, (block("Blocked by Stop hook `exit 2`"), vec![]));
 }
 
+/// Stdout past the cap is cut, so a JSON decision that long cannot be read: it warns; other
+/// long output is ignored as before.
+#[tokio::test]
+async fn json_past_the_output_cap_is_not_read() {
+    let (_dir, env) = setup();
+    let long_json = r#"printf '{"decision":"block","reason":"'; head -c 40000 /dev/zero | tr '\0' r; printf '"}'"#;
+    let warning = format!("Stop hook `{long_json}` printed more than 30000 bytes on stdout: its JSON was not read");
+    assert_eq!(stop(&stop_hooks(&[long_json]), &env).await, (StopDecision::Pass, vec![warning]));
+    let long_text = "head -c 40000 /dev/zero | tr '\\0' r";
+    assert_eq!(stop(&stop_hooks(&[long_text]), &env).await, (StopDecision::Pass, vec![]));
+}
+
 #[tokio::test]
 async fn json_decision_block() {
     let (_dir, env) = setup();

@@ -7,9 +7,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+use crate::process_group::ProcessGroup;
+use crate::tools::bash::capture::{Capture, pump};
 use crate::tools::shell_env::ShellEnv;
 
 /// How a hook process ended.
@@ -25,20 +27,26 @@ pub(crate) enum Ending {
     Failed(io::Error),
 }
 
+/// Bytes kept of each of a hook's stdout and stderr (the start and the end), as for the Bash tool.
+pub const MAX_HOOK_OUTPUT: usize = crate::tools::bash::MAX_OUTPUT_CHARS;
+
 /// A finished hook process.
 #[derive(Debug)]
 pub(crate) struct Ran {
     /// How it ended.
     pub ending: Ending,
-    /// Everything it wrote to stdout, lossily decoded.
+    /// What it wrote to stdout, lossily decoded; past [`MAX_HOOK_OUTPUT`] bytes, the start and
+    /// the end around a note saying how much was cut.
     pub stdout: String,
-    /// Everything it wrote to stderr, lossily decoded.
+    /// What it wrote to stderr, cut the same way.
     pub stderr: String,
+    /// Whether stdout was cut (so it is not the JSON the hook printed).
+    pub stdout_cut: bool,
 }
 
 impl Ran {
     fn without_output(ending: Ending) -> Ran {
-        Ran { ending, stdout: String::new(), stderr: String::new() }
+        Ran { ending, stdout: String::new(), stderr: String::new(), stdout_cut: false }
     }
 }
 
@@ -55,7 +63,7 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
     };
     // Declared after `child` so it drops first: the group dies before the leader is reaped,
     // which keeps the group id from being reused while we still might signal it.
-    let mut group = GroupGuard(child.id());
+    let group = ProcessGroup::of(child.id());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let work = async {
         let write = async move {
@@ -64,7 +72,7 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
                 let _ = stdin.write_all(input).await;
             }
         };
-        let (_, out, err, status) = tokio::join!(write, read_all(stdout), read_all(stderr), child.wait());
+        let (_, out, err, status) = tokio::join!(write, read_capped(stdout), read_capped(stderr), child.wait());
         (out, err, status)
     };
     match tokio::time::timeout(limit, work).await {
@@ -74,10 +82,15 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
                 Ok(status) => ending_of(status),
                 Err(e) => Ending::Failed(e),
             };
-            Ran { ending, stdout, stderr }
+            Ran {
+                ending,
+                stdout_cut: stdout.total() > MAX_HOOK_OUTPUT,
+                stdout: stdout.render("stdout"),
+                stderr: stderr.render("stderr"),
+            }
         }
         Err(_elapsed) => {
-            group.kill().await;
+            group.kill();
             let _ = child.wait().await;
             Ran::without_output(Ending::TimedOut)
         }
@@ -106,13 +119,14 @@ fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv) -> Command {
     cmd
 }
 
-async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> String {
-    let mut bytes = Vec::new();
-    if let Some(mut pipe) = pipe {
-        // A read error ends the output early; what was read so far is still worth showing.
-        let _ = pipe.read_to_end(&mut bytes).await;
+/// Read `pipe` to its end keeping at most [`MAX_HOOK_OUTPUT`] bytes. A read error ends the
+/// output early; what was read so far is still worth showing.
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>) -> Capture {
+    let mut capture = Capture::new(MAX_HOOK_OUTPUT);
+    if let Some(pipe) = pipe {
+        pump(pipe, &mut capture).await;
     }
-    String::from_utf8_lossy(&bytes).into_owned()
+    capture
 }
 
 fn ending_of(status: std::process::ExitStatus) -> Ending {
@@ -123,46 +137,6 @@ fn ending_of(status: std::process::ExitStatus) -> Ending {
         // Stopped or continued: `wait` does not report those, so this is unreachable in practice.
         (None, None) => Ending::Failed(io::Error::other(format!("unexpected wait status {status}"))),
     }
-}
-
-/// Kills the hook's process group (group id = the shell's pid) unless disarmed.
-struct GroupGuard(Option<u32>);
-
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-
-    async fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // No libc dependency: the `kill` utility signals a whole group given `-pgid`.
-            let _ = Command::new("kill")
-                .args(kill_args(pgid))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .await;
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // The future was dropped mid-run (an abort): blocking for one short `kill` is fine.
-            let _ = std::process::Command::new("kill")
-                .args(kill_args(pgid))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn kill_args(pgid: u32) -> [String; 3] {
-    ["-KILL".to_owned(), "--".to_owned(), format!("-{pgid}")]
 }
 
 #[cfg(test)]
@@ -276,5 +250,23 @@ pub(crate) mod tests {
         assert!(waited.is_err());
         let pid = std::fs::read_to_string(pid_file).unwrap();
         assert!(is_dead(pid.trim()).await, "sleep {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn output_is_cut_to_its_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run_default(
+            "yes | head -c 3000000; head -c 5000000 /dev/zero | tr '\\0' x >&2",
+            dir.path(),
+            b"",
+            Duration::from_secs(60),
+        )
+        .await;
+        assert!(matches!(ran.ending, Ending::Code(0)), "{:?}", ran.ending);
+        let half = "y\n".repeat(MAX_HOOK_OUTPUT / 4);
+        assert_eq!(ran.stdout, format!("{half}\n… [2970000 bytes cut from the middle of stdout] …\n{half}"));
+        assert!(ran.stdout_cut);
+        let half = "x".repeat(MAX_HOOK_OUTPUT / 2);
+        assert_eq!(ran.stderr, format!("{half}\n… [4970000 bytes cut from the middle of stderr] …\n{half}"));
     }
 }

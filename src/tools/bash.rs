@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::capture::{Capture, pump};
 use super::{Tool, ToolContext, ToolOutput, typed_call};
+use crate::process_group::ProcessGroup;
 
 /// Timeout when the call gives none, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -135,7 +136,7 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
     };
-    let group = ProcessGroup::of(&child);
+    let group = ProcessGroup::of(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let (mut out, mut err) = (Capture::new(MAX_OUTPUT_CHARS), Capture::new(MAX_OUTPUT_CHARS));
@@ -210,42 +211,4 @@ fn render(out: &Capture, err: &Capture, ending: Ending, note: Option<&str>) -> T
     parts.extend(status);
     let content = if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n") };
     ToolOutput { content, is_error }
-}
-
-/// The command's process group (its id is the shell's pid). Killed with SIGKILL on drop,
-/// so dropping a call's future half-way leaves no process behind, unless disarmed.
-struct ProcessGroup {
-    pgid: Option<libc::pid_t>,
-    armed: bool,
-}
-
-impl ProcessGroup {
-    fn of(child: &Child) -> Self {
-        let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok()).filter(|&id| id > 1);
-        ProcessGroup { pgid, armed: true }
-    }
-
-    /// SIGKILL every process in the group.
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: kill(2) takes no pointers; a negative pid addresses the process group,
-            // and `pgid > 1`, so this never signals our own group or every process.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    }
-
-    /// The call finished normally: leave processes that detached from its output alone.
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if self.armed {
-            self.kill();
-        }
-    }
 }

@@ -1,8 +1,8 @@
 //! One tool call, start to finish: the pipeline every call goes through, whether it starts
 //! while the reply is still streaming or after it.
 //!
-//! unknown tool → interrupted? → PreToolUse hooks → permission → the tool → result budget →
-//! PostToolUse hooks. Every step that refuses produces an `is_error` result the model reads.
+//! unknown tool → interrupted? → PreToolUse hooks → permission → the tool → PostToolUse hooks
+//! (their feedback appended) → result budget. Every step that refuses produces an `is_error` result the model reads.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +18,8 @@ pub const DEFAULT_RESULT_CAP: usize = 30_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 /// Result text of a call that never ran because the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "Interrupted by user: the tool did not run";
+/// Warning when an interrupt killed running hooks (their decision is not read).
+pub const INTERRUPTED_HOOKS: &str = "hooks interrupted and killed";
 /// Result text of a call cancelled because a parallel Bash call failed.
 pub const SIBLING_CANCELLED: &str = "cancelled: a parallel Bash call failed";
 
@@ -81,7 +83,16 @@ impl Toolbox {
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error(INTERRUPTED_RESULT);
         }
-        let (pre, pre_warnings) = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input).await;
+        // An interrupt drops the hooks' future, which kills their process groups at once.
+        let pre_hooks = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input);
+        let (pre, pre_warnings) = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {
+                warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
+                return ToolOutput::error(INTERRUPTED_RESULT);
+            }
+            decided = pre_hooks => decided,
+        };
         warnings.extend(pre_warnings);
         if pre.stop.is_some() {
             stop.clone_from(&pre.stop);
@@ -96,12 +107,19 @@ impl Toolbox {
             }
             Decision::Deny(reason) => return ToolOutput::error(reason),
         }
+        let cancel = ctx.cancel.clone();
         let mut output = tool.call(call.input.clone(), ctx).await;
-        self.apply_budget(&call.id, &mut output);
-        let (post, post_warnings) = self
-            .hooks
-            .post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error)
-            .await;
+        let post_hooks =
+            self.hooks.post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error);
+        let (post, post_warnings) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
+                self.apply_budget(&call.id, &mut output);
+                return output;
+            }
+            decided = post_hooks => decided,
+        };
         warnings.extend(post_warnings);
         if let Some(feedback) = post.feedback {
             output.content.push_str(&format!("\n\nPostToolUse hook feedback:\n{feedback}"));
@@ -109,6 +127,8 @@ impl Toolbox {
         if stop.is_none() {
             *stop = post.stop;
         }
+        // The budget covers the feedback too: a hook's output is part of what the model reads.
+        self.apply_budget(&call.id, &mut output);
         output
     }
 
@@ -193,5 +213,39 @@ mod tests {
         cancelled.cancel.cancel();
         let read = ToolCall { id: "t".into(), name: "Read".into(), input: json!({"file_path": "x"}) };
         assert_eq!(tb.run_call(&read, cancelled).await.output, ToolOutput::error(INTERRUPTED_RESULT));
+    }
+
+    /// A PostToolUse hook that blocks with 5 MB on stderr: its feedback is cut to the head and
+    /// the tail like Bash output, and the result budget then applies to the result with it.
+    #[tokio::test]
+    async fn hook_feedback_is_capped_and_counted_in_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+        let command = "head -c 5000000 /dev/zero | tr '\\0' x >&2; exit 2";
+        let settings = json!({"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": command}]}]}});
+        let hooks = crate::hooks::settings::Settings::from_value("test", &settings).unwrap().hooks;
+        let call = ToolCall { id: "toolu_9".into(), name: "Read".into(), input: json!({"file_path": "a.txt"}) };
+        let half = "x".repeat(crate::tools::bash::MAX_OUTPUT_CHARS / 2);
+        let feedback = format!("{half}\n… [4970000 bytes cut from the middle of stderr] …\n{half}");
+        let whole = format!("     1\thello\n\n\nPostToolUse hook feedback:\n{feedback}");
+
+        let mut tb = toolbox(dir.path(), 100_000);
+        tb.hooks = Arc::new(crate::hooks::command::CommandHooks::new(hooks));
+        let result = tb.run_call(&call, ToolContext::new(dir.path())).await;
+        assert_eq!(result.output.content, whole);
+
+        tb.result_cap = 1000;
+        let result = tb.run_call(&call, ToolContext::new(dir.path())).await;
+        let saved = dir.path().join("spill/toolu_9.txt");
+        assert_eq!(std::fs::read_to_string(&saved).unwrap(), whole);
+        let head: String = whole.chars().take(1000).collect();
+        assert_eq!(
+            result.output.content,
+            format!(
+                "{head}\n\n[Result cut at 1000 of {} characters. The whole result is saved at {}; Read it with offset/limit, or Grep it.]",
+                whole.chars().count(),
+                saved.display()
+            )
+        );
     }
 }
