@@ -148,8 +148,10 @@ pub async fn run_scenario_with(
     let sink_events = events.clone();
     let sink_model = model.clone();
     let sink = move |event: &EngineEvent| {
-        if let EngineEvent::ToolPhaseStarted { .. } = event {
-            sink_model.tool_phase_started();
+        match event {
+            EngineEvent::ToolPhaseStarted { .. } => sink_model.tool_phase_started(),
+            EngineEvent::StopHooksStarted => sink_model.stop_hooks_started(),
+            _ => {}
         }
         sink_events.lock().expect("event log lock is never poisoned").push(event.clone());
     };

@@ -93,7 +93,8 @@ pub struct ScenarioOptions {
 pub struct AbortSpec {
     /// Index into `responses` (from 0) of the reply during which the user interrupts.
     pub response: usize,
-    /// Whether the interrupt comes while that reply streams or while its tools run.
+    /// Whether the interrupt comes while that reply streams, while its tools run, or while
+    /// the Stop hooks after it run.
     pub phase: AbortPhase,
 }
 
@@ -105,6 +106,8 @@ pub enum AbortPhase {
     Stream,
     /// When the reply's tools start running.
     Tools,
+    /// When the Stop hooks of the reply's end of turn start running.
+    StopHooks,
 }
 
 /// One scripted model reply.

@@ -50,7 +50,7 @@ fn the_shipped_table_passes_with_its_worst_case() {
     assert_eq!((turns.bound, turns.initial), (100, 99));
     assert_eq!(ex.outer_counters, vec!["budget_continuations", "stop_hook_blocks", "turns"]);
     assert_eq!(ex.size.outer_nodes, 272_999);
-    assert_eq!(ex.taken, vec![true; 33]);
+    assert_eq!(ex.taken, vec![true; 34]);
 }
 
 #[test]
@@ -125,8 +125,8 @@ fn the_text_summary_states_the_proof() {
     let text = report::text(shipped_report());
     for line in [
         "agentloop audit: transitions/loop.toml\n",
-        "  edges: 33 (12 internal, 7 continue, 14 terminal)\n",
-        "  guards        ok: exclusive and covering on all 11 (state, event) pairs, consumption guarded\n",
+        "  edges: 34 (12 internal, 7 continue, 15 terminal)\n",
+        "  guards        ok: exclusive and covering on all 12 (state, event) pairs, consumption guarded\n",
         "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n",
         "  per turn: at most 1764 model calls (19415 counting retries and fallback)\n",
         "  per run:  at most 2952 model calls (32483 counting retries and fallback) with max_turns = 100\n",

@@ -347,9 +347,8 @@ fn sleeping_hook(event: &str, responses: serde_json::Value) -> serde_json::Value
 }
 
 /// Ctrl+C while a PreToolUse, PostToolUse or Stop hook runs kills the hook's process group at
-/// once (the run does not wait for the hook's timeout), warns, and ends the run: in the tool
-/// phase as `aborted_tools`; in a Stop hook, which runs in Checkpoint where the table has no
-/// abort edge, as the turn was ending (`completed`), with the interrupt's exit status.
+/// once (the run does not wait for the hook's timeout), warns, and ends the run as
+/// `aborted_tools`: by `acting.abort` in the tool phase, by `checkpoint.abort` in a Stop hook.
 #[test]
 fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
     let bash = serde_json::json!([
@@ -360,7 +359,7 @@ fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
     let cases = [
         ("PreToolUse", bash.clone(), "acting.abort", "PreToolUse of Bash"),
         ("PostToolUse", bash, "acting.abort", "PostToolUse of Bash"),
-        ("Stop", text, "checkpoint.completed", "Stop"),
+        ("Stop", text, "checkpoint.abort", "Stop"),
     ];
     for (event, responses, edge, warning) in cases {
         let Spawned { child, dir, trace } = spawn_scenario(&sleeping_hook(event, responses));

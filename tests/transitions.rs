@@ -70,6 +70,11 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             seq(&[&["prepare.request", "request.stream_opened", "consume.tools", "acting.abort"]]),
             "aborted_tools",
         ),
+        (
+            "abort-stop-hook",
+            seq(&[&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.abort"]]),
+            "aborted_tools",
+        ),
         ("model-error", seq(&[&["prepare.request", "request.model_error"]]), "model_error"),
         (
             "flaky-network",

@@ -25,6 +25,7 @@ scenarios!(
     "max-turns",
     "abort-streaming",
     "abort-tools",
+    "abort-stop-hook",
     "model-error",
     "flaky-network",
     "fallback-model",

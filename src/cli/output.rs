@@ -34,6 +34,8 @@ pub struct CliSink {
     pub show_tools: bool,
     /// Called at each tool phase start.
     pub on_tool_phase: Option<ToolPhaseHook>,
+    /// Called when Stop hooks start (the scripted model uses it for `abort.phase = stop_hooks`).
+    pub on_stop_hooks: Option<ToolPhaseHook>,
     /// Session id for stream-json.
     pub session_id: String,
     /// The trace is pretty and written to stderr: its tool lines share the screen with the
@@ -55,6 +57,7 @@ impl CliSink {
             format,
             show_tools: format == OutputFormat::Text,
             on_tool_phase: None,
+            on_stop_hooks: None,
             session_id,
             pretty_trace_on_stderr: false,
             stdout,
@@ -141,6 +144,11 @@ impl EventSink for CliSink {
             }
             EngineEvent::ToolPhaseStarted { .. } => {
                 if let Some(hook) = &self.on_tool_phase {
+                    hook();
+                }
+            }
+            EngineEvent::StopHooksStarted => {
+                if let Some(hook) = &self.on_stop_hooks {
                     hook();
                 }
             }

@@ -308,7 +308,9 @@ pub async fn execute(spec: RunSpec) -> u8 {
     sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
     sink.show_tools &= !sink.pretty_trace_on_stderr;
     if let Some(scripted) = spec.scripted.clone() {
+        let at_stop_hooks = scripted.clone();
         sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
+        sink.on_stop_hooks = Some(Arc::new(move || at_stop_hooks.stop_hooks_started()));
     }
     let tools = Registry::standard();
     if spec.format == OutputFormat::StreamJson {

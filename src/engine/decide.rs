@@ -26,13 +26,16 @@ impl Machine {
         let env = ctx.hook_env(&self.st.options.run_id);
         let active = self.st.used(counter::STOP_HOOK_BLOCKS) > 0;
         let hooks = ctx.deps.hooks.clone();
-        // An interrupt drops the hooks' future, which kills their process groups at once. The
-        // table has no abort edge out of Checkpoint, so the killed hooks count as no decision:
-        // the turn ends as the table says (an interrupt stops any next model call in Request).
+        // An interrupt drops the hooks' future, which kills their process groups at once; the
+        // state settles without a decision and the abort takes `checkpoint.abort`.
         let cancel = ctx.deps.cancel.clone();
+        ctx.emit(EngineEvent::StopHooksStarted);
         let (decision, warnings) = tokio::select! {
             biased;
-            () = cancel.cancelled() => (StopDecision::Pass, vec![format!("{INTERRUPTED_HOOKS}: Stop")]),
+            () = cancel.cancelled() => {
+                ctx.emit(EngineEvent::Warning(format!("{INTERRUPTED_HOOKS}: Stop")));
+                return Handled;
+            }
             decided = hooks.stop(&env, active) => decided,
         };
         for w in warnings {
@@ -70,6 +73,13 @@ impl Machine {
             }
             StopDecision::Pass => self.finish(ctx, Edge::CheckpointCompleted, "turn_checked", f),
         }
+    }
+
+    /// `checkpoint.abort`: the Stop hooks were interrupted (and killed). Every tool_use of the
+    /// turn already has its result, so the conversation is complete as it is.
+    pub(crate) fn abort_stop_hooks(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        self.st.error = Some("interrupted by the user while Stop hooks ran".into());
+        self.finish(ctx, Edge::CheckpointAbort, "abort", facts([]))
     }
 
     fn after_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {

@@ -42,6 +42,8 @@ pub enum Edge {
     ToolsDone,
     /// `acting.abort`
     ActingAbort,
+    /// `checkpoint.abort`
+    CheckpointAbort,
     /// `checkpoint.hook_stopped`
     CheckpointHookStopped,
     /// `checkpoint.max_turns`
@@ -74,7 +76,7 @@ pub enum Edge {
 
 impl Edge {
     /// Every edge, in table order.
-    pub const ALL: [Edge; 33] = [
+    pub const ALL: [Edge; 34] = [
         Edge::PrepareRequest,
         Edge::PrepareBlockingLimit,
         Edge::RequestStreamOpened,
@@ -94,6 +96,7 @@ impl Edge {
         Edge::SamplingAbort,
         Edge::ToolsDone,
         Edge::ActingAbort,
+        Edge::CheckpointAbort,
         Edge::CheckpointHookStopped,
         Edge::CheckpointMaxTurns,
         Edge::CheckpointNextTurn,
@@ -132,6 +135,7 @@ impl Edge {
             Edge::SamplingAbort => "sampling.abort",
             Edge::ToolsDone => "tools.done",
             Edge::ActingAbort => "acting.abort",
+            Edge::CheckpointAbort => "checkpoint.abort",
             Edge::CheckpointHookStopped => "checkpoint.hook_stopped",
             Edge::CheckpointMaxTurns => "checkpoint.max_turns",
             Edge::CheckpointNextTurn => "checkpoint.next_turn",

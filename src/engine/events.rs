@@ -18,6 +18,8 @@ pub enum EngineEvent {
     ThinkingDelta(String),
     /// A message was appended to the conversation.
     Message(Message),
+    /// The Stop hooks of an end of turn start running.
+    StopHooksStarted,
     /// The tool phase of a reply begins.
     ToolPhaseStarted {
         /// Number of calls in the phase.

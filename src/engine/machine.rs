@@ -219,12 +219,13 @@ impl Machine {
         }
     }
 
-    /// `Checkpoint`. Edges: `checkpoint.*` (next_turn, max_turns, hook_stopped, stop hooks, budget, completed).
+    /// `Checkpoint`. Edges: `checkpoint.*` (next_turn, max_turns, hook_stopped, stop hooks, budget, completed,
+    /// abort while Stop hooks run).
     #[state(superstate = "running")]
     async fn checkpoint(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
             Event::Step => self.checkpoint_step(context).await,
-            Event::Abort => Super,
+            Event::Abort => self.abort_stop_hooks(context),
         }
     }
 

@@ -140,7 +140,10 @@ pub async fn run(
             break reason;
         }
         let cancelled = ctx.deps.cancel.is_cancelled();
-        let abortable = matches!(state, State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. });
+        let abortable = matches!(
+            state,
+            State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. } | State::Checkpoint { .. }
+        );
         let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
         let before = ctx.records.len();
         let span = tracing::debug_span!("dispatch", state = crate::engine::machine::state_name(&state), ?event);

@@ -83,6 +83,18 @@ impl ScriptedModel {
         }
     }
 
+    /// The engine calls this when the Stop hooks of an end of turn begin. With `abort` in
+    /// phase `stop_hooks`, it cancels the run's token if the most recent main reply served is
+    /// the abort's reply.
+    pub fn stop_hooks_started(&self) {
+        let last_main = self.lock().last_main;
+        if let Some(AbortSpec { response, phase: AbortPhase::StopHooks }) = self.abort
+            && last_main == Some(response)
+        {
+            self.cancel.cancel();
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Log> {
         // The log stays consistent even if a holder panicked: every update is a single push or add.
         self.log.lock().unwrap_or_else(PoisonError::into_inner)

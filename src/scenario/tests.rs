@@ -125,7 +125,7 @@ fn shape_errors_name_file_path_and_position() {
     assert_eq!(parse_err(""), "bad.json: EOF while parsing a value (line 1, column 0)");
     assert_eq!(
         parse_err(r#"{"responses": [], "abort": {"response": 0, "phase": "later"}}"#),
-        "bad.json: at abort.phase: unknown variant `later`, expected `stream` or `tools` (line 1, column 59)"
+        "bad.json: at abort.phase: unknown variant `later`, expected one of `stream`, `tools`, `stop_hooks` (line 1, column 59)"
     );
 }
 

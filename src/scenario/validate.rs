@@ -50,7 +50,13 @@ pub(super) fn check(scenario: &Scenario) -> Result<(), Invalid> {
                     format!("phase `tools` needs responses[{}] to call a tool", abort.response),
                 ));
             }
-            AbortPhase::Stream | AbortPhase::Tools => {}
+            AbortPhase::StopHooks if calls_a_tool(response) => {
+                return Err(invalid(
+                    "abort",
+                    format!("phase `stop_hooks` needs responses[{}] to end its turn without tools", abort.response),
+                ));
+            }
+            AbortPhase::Stream | AbortPhase::Tools | AbortPhase::StopHooks => {}
         }
     }
     Ok(())

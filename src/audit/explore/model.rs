@@ -362,10 +362,11 @@ mod tests {
             ids(4),
             vec!["recover.collapse_drain_retry", "recover.reactive_compact_retry", "recover.prompt_too_long"]
         );
-        assert_eq!(ids(8), vec!["checkpoint.hook_stopped", "checkpoint.next_turn"]);
+        assert_eq!(ids(8), vec!["checkpoint.abort", "checkpoint.hook_stopped", "checkpoint.next_turn"]);
         assert_eq!(
             ids(6),
             vec![
+                "checkpoint.abort",
                 "checkpoint.stop_hook_prevented",
                 "checkpoint.stop_hook_blocking",
                 "checkpoint.token_budget_continuation",
