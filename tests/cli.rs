@@ -7,20 +7,15 @@ use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
 
+#[path = "common/binary.rs"]
+mod binary;
+
 fn agentloop() -> Command {
     Command::cargo_bin("agentloop").unwrap()
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    // Never reach a real API from tests, whatever the environment holds.
-    let out = agentloop()
-        .args(args)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = binary::offline_agentloop().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into(),

@@ -1,21 +1,14 @@
 //! What the `agentloop` binary prints: text output over retried attempts, the stream-json
 //! `system/init` line, spilled tool results and settings errors.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use assert_cmd::cargo::CommandCargoExt;
+#[path = "common/binary.rs"]
+mod binary;
 
 /// Runs the binary with stdin closed and no way to reach a real API.
 fn agentloop(args: &[&str]) -> Output {
-    Command::cargo_bin("agentloop")
-        .unwrap()
-        .args(args)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    binary::offline_agentloop().args(args).output().unwrap()
 }
 
 fn stdout(out: &Output) -> String {

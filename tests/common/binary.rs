@@ -1,0 +1,17 @@
+//! The `agentloop` binary as the tests run it: stdin closed and the API variables removed, so
+//! no test can reach a real API whatever the environment holds.
+
+use std::process::{Command, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+/// A command for the built binary that cannot reach a real API.
+pub fn offline_agentloop() -> Command {
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    command
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null());
+    command
+}
