@@ -112,6 +112,18 @@ impl Tool for Observed {
     fn is_concurrency_safe(&self, input: &serde_json::Value) -> bool {
         self.inner.is_concurrency_safe(input)
     }
+    fn kind(&self) -> agentloop::tools::ToolKind {
+        self.inner.kind()
+    }
+    fn permission_subject(&self, input: &serde_json::Value) -> agentloop::tools::Subject {
+        self.inner.permission_subject(input)
+    }
+    fn is_read_only(&self, input: &serde_json::Value) -> bool {
+        self.inner.is_read_only(input)
+    }
+    fn failure_cancels_siblings(&self) -> bool {
+        self.inner.failure_cancels_siblings()
+    }
     fn call(&self, input: serde_json::Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let inner = self.inner.clone();
         let in_flight = self.in_flight.clone();

@@ -23,7 +23,7 @@ use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use self::capture::{Capture, pump};
-use super::{Tool, ToolContext, ToolOutput, typed_call};
+use super::{Subject, Tool, ToolContext, ToolKind, ToolOutput, typed_call};
 use crate::process_group::ProcessGroup;
 
 /// Timeout when the call gives none, in milliseconds.
@@ -89,6 +89,19 @@ impl Tool for Bash {
 
     fn is_concurrency_safe(&self, input: &Value) -> bool {
         input.get("command").and_then(Value::as_str).is_some_and(crate::permissions::readonly::is_read_only)
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::RunsCommands
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_owned())
+    }
+
+    /// A failing command usually means the rest of the plan is moot (Claude Code's rule).
+    fn failure_cancels_siblings(&self) -> bool {
+        true
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

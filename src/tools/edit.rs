@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 
 use super::paths::{resolve, write_no_follow};
-use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
+use super::{Subject, Tool, ToolContext, ToolKind, ToolOutput, fresh, typed_call};
 
 /// Diff lines shown in the answer; the rest is summarised in one line.
 pub const MAX_DIFF_LINES: usize = 200;
@@ -58,6 +58,14 @@ impl Tool for Edit {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::EditsFiles
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::path_field(input, "file_path", None)
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{Tool, ToolContext, ToolOutput, typed_call, walk};
+use super::{Subject, Tool, ToolContext, ToolKind, ToolOutput, typed_call, walk};
 use search::{Failure, Hits, Query};
 
 /// The `Grep` tool.
@@ -107,6 +107,15 @@ impl Tool for Grep {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         true
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::ReadsFiles
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        // Searching with no path searches the working directory.
+        Subject::path_field(input, "path", Some("."))
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

@@ -115,10 +115,43 @@ impl ToolContext {
     }
 }
 
+/// Which family of permission rules covers a tool, besides the rules that name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolKind {
+    /// It reads files: `Read(…)` rules cover it, and `acceptEdits` does not change its lot.
+    ReadsFiles,
+    /// It edits files: `Edit(…)` rules cover it, and `acceptEdits` lets it run inside the
+    /// working directory.
+    EditsFiles,
+    /// It runs command lines: `Bash(…)` rules cover it, and the policy judges the parsed
+    /// command line ([`crate::permissions::bash`]).
+    RunsCommands,
+    /// None of these: only rules that name the tool cover it.
+    #[default]
+    Other,
+}
+
+/// What one call is about, as permission rules see it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Subject {
+    /// A file or directory, as given (relative paths resolve against the working directory).
+    Path(String),
+    /// A shell command line.
+    Command(String),
+    /// Nothing a rule's specifier can match.
+    #[default]
+    None,
+}
+
 /// One tool.
 ///
 /// Implementations validate their input by deserialising it into a typed struct; a failure
 /// becomes an error result naming the field (see [`parse_input`]).
+///
+/// Besides running, a tool describes itself to the rest of the engine: the permission
+/// policy asks [`Tool::kind`], [`Tool::permission_subject`] and [`Tool::is_read_only`], the
+/// executor [`Tool::is_concurrency_safe`] and [`Tool::failure_cancels_siblings`]. Nothing
+/// outside the tool matches on its name, so a new tool plugs in by implementing this trait.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by (Claude Code's names).
     fn name(&self) -> &'static str;
@@ -126,10 +159,43 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &'static str;
     /// JSON schema of the input.
     fn input_schema(&self) -> Value;
-    /// Whether this call may run at the same time as other concurrency-safe calls.
+    /// Whether this call may run at the same time as other concurrency-safe calls (and start
+    /// while the reply still streams).
     fn is_concurrency_safe(&self, input: &Value) -> bool;
+    /// Which permission rule family covers the tool; [`ToolKind::Other`] unless it says.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+    /// What this call is about for permission rules: the path a file tool touches, the
+    /// command line a command tool runs. Defaults that depend on the input (a search with no
+    /// path searches `.`) are the tool's business. [`Subject::None`] unless it says.
+    fn permission_subject(&self, _input: &Value) -> Subject {
+        Subject::None
+    }
+    /// Whether this call only reads (plan mode runs it; `default` mode runs it without a
+    /// rule). Defaults to [`Tool::is_concurrency_safe`]. For a [`ToolKind::RunsCommands`]
+    /// tool the policy analyses the command line itself instead.
+    fn is_read_only(&self, input: &Value) -> bool {
+        self.is_concurrency_safe(input)
+    }
+    /// Whether a failed call of this tool cancels the calls running beside it and those of
+    /// the same reply not started yet. `false` unless it says.
+    fn failure_cancels_siblings(&self) -> bool {
+        false
+    }
     /// Run the call. The future owns what it needs, so it can be spawned.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
+}
+
+impl Subject {
+    /// The string field `field` of `input` as a path; `default` when it is absent or not a
+    /// string ([`Subject::None`] without one).
+    pub fn path_field(input: &Value, field: &str, default: Option<&str>) -> Subject {
+        match input.get(field).and_then(Value::as_str).or(default) {
+            Some(path) => Subject::Path(path.to_owned()),
+            None => Subject::None,
+        }
+    }
 }
 
 /// Deserialise a tool's input, turning a serde error into a readable message.

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::resolve;
-use super::{ReadRecord, Tool, ToolContext, ToolOutput, typed_call};
+use super::{ReadRecord, Subject, Tool, ToolContext, ToolKind, ToolOutput, typed_call};
 
 /// Lines returned when the call gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -61,6 +61,14 @@ impl Tool for Read {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         true
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::ReadsFiles
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::path_field(input, "file_path", None)
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::{resolve, write_no_follow};
-use super::{Tool, ToolContext, ToolOutput, fresh, typed_call};
+use super::{Subject, Tool, ToolContext, ToolKind, ToolOutput, fresh, typed_call};
 
 /// The `Write` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,6 +47,14 @@ impl Tool for Write {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::EditsFiles
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::path_field(input, "file_path", None)
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
