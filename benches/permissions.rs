@@ -5,7 +5,7 @@
 //! them (`common::commands`: git, cargo, npm, pytest, viewing and searching, pipelines, `&&`
 //! chains, loops, `$(…)`, `bash -c`, here-documents; about 40% compound, 10 to 300 bytes) and
 //! checks each as the engine does: `Bash.is_concurrency_safe(&input)` says whether the call
-//! only reads, and `Policy::decide("Bash", &input, read_only)` decides, under a realistic rule
+//! only reads (the executor schedules on it), and `Policy::decide(&Bash, &input)` decides, under a realistic rule
 //! set in the default mode, in a temporary working directory that holds a small project and a
 //! real `git init` repository. The JSON inputs are built before any timing.
 //!
@@ -88,8 +88,8 @@ fn policy(cwd: &Path) -> Policy {
 
 /// What the engine does before a Bash call runs.
 fn check(policy: &Policy, input: &Value) -> Decision {
-    let read_only = Bash.is_concurrency_safe(input);
-    policy.decide("Bash", input, read_only)
+    black_box(Bash.is_concurrency_safe(input));
+    policy.decide(&Bash, input)
 }
 
 /// Each of `count` lines timed alone under each function of `timed`, `ROUNDS` times: round
@@ -199,7 +199,7 @@ fn bench(c: &mut Criterion) {
         black_box(Bash.is_concurrency_safe(&inputs[line]));
     };
     let decide = |line: usize| {
-        black_box(policy.decide("Bash", &inputs[line], read_only[line]));
+        black_box(policy.decide(&Bash, &inputs[line]));
     };
     let [mut clock, mut whole, mut safe, mut decide] =
         <[_; 4]>::try_from(per_line_medians(LINES, &[&clock, &whole, &safe, &decide])).expect("four");

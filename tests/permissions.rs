@@ -6,10 +6,11 @@
 use std::path::Path;
 
 use agentloop::permissions::{Decision, Mode, Policy};
-use agentloop::tools::Tool;
 use agentloop::tools::bash::Bash;
+use agentloop::tools::{Subject, Tool, ToolContext, ToolKind, ToolOutput};
+use futures::future::BoxFuture;
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The rule sets the corpus names: mode, allow rules, deny rules.
 fn rule_set(name: &str) -> (Mode, &'static [&'static str], &'static [&'static str]) {
@@ -54,11 +55,10 @@ fn policy(dir: &Path, set: &str) -> Policy {
     Policy::new(mode, dir.to_path_buf()).with_rules(&s(allow), &s(deny), &[]).unwrap()
 }
 
-/// What the engine does: the Bash tool says whether the call is concurrency-safe, the policy
-/// decides.
+/// What the engine does: the policy decides on what the Bash tool says about the call.
 fn verdict(policy: &Policy, command: &str) -> (&'static str, Decision) {
     let input = json!({ "command": command });
-    let decision = policy.decide("Bash", &input, Bash.is_concurrency_safe(&input));
+    let decision = policy.decide(&Bash, &input);
     let word = match &decision {
         Decision::Allow { .. } => "allow",
         Decision::Deny(m) if m.contains("was not granted") => "ask",
@@ -164,6 +164,88 @@ fn compose(a: &str, b: &str, how: usize) -> String {
         16 => format!("{a} > /dev/null; timeout 5 {b}"),
         _ => format!("{a} --opt=$({b})"),
     }
+}
+
+/// A tool the engine does not ship, as an MCP server could offer one: it only says what it is.
+struct Plugin {
+    name: &'static str,
+    kind: ToolKind,
+}
+
+impl Tool for Plugin {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn description(&self) -> &'static str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        self.kind == ToolKind::ReadsFiles
+    }
+    fn kind(&self) -> ToolKind {
+        self.kind
+    }
+    fn permission_subject(&self, input: &Value) -> Subject {
+        match self.kind {
+            ToolKind::RunsCommands => Subject::Command(input["script"].as_str().unwrap_or_default().to_owned()),
+            _ => Subject::path_field(input, "target", None),
+        }
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async { ToolOutput::ok("") })
+    }
+}
+
+/// A new tool that declares itself a file editor is covered by `Edit(…)` rules, by
+/// `acceptEdits` and by plan mode, with no change to the policy.
+#[test]
+fn a_new_editing_tool_plugs_in_by_its_kind() {
+    let dir = project();
+    let scribe = Plugin { name: "Scribe", kind: ToolKind::EditsFiles };
+    let rules = |mode: Mode, allow: &[&str], deny: &[&str]| {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Policy::new(mode, dir.path().to_path_buf()).with_rules(&s(allow), &s(deny), &[]).unwrap()
+    };
+    let secret = json!({"target": "secrets/key"});
+    let source = json!({"target": "src/main.rs"});
+
+    let accept = rules(Mode::AcceptEdits, &[], &["Edit(./secrets/**)"]);
+    assert_eq!(
+        accept.decide(&scribe, &secret),
+        Decision::Deny("Permission to use Scribe was denied by the rule `Edit(./secrets/**)`.".into())
+    );
+    assert_eq!(accept.decide(&scribe, &source), Decision::ALLOW);
+    let outside = accept.decide(&scribe, &json!({"target": "/etc/hosts"}));
+    assert!(matches!(&outside, Decision::Deny(m) if m.contains("outside the working directory")), "{outside:?}");
+
+    let plan = rules(Mode::Plan, &["Scribe", "Edit"], &[]);
+    assert_eq!(
+        plan.decide(&scribe, &source),
+        Decision::Deny("Scribe is not allowed in plan mode: only read-only tools run.".into())
+    );
+
+    let default = rules(Mode::Default, &["Edit(src/**)"], &[]);
+    assert_eq!(default.decide(&scribe, &source), Decision::ALLOW);
+    let asked = default.decide(&scribe, &json!({"target": "README.md"}));
+    assert!(matches!(&asked, Decision::Deny(m) if m.contains("was not granted")), "{asked:?}");
+
+    // A reading tool falls under `Read(…)` deny rules; a command tool under `Bash(…)` rules,
+    // its command line analysed like Bash's.
+    let reader = Plugin { name: "Peek", kind: ToolKind::ReadsFiles };
+    let shell = Plugin { name: "Shell", kind: ToolKind::RunsCommands };
+    let policy = rules(Mode::Default, &["Bash(git status:*)"], &["Read(./secrets/**)", "Bash(rm:*)"]);
+    assert!(!policy.decide(&reader, &secret).is_allowed());
+    assert_eq!(policy.decide(&reader, &source), Decision::ALLOW);
+    assert!(policy.decide(&shell, &json!({"script": "git status"})).is_allowed());
+    assert_eq!(
+        policy.decide(&shell, &json!({"script": "ls && /bin/rm -rf src"})),
+        Decision::Deny(
+            "Permission to use Shell was denied by the rule `Bash(rm:*)` (it runs `/bin/rm -rf src`).".into()
+        )
+    );
 }
 
 proptest! {

@@ -1,4 +1,5 @@
-//! Bash calls against the rules, on the parsed command line.
+//! Calls of a tool that runs command lines ([`ToolKind::RunsCommands`], Bash) against the
+//! rules, on the parsed command line. `Bash(…)` rules cover every such tool.
 //!
 //! - A deny (or ask) rule wins if it matches *any* simple command at any depth, wrappers
 //!   looked through. A line that hides what it runs (unparsable, `eval` of a variable, a shell
@@ -14,6 +15,7 @@ use super::readonly::{self, GIT_READ_ONLY};
 use super::rule::Spec;
 use super::{Decision, Mode, Policy, Rule, git, plan_refusal};
 use crate::shell::{self, Analysis, SimpleCommand, Wrapper};
+use crate::tools::ToolKind;
 
 /// Git subcommands that print only names and states, never file contents.
 const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse"];
@@ -29,16 +31,17 @@ enum Approval {
 }
 
 impl Policy {
-    /// The decision for one Bash command line.
-    pub(crate) fn decide_bash(&self, command: &str) -> Decision {
+    /// The decision for one command line that the tool named `tool` runs.
+    pub(crate) fn decide_command(&self, tool: &str, command: &str) -> Decision {
         let analysis = shell::analyze(command);
-        if let Some(denial) = self.bash_denial(&analysis) {
+        if let Some(denial) = self.command_denial(tool, &analysis) {
             return Decision::Deny(denial);
         }
-        if let Some(rule) = self.matching(&self.ask, &analysis) {
-            return self.unanswered("Bash", &format!("the rule `{}` asks for it", rule.as_str()));
+        if let Some(rule) = self.matching(tool, &self.ask, &analysis) {
+            return self.unanswered(tool, &format!("the rule `{}` asks for it", rule.as_str()));
         }
-        if self.mode != Mode::Plan && self.allow.iter().any(|r| r.applies_to("Bash") && matches!(r.spec, Spec::Any)) {
+        if self.mode != Mode::Plan && self.allow.iter().any(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any))
+        {
             return Decision::ALLOW;
         }
         let mut guard_git = false;
@@ -50,7 +53,7 @@ impl Policy {
             if refusal.is_some() {
                 break;
             }
-            match self.approve(cmd, &analysis) {
+            match self.approve(tool, cmd, &analysis) {
                 Approval::Rule if self.mode == Mode::Plan => {
                     refusal = Some(format!("`{}` is not proven read-only", display(cmd)));
                 }
@@ -62,28 +65,29 @@ impl Policy {
         match (refusal, self.mode) {
             (None, _) => Decision::Allow { outside: false, guard_git },
             (Some(_), Mode::BypassPermissions) => Decision::ALLOW,
-            (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message())),
-            (Some(why), Mode::Default | Mode::AcceptEdits) => self.unanswered("Bash", &why),
+            (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message(tool))),
+            (Some(why), Mode::Default | Mode::AcceptEdits) => self.unanswered(tool, &why),
         }
     }
 
     /// Why deny rules refuse the line, if they do.
-    fn bash_denial(&self, analysis: &Analysis) -> Option<String> {
-        if let Some(rule) = self.matching(&self.deny, analysis) {
+    fn command_denial(&self, tool: &str, analysis: &Analysis) -> Option<String> {
+        if let Some(rule) = self.matching(tool, &self.deny, analysis) {
             let what = analysis
                 .all_commands()
                 .find(|c| matches!(&rule.spec, Spec::Command(p) if p.denies(c)))
                 .map(|c| format!(" (it runs `{}`)", display(c)))
                 .unwrap_or_default();
-            return Some(format!("Permission to use Bash was denied by the rule `{}`{what}.", rule.as_str()));
+            return Some(format!("Permission to use {tool} was denied by the rule `{}`{what}.", rule.as_str()));
         }
-        let read_deny: Vec<&Rule> = self.deny.iter().filter(|r| r.applies_to("Read") && r.path().is_some()).collect();
+        let read_deny: Vec<&Rule> =
+            self.deny.iter().filter(|r| r.family() == Some(ToolKind::ReadsFiles) && r.path().is_some()).collect();
         if analysis.is_opaque() {
-            let rule = self.deny.iter().find(|r| r.applies_to("Bash")).or(read_deny.first().copied());
+            let rule = self.deny.iter().find(|r| covers_commands(r, tool)).or(read_deny.first().copied());
             if let Some(rule) = rule {
                 let hazard = analysis.hazards.iter().find(|h| h.is_opaque()).expect("opaque");
                 return Some(format!(
-                    "Permission to use Bash was denied: {hazard}, so it may run anything, and the deny rule `{}` is in force.",
+                    "Permission to use {tool} was denied: {hazard}, so it may run anything, and the deny rule `{}` is in force.",
                     rule.as_str()
                 ));
             }
@@ -93,20 +97,22 @@ impl Policy {
         }
         let check = PathCheck { cwd: &self.cwd, roots: &self.readable_roots, denied: read_deny.clone() };
         match check.check(analysis, analysis.all_commands()) {
-            PathVerdict::Denied { rule, path } => {
-                Some(format!("Permission to use Bash was denied by the rule `{rule}`: it reaches {}.", path.display()))
-            }
+            PathVerdict::Denied { rule, path } => Some(format!(
+                "Permission to use {tool} was denied by the rule `{rule}`: it reaches {}.",
+                path.display()
+            )),
             PathVerdict::Unknown(why) => Some(format!(
-                "Permission to use Bash was denied: {why}, so it cannot be shown to stay out of what `{}` protects.",
+                "Permission to use {tool} was denied: {why}, so it cannot be shown to stay out of what `{}` protects.",
                 read_deny[0].as_str()
             )),
             PathVerdict::Outside(_) | PathVerdict::Inside => None,
         }
     }
 
-    /// The first Bash rule in `rules` that matches any command of the line (deny semantics).
-    fn matching<'r>(&self, rules: &'r [Rule], analysis: &Analysis) -> Option<&'r Rule> {
-        rules.iter().filter(|r| r.applies_to("Bash")).find(|rule| match &rule.spec {
+    /// The first rule in `rules` covering `tool` that matches any command of the line (deny
+    /// semantics).
+    fn matching<'r>(&self, tool: &str, rules: &'r [Rule], analysis: &Analysis) -> Option<&'r Rule> {
+        rules.iter().filter(|r| covers_commands(r, tool)).find(|rule| match &rule.spec {
             Spec::Any => true,
             Spec::Command(pattern) => analysis.all_commands().any(|c| pattern.denies(c)),
             Spec::Path(_) => false,
@@ -114,8 +120,8 @@ impl Policy {
     }
 
     /// How one top-level command is approved.
-    fn approve(&self, cmd: &SimpleCommand, analysis: &Analysis) -> Approval {
-        if self.allowed_by_rule(cmd) {
+    fn approve(&self, tool: &str, cmd: &SimpleCommand, analysis: &Analysis) -> Approval {
+        if self.allowed_by_rule(tool, cmd) {
             return Approval::Rule;
         }
         if !readonly::command_is_read_only(cmd) {
@@ -151,14 +157,19 @@ impl Policy {
 
     /// Whether an allow rule covers `cmd`, or `cmd` is a transparent wrapper of commands that
     /// allow rules cover.
-    fn allowed_by_rule(&self, cmd: &SimpleCommand) -> bool {
+    fn allowed_by_rule(&self, tool: &str, cmd: &SimpleCommand) -> bool {
         let direct =
-            self.allow.iter().any(|r| r.applies_to("Bash") && matches!(&r.spec, Spec::Command(p) if p.allows(cmd)));
+            self.allow.iter().any(|r| covers_commands(r, tool) && matches!(&r.spec, Spec::Command(p) if p.allows(cmd)));
         direct
             || (cmd.wrapper == Wrapper::Transparent
                 && !cmd.runs.is_empty()
-                && cmd.runs.iter().all(|inner| self.allowed_by_rule(inner)))
+                && cmd.runs.iter().all(|inner| self.allowed_by_rule(tool, inner)))
     }
+}
+
+/// Whether `rule` is about the command-running tool named `tool`.
+fn covers_commands(rule: &Rule, tool: &str) -> bool {
+    rule.applies_to(tool, ToolKind::RunsCommands)
 }
 
 /// The git subcommand a command (or what it wraps) runs, if it is git.
@@ -170,8 +181,8 @@ fn git_subcommand(cmd: &SimpleCommand) -> Option<&'static str> {
     cmd.runs.iter().find_map(git_subcommand)
 }
 
-fn plan_message() -> String {
-    match plan_refusal("Bash") {
+fn plan_message(tool: &str) -> String {
+    match plan_refusal(tool) {
         Decision::Deny(m) => m,
         Decision::Allow { .. } => unreachable!("plan_refusal always refuses"),
     }

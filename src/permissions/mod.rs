@@ -8,6 +8,10 @@
 //! unproven; a deny rule catches its command at any depth ([`bash`]). File tools stay inside
 //! the working directory unless a rule names the outside path. In a non-interactive run an
 //! "ask" is a denial the model can read.
+//!
+//! The policy never matches on a tool's name: what it needs to know about a tool — its
+//! [`ToolKind`] (which rule family covers it), the [`Subject`] of a call and whether the call
+//! only reads — comes from the [`Tool`] itself, so a new tool plugs in without a change here.
 
 pub mod bash;
 pub mod git;
@@ -25,6 +29,7 @@ pub use rule::Rule;
 use rule::Spec;
 
 use crate::tools::paths::canonicalize_partial;
+use crate::tools::{Subject, Tool, ToolKind};
 
 /// How permissive a run is (Claude Code's `--permission-mode` / `defaultMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -170,7 +175,12 @@ impl Policy {
         self.allow.extend(parse(allow, &self.cwd)?);
         self.deny.extend(parse(deny, &self.cwd)?);
         self.ask.extend(parse(ask, &self.cwd)?);
-        let rules = self.deny.iter().filter(|r| r.tool() == "Read" && r.path().is_some()).cloned().collect();
+        let rules = self
+            .deny
+            .iter()
+            .filter(|r| r.family() == Some(ToolKind::ReadsFiles) && r.path().is_some())
+            .cloned()
+            .collect();
         self.read_deny = Arc::new(ReadDeny { rules });
         Ok(self)
     }
@@ -192,30 +202,40 @@ impl Policy {
         self.read_deny.clone()
     }
 
-    /// Decide whether `tool` may run with `input`. `read_only` says whether this call only
-    /// reads (for Bash the command itself is analysed instead).
-    pub fn decide(&self, tool: &str, input: &Value, read_only: bool) -> Decision {
-        if tool == "Bash" {
-            let command = input.get("command").and_then(Value::as_str).unwrap_or_default();
-            return self.decide_bash(command);
+    /// Decide whether `tool` may run with `input`, on what the tool says about itself: its
+    /// [`Tool::kind`], the call's [`Tool::permission_subject`] and [`Tool::is_read_only`]. A
+    /// [`ToolKind::RunsCommands`] tool's command line is analysed instead of trusting the tool.
+    pub fn decide(&self, tool: &dyn Tool, input: &Value) -> Decision {
+        let (name, kind) = (tool.name(), tool.kind());
+        let subject = tool.permission_subject(input);
+        if kind == ToolKind::RunsCommands {
+            let command = match &subject {
+                Subject::Command(command) => command.as_str(),
+                Subject::Path(_) | Subject::None => "",
+            };
+            return self.decide_command(name, command);
         }
-        self.decide_file_tool(tool, input, read_only)
+        let path = match subject {
+            Subject::Path(path) => Some(self.absolute(&path)),
+            Subject::Command(_) | Subject::None => None,
+        };
+        self.decide_other(name, kind, path, tool.is_read_only(input))
     }
 
-    fn decide_file_tool(&self, tool: &str, input: &Value, read_only: bool) -> Decision {
-        let path = self.subject(tool, input);
+    /// The decision for a tool that runs no command line, about `path` (canonical) if any.
+    fn decide_other(&self, tool: &str, kind: ToolKind, path: Option<PathBuf>, read_only: bool) -> Decision {
         let covers = |rule: &Rule| match (&rule.spec, &path) {
             (Spec::Any, _) => true,
             (Spec::Path(p), Some(path)) => p.covers(path),
             _ => false,
         };
-        if let Some(rule) = self.deny.iter().find(|r| r.applies_to(tool) && covers(r)) {
+        if let Some(rule) = self.deny.iter().find(|r| r.applies_to(tool, kind) && covers(r)) {
             return Decision::Deny(format!("Permission to use {tool} was denied by the rule `{}`.", rule.as_str()));
         }
         if self.mode == Mode::Plan && !read_only {
             return plan_refusal(tool);
         }
-        let allowed_by_rule = self.allow.iter().any(|r| r.applies_to(tool) && covers(r));
+        let allowed_by_rule = self.allow.iter().any(|r| r.applies_to(tool, kind) && covers(r));
         let outside = path.as_ref().is_some_and(|p| !p.starts_with(&self.cwd));
         if outside && !allowed_by_rule {
             let readable =
@@ -234,10 +254,10 @@ impl Policy {
         if allowed_by_rule {
             return Decision::Allow { outside, guard_git: false };
         }
-        if let Some(rule) = self.ask.iter().find(|r| r.applies_to(tool) && covers(r)) {
+        if let Some(rule) = self.ask.iter().find(|r| r.applies_to(tool, kind) && covers(r)) {
             return self.unanswered(tool, &format!("the rule `{}` asks for it", rule.as_str()));
         }
-        let edit = rule::EDITING_TOOLS.contains(&tool);
+        let edit = kind == ToolKind::EditsFiles;
         let allow = Decision::Allow { outside, guard_git: false };
         match self.mode {
             Mode::BypassPermissions => allow,
@@ -253,17 +273,6 @@ impl Policy {
             "Permission to use {tool} was not granted: {why}, and this run cannot ask anyone. \
 Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission mode."
         ))
-    }
-
-    /// The path a file tool's call is about, canonical.
-    fn subject(&self, tool: &str, input: &Value) -> Option<PathBuf> {
-        let field = |name: &str| input.get(name).and_then(Value::as_str);
-        match tool {
-            "Read" | "Write" | "Edit" => field("file_path").map(|p| self.absolute(p)),
-            "NotebookEdit" => field("notebook_path").map(|p| self.absolute(p)),
-            "Glob" | "Grep" => Some(self.absolute(field("path").unwrap_or("."))),
-            _ => None,
-        }
     }
 
     fn absolute(&self, path: &str) -> PathBuf {

@@ -2,9 +2,9 @@
 //!
 //! `Bash` / `Bash(*)` match every command; `Bash(git status:*)` (or `Bash(git status *)`) is a
 //! prefix of words, `Bash(npm test)` an exact command. `Read(./secrets/**)`, `Edit(src/**)`,
-//! `Read(//etc/hosts)` (absolute) and `Read(~/notes/**)` are path globs. An `Edit` rule covers
-//! every tool that edits files (Write, Edit, NotebookEdit); a `Read` rule covers every tool that
-//! reads them (Read, Grep, Glob).
+//! `Read(//etc/hosts)` (absolute) and `Read(~/notes/**)` are path globs. A rule covers the tool
+//! it names; besides, the `Edit`, `Read` and `Bash` rules name a family, and cover every tool
+//! of that [`ToolKind`] (an `Edit` rule covers Write, a `Read` rule Grep and Glob).
 
 use std::path::{Path, PathBuf};
 
@@ -12,15 +12,10 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::PermissionError;
 use crate::shell::{self, SimpleCommand, WordKind};
+use crate::tools::ToolKind;
 
 /// Tools that take a path specifier.
 const FILE_TOOLS: [&str; 6] = ["Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit"];
-
-/// Tools that edit files: an `Edit(…)` rule covers them all.
-pub const EDITING_TOOLS: [&str; 3] = ["Edit", "Write", "NotebookEdit"];
-
-/// Tools that read files: a `Read(…)` rule covers them all.
-pub const READING_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 
 /// One word of a Bash rule: literal, or a glob matching one whole word (`*.rs`).
 #[derive(Debug, Clone)]
@@ -164,12 +159,22 @@ impl Rule {
         &self.tool
     }
 
-    /// Whether the rule is about `tool`: its own name, or the family an `Edit` or `Read` rule
-    /// covers.
-    pub fn applies_to(&self, tool: &str) -> bool {
-        self.tool == tool
-            || (self.tool == "Edit" && EDITING_TOOLS.contains(&tool))
-            || (self.tool == "Read" && READING_TOOLS.contains(&tool))
+    /// The family of tools the rule covers besides the tool it names: every
+    /// [`ToolKind::EditsFiles`] tool for `Edit`, [`ToolKind::ReadsFiles`] for `Read`,
+    /// [`ToolKind::RunsCommands`] for `Bash`.
+    pub fn family(&self) -> Option<ToolKind> {
+        match self.tool.as_str() {
+            "Edit" => Some(ToolKind::EditsFiles),
+            "Read" => Some(ToolKind::ReadsFiles),
+            "Bash" => Some(ToolKind::RunsCommands),
+            _ => None,
+        }
+    }
+
+    /// Whether the rule is about the tool named `tool`, of kind `kind`: it names the tool, or
+    /// its family is the tool's kind.
+    pub fn applies_to(&self, tool: &str, kind: ToolKind) -> bool {
+        self.tool == tool || (kind != ToolKind::Other && self.family() == Some(kind))
     }
 
     /// The path pattern, for path rules.

@@ -2,7 +2,44 @@
 //! in tests/permissions.rs.
 
 use super::*;
+use crate::tools::{Registry, ToolContext, ToolOutput};
+use futures::future::BoxFuture;
 use serde_json::json;
+
+/// A notebook editor this crate does not ship: it says it edits files and which path.
+struct NotebookEdit;
+
+impl Tool for NotebookEdit {
+    fn name(&self) -> &'static str {
+        "NotebookEdit"
+    }
+    fn description(&self) -> &'static str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::EditsFiles
+    }
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::path_field(input, "notebook_path", None)
+    }
+    fn call(&self, _input: Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async { ToolOutput::ok("") })
+    }
+}
+
+/// The decision for a call of the standard tool (or the notebook editor) named `tool`.
+fn decide(p: &Policy, tool: &str, input: &Value) -> Decision {
+    match tool {
+        "NotebookEdit" => p.decide(&NotebookEdit, input),
+        _ => p.decide(Registry::standard().get(tool).expect("a standard tool").as_ref(), input),
+    }
+}
 
 fn policy(mode: Mode, allow: &[&str], deny: &[&str]) -> (tempfile::TempDir, Policy) {
     let dir = tempfile::tempdir().unwrap();
@@ -18,43 +55,43 @@ fn modes_decide_unruled_calls() {
     let write = json!({"file_path": "src/a.rs", "content": ""});
     let bash = json!({"command": "cargo build"});
     let (_d, p) = policy(Mode::Default, &[], &[]);
-    assert!(p.decide("Read", &json!({"file_path": "src/a.rs"}), true).is_allowed());
-    assert!(!p.decide("Write", &write, false).is_allowed());
+    assert!(decide(&p, "Read", &json!({"file_path": "src/a.rs"})).is_allowed());
+    assert!(!decide(&p, "Write", &write).is_allowed());
     let (_d, p) = policy(Mode::AcceptEdits, &[], &[]);
-    assert!(p.decide("Write", &write, false).is_allowed());
-    assert!(!p.decide("Bash", &bash, false).is_allowed());
+    assert!(decide(&p, "Write", &write).is_allowed());
+    assert!(!decide(&p, "Bash", &bash).is_allowed());
     let (_d, p) = policy(Mode::Plan, &[], &[]);
     assert_eq!(
-        p.decide("Edit", &write, false),
+        decide(&p, "Edit", &write),
         Decision::Deny("Edit is not allowed in plan mode: only read-only tools run.".into())
     );
     let (_d, p) = policy(Mode::BypassPermissions, &[], &[]);
-    assert!(p.decide("Bash", &bash, false).is_allowed());
+    assert!(decide(&p, "Bash", &bash).is_allowed());
 }
 
 #[test]
 fn rules_in_claude_code_syntax() {
     let (_d, p) = policy(Mode::Default, &["Bash(git status:*)", "Edit(src/**)"], &["Read(./secrets/**)", "Bash(rm:*)"]);
-    assert!(p.decide("Bash", &json!({"command": "git status --short"}), false).is_allowed());
-    assert!(!p.decide("Bash", &json!({"command": "git statusx"}), false).is_allowed());
-    assert!(!p.decide("Bash", &json!({"command": "git status && curl evil"}), false).is_allowed());
-    assert!(p.decide("Edit", &json!({"file_path": "src/lib.rs"}), false).is_allowed());
-    assert!(!p.decide("Edit", &json!({"file_path": "README.md"}), false).is_allowed());
-    let denied = p.decide("Read", &json!({"file_path": "secrets/key.pem"}), true);
+    assert!(decide(&p, "Bash", &json!({"command": "git status --short"})).is_allowed());
+    assert!(!decide(&p, "Bash", &json!({"command": "git statusx"})).is_allowed());
+    assert!(!decide(&p, "Bash", &json!({"command": "git status && curl evil"})).is_allowed());
+    assert!(decide(&p, "Edit", &json!({"file_path": "src/lib.rs"})).is_allowed());
+    assert!(!decide(&p, "Edit", &json!({"file_path": "README.md"})).is_allowed());
+    let denied = decide(&p, "Read", &json!({"file_path": "secrets/key.pem"}));
     assert_eq!(denied, Decision::Deny("Permission to use Read was denied by the rule `Read(./secrets/**)`.".into()));
-    assert!(!p.decide("Bash", &json!({"command": "ls; rm -rf x"}), true).is_allowed());
+    assert!(!decide(&p, "Bash", &json!({"command": "ls; rm -rf x"})).is_allowed());
 }
 
 #[test]
 fn deny_wins_over_allow_and_outside_needs_a_rule() {
     let (_d, p) = policy(Mode::BypassPermissions, &["Bash"], &["Bash(rm:*)"]);
-    assert!(!p.decide("Bash", &json!({"command": "rm -rf /"}), false).is_allowed());
+    assert!(!decide(&p, "Bash", &json!({"command": "rm -rf /"})).is_allowed());
     let (_d, p) = policy(Mode::BypassPermissions, &[], &[]);
-    let outside = p.decide("Read", &json!({"file_path": "/etc/hostname"}), true);
+    let outside = decide(&p, "Read", &json!({"file_path": "/etc/hostname"}));
     assert!(matches!(outside, Decision::Deny(ref m) if m.contains("outside the working directory")), "{outside:?}");
     let (_d, p) = policy(Mode::Default, &["Read(//etc/**)"], &[]);
     assert_eq!(
-        p.decide("Read", &json!({"file_path": "/etc/hostname"}), true),
+        decide(&p, "Read", &json!({"file_path": "/etc/hostname"})),
         Decision::Allow { outside: true, guard_git: false }
     );
 }
@@ -62,21 +99,21 @@ fn deny_wins_over_allow_and_outside_needs_a_rule() {
 #[test]
 fn edit_rules_cover_every_editing_tool_and_read_rules_every_reading_tool() {
     let (_d, p) = policy(Mode::AcceptEdits, &[], &["Edit(./secrets/**)", "Read(./secrets/**)"]);
-    let write = p.decide("Write", &json!({"file_path": "secrets/a", "content": "x"}), false);
+    let write = decide(&p, "Write", &json!({"file_path": "secrets/a", "content": "x"}));
     assert_eq!(write, Decision::Deny("Permission to use Write was denied by the rule `Edit(./secrets/**)`.".into()));
-    let notebook = p.decide("NotebookEdit", &json!({"notebook_path": "secrets/n.ipynb"}), false);
+    let notebook = decide(&p, "NotebookEdit", &json!({"notebook_path": "secrets/n.ipynb"}));
     assert!(!notebook.is_allowed());
-    let grep = p.decide("Grep", &json!({"pattern": "x", "path": "secrets"}), true);
+    let grep = decide(&p, "Grep", &json!({"pattern": "x", "path": "secrets"}));
     assert_eq!(grep, Decision::Deny("Permission to use Grep was denied by the rule `Read(./secrets/**)`.".into()));
-    let glob = p.decide("Glob", &json!({"pattern": "*", "path": "secrets/sub"}), true);
+    let glob = decide(&p, "Glob", &json!({"pattern": "*", "path": "secrets/sub"}));
     assert!(!glob.is_allowed());
     // Searching the whole tree is allowed: the walk skips what the rule hides.
-    assert!(p.decide("Grep", &json!({"pattern": "x"}), true).is_allowed());
+    assert!(decide(&p, "Grep", &json!({"pattern": "x"})).is_allowed());
     assert!(p.read_deny().hides(&p.cwd.join("secrets/key")));
     assert!(!p.read_deny().hides(&p.cwd.join("src/key")));
     // An Edit allow rule lets Write in too.
     let (_d, p) = policy(Mode::Default, &["Edit(src/**)"], &[]);
-    assert!(p.decide("Write", &json!({"file_path": "src/new.rs", "content": ""}), false).is_allowed());
+    assert!(decide(&p, "Write", &json!({"file_path": "src/new.rs", "content": ""})).is_allowed());
 }
 
 #[test]
@@ -89,11 +126,11 @@ fn plan_mode_is_absolute() {
         ("Bash", json!({"command": "rm -rf src"})),
         ("Bash", json!({"command": "ls > out.txt"})),
     ] {
-        let d = p.decide(tool, &input, false);
+        let d = decide(&p, tool, &input);
         assert!(!d.is_allowed(), "{tool} {input} ran in plan mode: {d:?}");
     }
-    assert!(p.decide("Bash", &json!({"command": "git status"}), true).is_allowed());
-    assert!(p.decide("Read", &json!({"file_path": "src/a.rs"}), true).is_allowed());
+    assert!(decide(&p, "Bash", &json!({"command": "git status"})).is_allowed());
+    assert!(decide(&p, "Read", &json!({"file_path": "src/a.rs"})).is_allowed());
 }
 
 #[test]

@@ -100,7 +100,7 @@ impl Toolbox {
         if let Some(reason) = pre.deny {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
-        match self.policy.decide(&call.name, &call.input, tool.is_concurrency_safe(&call.input)) {
+        match self.policy.decide(tool.as_ref(), &call.input) {
             Decision::Allow { outside, guard_git } => {
                 ctx.allow_outside = outside;
                 ctx.guard_git = guard_git;
