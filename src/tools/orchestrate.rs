@@ -20,7 +20,8 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
 pub const INTERRUPTED_RESULT: &str = "Interrupted by user: the tool did not run";
 /// Warning when an interrupt killed running hooks (their decision is not read).
 pub const INTERRUPTED_HOOKS: &str = "hooks interrupted and killed";
-/// Result text of a call cancelled because a parallel Bash call failed.
+/// Result text of a call cancelled because a parallel call failed whose tool cancels its
+/// siblings ([`crate::tools::Tool::failure_cancels_siblings`]; Bash).
 pub const SIBLING_CANCELLED: &str = "cancelled: a parallel Bash call failed";
 
 /// What every call of a run shares.
@@ -56,6 +57,11 @@ impl Toolbox {
     /// Whether `call` may run beside other concurrency-safe calls.
     pub fn is_concurrency_safe(&self, call: &ToolCall) -> bool {
         self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
+    }
+
+    /// Whether a failure of `call` cancels its siblings (its tool says so).
+    pub fn failure_cancels_siblings(&self, call: &ToolCall) -> bool {
+        self.registry.get(&call.name).is_some_and(|t| t.failure_cancels_siblings())
     }
 
     /// Run one call through the whole pipeline.

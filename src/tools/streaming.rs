@@ -8,8 +8,9 @@
 //! Scheduling: a call starts when nothing runs, or when it and everything running are
 //! concurrency-safe and fewer than the limit run; the queue is scanned in call order and stops
 //! at the first call that cannot start, so an unsafe call runs alone and in order. Results are
-//! returned in call order whatever order calls finish in. A failing Bash call cancels the
-//! calls running beside it and those not started yet; each answers [`SIBLING_CANCELLED`].
+//! returned in call order whatever order calls finish in. A failing call whose tool says so
+//! ([`crate::tools::Tool::failure_cancels_siblings`]: Bash) cancels the calls running beside
+//! it and those not started yet; each answers [`SIBLING_CANCELLED`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,8 @@ enum Status {
 struct Entry {
     call: ToolCall,
     safe: bool,
+    /// Its failure cancels its siblings.
+    cancels_siblings: bool,
     /// It may start before the reply ends: concurrency-safe, and no tool hook runs for it.
     early: bool,
     status: Status,
@@ -102,9 +105,10 @@ impl Executor {
     /// [`Executor::end_reply`]). Returns start events.
     pub fn add(&mut self, call: ToolCall) -> Vec<EngineEvent> {
         let safe = self.toolbox.is_concurrency_safe(&call);
+        let cancels_siblings = self.toolbox.failure_cancels_siblings(&call);
         // A hook command that runs for the call could change anything: it waits too.
         let early = safe && !self.toolbox.hooks.runs_for_tool(&call.name);
-        self.entries.push(Entry { call, safe, early, status: Status::Queued });
+        self.entries.push(Entry { call, safe, cancels_siblings, early, status: Status::Queued });
         self.start_eligible()
     }
 
@@ -135,7 +139,7 @@ impl Executor {
         let entry = &self.entries[index];
         if self.sibling_failed && result.output.is_error && !self.base.cancel.is_cancelled() {
             result.output = ToolOutput::error(SIBLING_CANCELLED);
-        } else if entry.call.name == "Bash" && result.output.is_error && !self.base.cancel.is_cancelled() {
+        } else if entry.cancels_siblings && result.output.is_error && !self.base.cancel.is_cancelled() {
             self.sibling_failed = true;
             self.siblings.cancel();
         }
@@ -154,7 +158,7 @@ impl Executor {
     /// Wait for every call and return the results in call order; the reply is taken as ended
     /// (see [`Executor::end_reply`]) unless the executor was cancelled. Calls that never
     /// started answer [`INTERRUPTED_RESULT`] after an interrupt or a cancel,
-    /// [`SIBLING_CANCELLED`] after a failed Bash sibling.
+    /// [`SIBLING_CANCELLED`] after a failed sibling that cancels the others.
     pub async fn finish(mut self, emit: &mut dyn FnMut(EngineEvent)) -> PhaseOutcome {
         for event in self.end_reply() {
             emit(event);
@@ -240,6 +244,7 @@ mod tests {
     struct Fake {
         name: &'static str,
         safe: bool,
+        cancels_siblings: bool,
         log: Arc<Mutex<Vec<String>>>,
         in_flight: Arc<AtomicUsize>,
         max: Arc<AtomicUsize>,
@@ -257,6 +262,9 @@ mod tests {
         }
         fn is_concurrency_safe(&self, _input: &Value) -> bool {
             self.safe
+        }
+        fn failure_cancels_siblings(&self) -> bool {
+            self.cancels_siblings
         }
         fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
             let (log, in_flight, max) = (self.log.clone(), self.in_flight.clone(), self.max.clone());
@@ -292,8 +300,10 @@ mod tests {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let max = Arc::new(AtomicUsize::new(0));
         let mut registry = Registry::new();
-        for (name, safe) in [("Safe", true), ("Unsafe", false), ("Bash", true)] {
-            let tool = Fake { name, safe, log: log.clone(), in_flight: in_flight.clone(), max: max.clone() };
+        // The fake named Bash cancels its siblings because it says so, not because of its name.
+        for (name, safe, cancels_siblings) in [("Safe", true, false), ("Unsafe", false, false), ("Bash", true, true)] {
+            let (log, in_flight, max) = (log.clone(), in_flight.clone(), max.clone());
+            let tool = Fake { name, safe, cancels_siblings, log, in_flight, max };
             registry.register(Arc::new(tool));
         }
         let dir = std::env::temp_dir();
