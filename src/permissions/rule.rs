@@ -14,7 +14,8 @@ use super::PermissionError;
 use crate::shell::{self, SimpleCommand, WordKind};
 use crate::tools::ToolKind;
 
-/// Tools that take a path specifier.
+/// Rule names that take a path specifier: the syntax of rules, checked when they are parsed.
+/// Which tools a rule covers is [`Rule::applies_to`], on the tool's name and kind.
 const FILE_TOOLS: [&str; 6] = ["Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit"];
 
 /// One word of a Bash rule: literal, or a glob matching one whole word (`*.rs`).
