@@ -423,4 +423,13 @@ mod tests {
         );
         assert!(!r.log.lock().unwrap().contains(&"start later".to_string()));
     }
+
+    #[tokio::test]
+    async fn a_failing_call_of_a_tool_that_does_not_say_so_cancels_nothing() {
+        let mut r = rig(10);
+        r.executor.add(call("1", "Unsafe", json!({"tag": "u", "ms": 1, "fail": true})));
+        r.executor.add(call("2", "Safe", json!({"tag": "s", "ms": 1})));
+        let outcome = r.executor.finish(&mut |_| {}).await;
+        assert_eq!(texts(&outcome), vec![("u failed".to_string(), true), ("s ok".to_string(), false)]);
+    }
 }
