@@ -39,8 +39,13 @@ pub struct ScriptedModel {
 
 #[derive(Debug, Default)]
 struct Log {
-    /// Every request received, in order.
+    /// Every request received, in order. Cheap to keep: a request shares its messages with
+    /// the engine's history (pointers, not copies).
     requests: Vec<(Purpose, ModelRequest)>,
+    /// Main requests received.
+    main_received: usize,
+    /// Aux requests received.
+    aux_received: usize,
     /// Main replies served.
     main_served: usize,
     /// Aux replies served.
@@ -105,7 +110,12 @@ impl ScriptedModel {
         let purpose = request.purpose;
         let mut log = self.lock();
         log.requests.push((purpose, request.clone()));
-        let ordinal = log.requests.iter().filter(|(p, _)| *p == purpose).count();
+        let received = match purpose {
+            Purpose::Main => &mut log.main_received,
+            Purpose::Aux => &mut log.aux_received,
+        };
+        *received += 1;
+        let ordinal = *received;
         let (list, served, what) = match purpose {
             Purpose::Main => (&self.responses, &mut log.main_served, "responses"),
             Purpose::Aux => (&self.aux, &mut log.aux_served, "aux responses"),
@@ -180,9 +190,7 @@ fn label_of(purpose: Purpose) -> &'static str {
 
 /// Prompt tokens of `request`, estimated as its characters (system and messages) over four.
 fn estimate_input_tokens(request: &ModelRequest) -> u64 {
-    let chars =
-        request.system.len() + request.messages.iter().flat_map(|m| &m.content).map(|b| b.char_len()).sum::<usize>();
-    (chars / 4) as u64
+    ((request.system.len() + request.messages.chars()) / 4) as u64
 }
 
 #[cfg(test)]
