@@ -32,6 +32,8 @@ pub struct ScriptedModel {
     abort: Option<AbortSpec>,
     /// The run's token, cancelled by `abort`.
     cancel: CancellationToken,
+    /// Whether the log keeps every request (for tests); otherwise each is checked and dropped.
+    keep_requests: bool,
     /// What was received and served. A std mutex: it is never held across an await (every
     /// request is handled synchronously before its stream is returned).
     log: Mutex<Log>,
@@ -62,11 +64,21 @@ impl ScriptedModel {
             aux: scenario.aux.clone(),
             abort: scenario.abort,
             cancel,
+            keep_requests: true,
             log: Mutex::new(Log::default()),
         }
     }
 
-    /// Every request received so far, in order, with its purpose.
+    /// The same model, but one that keeps no request: each is checked against its reply's
+    /// `expect` and dropped, so a long run holds nothing per request (the CLI's runs).
+    /// [`ScriptedModel::requests`] then returns nothing.
+    pub fn forgetting_requests(mut self) -> Self {
+        self.keep_requests = false;
+        self
+    }
+
+    /// Every request received so far, in order, with its purpose (none if the model was made
+    /// with [`ScriptedModel::forgetting_requests`]).
     pub fn requests(&self) -> Vec<(Purpose, ModelRequest)> {
         self.lock().requests.clone()
     }
@@ -109,7 +121,9 @@ impl ScriptedModel {
     fn take(&self, request: &ModelRequest) -> Result<(usize, &ScriptedResponse), ModelError> {
         let purpose = request.purpose;
         let mut log = self.lock();
-        log.requests.push((purpose, request.clone()));
+        if self.keep_requests {
+            log.requests.push((purpose, request.clone()));
+        }
         let received = match purpose {
             Purpose::Main => &mut log.main_received,
             Purpose::Aux => &mut log.aux_received,
