@@ -4,6 +4,7 @@
 //! logic: the engine converts them into its own decisions at one boundary
 //! (`model::assemble`), and the providers (`model::scripted`, `model::anthropic`)
 //! produce the same [`StreamEvent`]s so everything after the model is shared.
+//! [`Transcript`] holds a conversation so that requests share its messages.
 
 use std::sync::Arc;
 
@@ -388,45 +389,6 @@ pub struct ToolDefinition {
     pub input_schema: Value,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn unknown_blocks_round_trip_verbatim() {
-        let raw = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}});
-        let block: ContentBlock = serde_json::from_value(raw.clone()).unwrap();
-        assert_eq!(block, ContentBlock::Other(raw.clone()));
-        assert_eq!(serde_json::to_value(&block).unwrap(), raw);
-    }
-
-    #[test]
-    fn tool_result_omits_false_is_error() {
-        let block = ContentBlock::tool_result("toolu_1", "ok", false);
-        assert_eq!(
-            serde_json::to_value(&block).unwrap(),
-            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"})
-        );
-    }
-
-    #[test]
-    fn unknown_event_and_delta_types_parse() {
-        let ev: StreamEvent = serde_json::from_str(r#"{"type":"brand_new","x":1}"#).unwrap();
-        assert_eq!(ev, StreamEvent::Unknown);
-        let ev: StreamEvent =
-            serde_json::from_str(r#"{"type":"content_block_delta","index":0,"delta":{"type":"odd_delta"}}"#).unwrap();
-        assert_eq!(ev, StreamEvent::ContentBlockDelta { index: 0, delta: Delta::Unknown });
-    }
-
-    #[test]
-    fn stop_reason_keeps_unknown_values() {
-        let r: StopReason = serde_json::from_str(r#""something_new""#).unwrap();
-        assert_eq!(r, StopReason::Other("something_new".into()));
-        assert!(StopReason::ModelContextWindowExceeded.is_truncation());
-    }
-}
-
 /// A conversation whose messages are shared, not copied: each message sits behind an [`Arc`],
 /// so a request built from the history clones pointers and no message, and the history keeps
 /// a running count of its payload characters (see [`ContentBlock::char_len`]) for token
@@ -499,5 +461,66 @@ impl std::ops::Deref for Transcript {
 impl Serialize for Transcript {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.messages.iter().map(|m| &**m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_transcript_shares_messages_and_counts_characters() {
+        let mut history = Transcript::from(vec![Message::user_text("Read a.txt")]);
+        let call = ContentBlock::ToolUse { id: "t1".into(), name: "Read".into(), input: json!({"file_path": "a.txt"}) };
+        history.push_merging(Message { role: Role::Assistant, content: vec![call] });
+        let sent = history.clone();
+        assert!(Arc::ptr_eq(&sent[1], &history[1]), "a copy shares the messages");
+        history.push_merging(Message { role: Role::User, content: vec![ContentBlock::tool_result("t1", "hi", false)] });
+        history.push_merging(Message::user_text("and more"));
+        assert_eq!(sent.len(), 2, "a request built earlier does not see later messages");
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[2].content.len(), 2, "same-role messages merge");
+        let recount = Transcript::from(history.to_messages()).chars();
+        assert_eq!(history.chars(), recount);
+        history.edit(|m| m.truncate(1));
+        assert_eq!(history.chars(), "Read a.txt".len());
+        assert_eq!(
+            serde_json::to_value(&history).unwrap(),
+            json!([{"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]}])
+        );
+    }
+
+    #[test]
+    fn unknown_blocks_round_trip_verbatim() {
+        let raw = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}});
+        let block: ContentBlock = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(block, ContentBlock::Other(raw.clone()));
+        assert_eq!(serde_json::to_value(&block).unwrap(), raw);
+    }
+
+    #[test]
+    fn tool_result_omits_false_is_error() {
+        let block = ContentBlock::tool_result("toolu_1", "ok", false);
+        assert_eq!(
+            serde_json::to_value(&block).unwrap(),
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"})
+        );
+    }
+
+    #[test]
+    fn unknown_event_and_delta_types_parse() {
+        let ev: StreamEvent = serde_json::from_str(r#"{"type":"brand_new","x":1}"#).unwrap();
+        assert_eq!(ev, StreamEvent::Unknown);
+        let ev: StreamEvent =
+            serde_json::from_str(r#"{"type":"content_block_delta","index":0,"delta":{"type":"odd_delta"}}"#).unwrap();
+        assert_eq!(ev, StreamEvent::ContentBlockDelta { index: 0, delta: Delta::Unknown });
+    }
+
+    #[test]
+    fn stop_reason_keeps_unknown_values() {
+        let r: StopReason = serde_json::from_str(r#""something_new""#).unwrap();
+        assert_eq!(r, StopReason::Other("something_new".into()));
+        assert!(StopReason::ModelContextWindowExceeded.is_truncation());
     }
 }
