@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use agentloop::model::anthropic::request::to_json;
 use agentloop::model::{ModelRequest, Purpose};
-use agentloop::protocol::{ContentBlock, Message, Role};
+use agentloop::protocol::{ContentBlock, Message, Role, Transcript};
 use agentloop::tools::Registry;
 use common::{Interleaved, Rng};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -82,7 +82,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "claude-sonnet-4-5".into(),
         system: agentloop::engine::options::DEFAULT_SYSTEM_PROMPT.into(),
-        messages: history(),
+        messages: history().into(),
         tools: Registry::standard().definitions(),
         max_tokens: 16_000,
         purpose: Purpose::Main,
@@ -93,7 +93,7 @@ fn body(request: &ModelRequest) -> usize {
     to_json(black_box(request)).expect("the body serialises").len()
 }
 
-fn bare(messages: &[Message]) -> usize {
+fn bare(messages: &Transcript) -> usize {
     serde_json::to_vec(black_box(messages)).expect("the messages serialise").len()
 }
 

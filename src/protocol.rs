@@ -4,6 +4,9 @@
 //! logic: the engine converts them into its own decisions at one boundary
 //! (`model::assemble`), and the providers (`model::scripted`, `model::anthropic`)
 //! produce the same [`StreamEvent`]s so everything after the model is shared.
+//! [`Transcript`] holds a conversation so that requests share its messages.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -386,10 +389,107 @@ pub struct ToolDefinition {
     pub input_schema: Value,
 }
 
+/// A conversation whose messages are shared, not copied: each message sits behind an [`Arc`],
+/// so a request built from the history clones pointers and no message, and the history keeps
+/// a running count of its payload characters (see [`ContentBlock::char_len`]) for token
+/// estimates, so nothing has to walk or re-serialize the messages to estimate them.
+///
+/// Appending is the common change and costs only the new message; changes to older messages
+/// (collapsing tool results, compaction) go through [`Transcript::edit`], which recounts.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    messages: Vec<Arc<Message>>,
+    chars: usize,
+}
+
+impl Transcript {
+    /// Characters of payload in every message (the sum of their blocks' `char_len`).
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
+
+    /// Append `message`, merging it into the last message when both have the same role.
+    /// Empty messages are not appended. Returns the (possibly merged) last message if
+    /// something was appended. Only the last message is copied, and only if a request still
+    /// shares it.
+    pub fn push_merging(&mut self, message: Message) -> Option<&Message> {
+        if message.content.is_empty() {
+            return None;
+        }
+        self.chars += message_chars(&message);
+        match self.messages.last_mut() {
+            Some(last) if last.role == message.role => Arc::make_mut(last).content.extend(message.content),
+            _ => self.messages.push(Arc::new(message)),
+        }
+        self.messages.last().map(|m| &**m)
+    }
+
+    /// Change the messages in place with `f` on an owned copy of them, then recount. Linear in
+    /// the history: for the rare rewrites (collapse, compaction), not for every turn.
+    pub fn edit<R>(&mut self, f: impl FnOnce(&mut Vec<Message>) -> R) -> R {
+        let mut owned = self.to_messages();
+        let result = f(&mut owned);
+        *self = Transcript::from(owned);
+        result
+    }
+
+    /// An owned copy of the messages.
+    pub fn to_messages(&self) -> Vec<Message> {
+        self.messages.iter().map(|m| Message::clone(m)).collect()
+    }
+}
+
+fn message_chars(message: &Message) -> usize {
+    message.content.iter().map(ContentBlock::char_len).sum()
+}
+
+impl From<Vec<Message>> for Transcript {
+    fn from(messages: Vec<Message>) -> Self {
+        let chars = messages.iter().map(message_chars).sum();
+        Transcript { messages: messages.into_iter().map(Arc::new).collect(), chars }
+    }
+}
+
+impl std::ops::Deref for Transcript {
+    type Target = [Arc<Message>];
+
+    fn deref(&self) -> &Self::Target {
+        &self.messages
+    }
+}
+
+impl Serialize for Transcript {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.messages.iter().map(|m| &**m))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_transcript_shares_messages_and_counts_characters() {
+        let mut history = Transcript::from(vec![Message::user_text("Read a.txt")]);
+        let call = ContentBlock::ToolUse { id: "t1".into(), name: "Read".into(), input: json!({"file_path": "a.txt"}) };
+        history.push_merging(Message { role: Role::Assistant, content: vec![call] });
+        let sent = history.clone();
+        assert!(Arc::ptr_eq(&sent[1], &history[1]), "a copy shares the messages");
+        history.push_merging(Message { role: Role::User, content: vec![ContentBlock::tool_result("t1", "hi", false)] });
+        history.push_merging(Message::user_text("and more"));
+        assert_eq!(sent.len(), 2, "a request built earlier does not see later messages");
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[2].content.len(), 2, "same-role messages merge");
+        let recount = Transcript::from(history.to_messages()).chars();
+        assert_eq!(history.chars(), recount);
+        history.edit(|m| m.truncate(1));
+        assert_eq!(history.chars(), "Read a.txt".len());
+        assert_eq!(
+            serde_json::to_value(&history).unwrap(),
+            json!([{"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]}])
+        );
+    }
 
     #[test]
     fn unknown_blocks_round_trip_verbatim() {

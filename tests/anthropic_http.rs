@@ -37,7 +37,8 @@ fn request() -> ModelRequest {
                 }],
             },
             Message { role: Role::User, content: vec![ContentBlock::tool_result("toolu_0", "hello", false)] },
-        ],
+        ]
+        .into(),
         tools: vec![
             ToolDefinition {
                 name: "Read".into(),

@@ -432,7 +432,8 @@ async fn the_mock_refuses_a_history_whose_tool_use_has_no_result() {
             Message::user_text("Read a.txt"),
             Message { role: Role::Assistant, content: vec![call] },
             Message::user_text("where is the result?"),
-        ],
+        ]
+        .into(),
         tools: Vec::new(),
         max_tokens: 16_000,
         purpose: Purpose::Main,

@@ -252,7 +252,7 @@ pub fn spec_for_scenario(
     trace: TraceArgs,
     format: OutputFormat,
 ) -> Result<RunSpec, String> {
-    let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
+    let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()).forgetting_requests());
     let settings = scenario_settings(scenario)?;
     let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
     Ok(RunSpec {

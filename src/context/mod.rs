@@ -1,6 +1,8 @@
 //! Context management: token estimates, the window's thresholds, collapse of old tool
 //! results, and the messages compaction and recovery add to the conversation.
 
+use std::borrow::Borrow;
+
 use crate::protocol::{ContentBlock, Message, Role, ToolResultContent};
 
 /// Characters per token in our estimates (the usual rough rule for English and code).
@@ -11,7 +13,11 @@ pub const COLLAPSED_PREFIX: &str = "[collapsed: ";
 
 /// Estimated tokens of a request: system prompt, tool definitions and messages.
 pub fn estimate_tokens(system: &str, tools_chars: usize, messages: &[Message]) -> u64 {
-    let chars: usize = system.len() + tools_chars + messages.iter().map(message_chars).sum::<usize>();
+    estimate_tokens_of_chars(system.len() + tools_chars + messages.iter().map(message_chars).sum::<usize>())
+}
+
+/// Estimated tokens of `chars` characters of request (the engine keeps a running count).
+pub fn estimate_tokens_of_chars(chars: usize) -> u64 {
     chars.div_ceil(CHARS_PER_TOKEN) as u64
 }
 
@@ -43,10 +49,11 @@ impl Thresholds {
 
 /// Number of tool results that a collapse drain would replace: every tool result outside
 /// the last user message that is not collapsed already.
-pub fn staged_collapses(messages: &[Message]) -> usize {
-    let last_user = messages.iter().rposition(|m| m.role == Role::User);
+pub fn staged_collapses<M: Borrow<Message>>(messages: &[M]) -> usize {
+    let last_user = messages.iter().rposition(|m| m.borrow().role == Role::User);
     messages
         .iter()
+        .map(Borrow::borrow)
         .enumerate()
         .filter(|(i, _)| Some(*i) != last_user)
         .flat_map(|(_, m)| &m.content)
@@ -93,8 +100,8 @@ pub const COMPACT_SYSTEM: &str = "You write summaries of coding-agent conversati
 
 /// The messages of a compaction request: the history, then the instruction.
 /// A trailing user message is merged with the instruction so roles keep alternating.
-pub fn compaction_request_messages(history: &[Message]) -> Vec<Message> {
-    let mut messages = history.to_vec();
+pub fn compaction_request_messages<M: Borrow<Message>>(history: &[M]) -> Vec<Message> {
+    let mut messages: Vec<Message> = history.iter().map(|m| m.borrow().clone()).collect();
     match messages.last_mut() {
         Some(last) if last.role == Role::User => last.content.push(ContentBlock::text(COMPACT_INSTRUCTION)),
         _ => messages.push(Message::user_text(COMPACT_INSTRUCTION)),

@@ -149,7 +149,7 @@ impl Machine {
             ("compacted", yes(compacted)),
         ]);
         if drain {
-            let n = context::commit_collapses(&mut self.st.messages);
+            let n = self.st.messages.edit(|messages| context::commit_collapses(messages));
             let outcome = self.go(Edge::RecoverCollapseDrainRetry, "recovery_checked", f, State::Prepare {});
             self.annotate(None, Some(format!("collapsed {n} older tool result(s)")));
             outcome

@@ -122,7 +122,7 @@ pub async fn run(
     });
     let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox };
     let counters: Counters = st.counters.clone();
-    ctx.emit(EngineEvent::Message(st.messages[0].clone()));
+    ctx.emit(EngineEvent::Message(Message::clone(&st.messages[0])));
     tracing::debug!(?counters, "run starts");
 
     let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;
@@ -159,7 +159,7 @@ pub async fn run(
     Ok(RunOutcome {
         terminal,
         error: if terminal == TerminalReason::Completed { None } else { st.error.clone() },
-        messages: st.messages.clone(),
+        messages: st.messages.to_messages(),
         final_text: st.final_text(),
         usage: st.usage,
         model_calls: st.model_calls,

@@ -70,7 +70,7 @@ and nothing is left to compact",
     }
 
     fn estimate(&self) -> u64 {
-        context::estimate_tokens(&self.st.options.system, self.st.tools_chars, &self.st.messages)
+        context::estimate_tokens_of_chars(self.st.options.system.len() + self.st.tools_chars + self.st.messages.chars())
     }
 
     /// Replace the history with a summary written by an aux request.
@@ -78,7 +78,7 @@ and nothing is left to compact",
         let request = ModelRequest {
             model: self.st.model().to_owned(),
             system: context::COMPACT_SYSTEM.to_owned(),
-            messages: context::compaction_request_messages(&self.st.messages),
+            messages: context::compaction_request_messages(&self.st.messages).into(),
             tools: Vec::new(),
             max_tokens: crate::model::DEFAULT_MAX_TOKENS,
             purpose: Purpose::Aux,
@@ -105,7 +105,7 @@ and nothing is left to compact",
         if summary.trim().is_empty() {
             return Err(ModelError::Protocol("the compaction summary was empty".into()));
         }
-        self.st.messages = context::compacted_history(&summary);
+        self.st.messages = context::compacted_history(&summary).into();
         Ok(())
     }
 

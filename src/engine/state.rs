@@ -9,7 +9,9 @@ use crate::engine::options::EngineOptions;
 use crate::engine::table::{Counters, Table};
 use crate::model::assemble::Assembler;
 use crate::model::{DEFAULT_MAX_TOKENS, ESCALATED_MAX_TOKENS, ModelRequest, Purpose, ReplyStream};
-use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Usage};
+use std::borrow::Borrow;
+
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Transcript, Usage};
 use crate::tools::ToolCall;
 
 /// Counter names used by the handlers (declared in the table).
@@ -77,8 +79,8 @@ impl UsageTotals {
 pub struct LoopState {
     /// Options of the run.
     pub options: EngineOptions,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far; requests share its messages.
+    pub messages: Transcript,
     /// Tool definitions sent with every main request.
     pub tools: Vec<ToolDefinition>,
     /// Characters of the serialized tool definitions, for estimates.
@@ -145,7 +147,7 @@ impl LoopState {
         let tools_chars = serde_json::to_string(&tools).map(|s| s.len()).unwrap_or(0);
         LoopState {
             options,
-            messages: vec![Message::user_text(prompt)],
+            messages: Transcript::from(vec![Message::user_text(prompt)]),
             tools,
             tools_chars,
             counters,
@@ -216,29 +218,20 @@ impl LoopState {
     /// API wants roles to alternate; a reply that continues a paused turn extends it).
     /// Empty messages are not appended.
     pub fn push_message(&mut self, message: Message) -> Option<&Message> {
-        if message.content.is_empty() {
-            return None;
-        }
-        match self.messages.last_mut() {
-            Some(last) if last.role == message.role => {
-                last.content.extend(message.content);
-            }
-            _ => self.messages.push(message),
-        }
-        self.messages.last()
+        self.messages.push_merging(message)
     }
 
     /// The text of the last assistant message.
     pub fn final_text(&self) -> String {
-        self.messages.iter().rev().find(|m| m.role == Role::Assistant).map(Message::text).unwrap_or_default()
+        self.messages.iter().rev().find(|m| m.role == Role::Assistant).map(|m| m.text()).unwrap_or_default()
     }
 }
 
 /// The first violation of the pairing invariant in `messages`, if any: every `tool_use`
 /// must have exactly one `tool_result` in the very next message, which must be a user message,
 /// and no `tool_result` may answer a call that message does not follow.
-pub fn pairing_violation(messages: &[Message]) -> Option<String> {
-    for (i, message) in messages.iter().enumerate() {
+pub fn pairing_violation<M: Borrow<Message>>(messages: &[M]) -> Option<String> {
+    for (i, message) in messages.iter().map(Borrow::borrow).enumerate() {
         let results: Vec<&str> = message
             .content
             .iter()
@@ -247,7 +240,7 @@ pub fn pairing_violation(messages: &[Message]) -> Option<String> {
                 _ => None,
             })
             .collect();
-        let calls: Vec<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
+        let calls: Vec<&str> = match i.checked_sub(1).map(|p| messages[p].borrow()) {
             Some(prev) if prev.role == Role::Assistant => prev.tool_uses().map(|t| t.id).collect(),
             _ => Vec::new(),
         };
@@ -261,7 +254,7 @@ pub fn pairing_violation(messages: &[Message]) -> Option<String> {
             return Some(format!("message {i}: assistant follows tool calls {calls:?} that got no results"));
         }
     }
-    if let Some(last) = messages.last()
+    if let Some(last) = messages.last().map(Borrow::borrow)
         && last.role == Role::Assistant
         && last.tool_uses().next().is_some()
     {

@@ -16,7 +16,7 @@ pub mod unescape;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::protocol::{Message, ToolDefinition};
+use crate::protocol::{ToolDefinition, Transcript};
 
 pub use error::{ErrorClass, ModelError};
 pub use reply::{EventStream, Reply, ReplyStream};
@@ -43,8 +43,8 @@ pub struct ModelRequest {
     pub model: String,
     /// System prompt.
     pub system: String,
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation, shared with the history it was built from.
+    pub messages: Transcript,
     /// Tools the model may call.
     pub tools: Vec<ToolDefinition>,
     /// Output cap.

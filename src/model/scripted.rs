@@ -32,6 +32,8 @@ pub struct ScriptedModel {
     abort: Option<AbortSpec>,
     /// The run's token, cancelled by `abort`.
     cancel: CancellationToken,
+    /// Whether the log keeps every request (for tests); otherwise each is checked and dropped.
+    keep_requests: bool,
     /// What was received and served. A std mutex: it is never held across an await (every
     /// request is handled synchronously before its stream is returned).
     log: Mutex<Log>,
@@ -39,8 +41,13 @@ pub struct ScriptedModel {
 
 #[derive(Debug, Default)]
 struct Log {
-    /// Every request received, in order.
+    /// Every request received, in order. Cheap to keep: a request shares its messages with
+    /// the engine's history (pointers, not copies).
     requests: Vec<(Purpose, ModelRequest)>,
+    /// Main requests received.
+    main_received: usize,
+    /// Aux requests received.
+    aux_received: usize,
     /// Main replies served.
     main_served: usize,
     /// Aux replies served.
@@ -57,11 +64,21 @@ impl ScriptedModel {
             aux: scenario.aux.clone(),
             abort: scenario.abort,
             cancel,
+            keep_requests: true,
             log: Mutex::new(Log::default()),
         }
     }
 
-    /// Every request received so far, in order, with its purpose.
+    /// The same model, but one that keeps no request: each is checked against its reply's
+    /// `expect` and dropped, so a long run holds nothing per request (the CLI's runs).
+    /// [`ScriptedModel::requests`] then returns nothing.
+    pub fn forgetting_requests(mut self) -> Self {
+        self.keep_requests = false;
+        self
+    }
+
+    /// Every request received so far, in order, with its purpose (none if the model was made
+    /// with [`ScriptedModel::forgetting_requests`]).
     pub fn requests(&self) -> Vec<(Purpose, ModelRequest)> {
         self.lock().requests.clone()
     }
@@ -104,8 +121,15 @@ impl ScriptedModel {
     fn take(&self, request: &ModelRequest) -> Result<(usize, &ScriptedResponse), ModelError> {
         let purpose = request.purpose;
         let mut log = self.lock();
-        log.requests.push((purpose, request.clone()));
-        let ordinal = log.requests.iter().filter(|(p, _)| *p == purpose).count();
+        if self.keep_requests {
+            log.requests.push((purpose, request.clone()));
+        }
+        let received = match purpose {
+            Purpose::Main => &mut log.main_received,
+            Purpose::Aux => &mut log.aux_received,
+        };
+        *received += 1;
+        let ordinal = *received;
         let (list, served, what) = match purpose {
             Purpose::Main => (&self.responses, &mut log.main_served, "responses"),
             Purpose::Aux => (&self.aux, &mut log.aux_served, "aux responses"),
@@ -180,9 +204,7 @@ fn label_of(purpose: Purpose) -> &'static str {
 
 /// Prompt tokens of `request`, estimated as its characters (system and messages) over four.
 fn estimate_input_tokens(request: &ModelRequest) -> u64 {
-    let chars =
-        request.system.len() + request.messages.iter().flat_map(|m| &m.content).map(|b| b.char_len()).sum::<usize>();
-    (chars / 4) as u64
+    ((request.system.len() + request.messages.chars()) / 4) as u64
 }
 
 #[cfg(test)]

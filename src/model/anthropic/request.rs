@@ -11,6 +11,8 @@
 //! Nothing is copied: the borrowed wrappers below serialize the request's own messages, and
 //! only the marked block goes through a wrapper that adds the `cache_control` key.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::Value;
@@ -126,7 +128,7 @@ where
 }
 
 /// The history, its last message marked.
-struct Messages<'a>(&'a [Message]);
+struct Messages<'a>(&'a [Arc<Message>]);
 
 #[derive(Serialize)]
 struct MarkedMessage<'a> {
@@ -181,7 +183,7 @@ mod tests {
         ModelRequest {
             model: "claude-sonnet-4-5".into(),
             system: system.into(),
-            messages,
+            messages: messages.into(),
             tools,
             max_tokens: 16_000,
             purpose: Purpose::Main,

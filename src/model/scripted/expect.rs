@@ -2,7 +2,7 @@
 //! loudly the moment the engine sends something other than what the script assumed.
 
 use crate::model::{ModelError, ModelRequest};
-use crate::protocol::{ContentBlock, Message, Role};
+use crate::protocol::{ContentBlock, Role};
 use crate::scenario::Expect;
 
 /// Characters of the actual last user text quoted in a mismatch.
@@ -24,7 +24,7 @@ pub(super) fn check(label: &str, expect: &Expect, request: &ModelRequest) -> Res
     }
     let last_user = request.messages.iter().rev().find(|m| m.role == Role::User);
     if let Some(needle) = &expect.last_user_text_contains {
-        let text = last_user.map(Message::all_text);
+        let text = last_user.map(|m| m.all_text());
         if !text.as_deref().is_some_and(|t| t.contains(needle.as_str())) {
             let got = text.map_or_else(|| "no user message".to_owned(), |t| format!("{:?}", quote(&t)));
             return mismatch("last_user_text_contains", format!("the last user message to contain {needle:?}"), got);

@@ -26,7 +26,7 @@ fn request(purpose: Purpose, messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
         model: MODEL.into(),
         system: SYSTEM.into(),
-        messages,
+        messages: messages.into(),
         tools: Vec::new(),
         max_tokens: DEFAULT_MAX_TOKENS,
         purpose,

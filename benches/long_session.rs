@@ -1,0 +1,111 @@
+//! The long-session benchmark of issue 11: a scripted run of 100 and of 1000 Read turns, each
+//! run as a separate process of the optimised binary (`agentloop run --model scripted:FILE`).
+//!
+//! The scenario is generated here: every reply but the last is one `tool_use` of Read on a
+//! small file, the last one ends the turn; `max_turns` is set above the number of turns. For
+//! each size the benchmark prints the wall time (spawn to exit) and the peak resident set size
+//! read with `wait4` (the child's own `ru_maxrss`, as `run_e2e` does), then the ratios
+//! 1000/100. Targets: 1000 turns in at most 1.5 s and 64 MB, wall ratio at most 15 (linear is
+//! 10). Every run is checked to have ended with the final answer.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_agentloop");
+const ANSWER: &str = "Read every file; all is well.";
+
+/// A scenario of `turns` Read tool turns followed by a final answer.
+fn scenario(turns: usize) -> Value {
+    let mut responses: Vec<Value> = (0..turns)
+        .map(|i| {
+            json!({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": format!("notes/{}.txt", i % 10)}}]})
+        })
+        .collect();
+    responses.push(json!({"content": [{"type": "text", "text": ANSWER}]}));
+    let files: serde_json::Map<String, Value> =
+        (0..10).map(|i| (format!("notes/{i}.txt"), json!(format!("note {i}: a short line of text\n")))).collect();
+    json!({
+        "name": format!("long-session-{turns}"),
+        "description": "benchmark: many Read turns, then an answer",
+        "prompt": "Read the notes one by one.",
+        "files": files,
+        "options": {"max_turns": turns + 10},
+        "responses": responses,
+    })
+}
+
+/// One run of `turns` turns: wall time and peak RSS in KiB.
+#[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also reports its usage")]
+fn once(turns: usize) -> (Duration, u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("scenario.json");
+    std::fs::write(&file, serde_json::to_vec(&scenario(turns)).expect("serialize")).expect("write scenario");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("work dir");
+    let out_path = dir.path().join("out.txt");
+    let out = std::fs::File::create(&out_path).expect("output file");
+    let mut command = Command::new(BINARY);
+    command
+        .arg("run")
+        .arg("--model")
+        .arg(format!("scripted:{}", file.display()))
+        .arg("--cwd")
+        .arg(&work)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(Stdio::null());
+    let start = Instant::now();
+    let child = command.spawn().expect("spawn agentloop");
+    let (status, usage) = wait4(child.id());
+    let wall = start.elapsed();
+    let printed = std::fs::read_to_string(&out_path).expect("read output");
+    assert!(status == 0 && printed.contains(ANSWER), "the run of {turns} turns failed (status {status}): {printed}");
+    // ru_maxrss is in KiB on Linux.
+    (wall, usage.ru_maxrss as u64)
+}
+
+/// Wait for `pid` and return its exit status and its own resource usage.
+fn wait4(pid: u32) -> (i32, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: `rusage` is plain old data that wait4 fills in; `pid` is our own unreaped child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid as libc::pid_t, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (code, usage)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs a short session once as a smoke test.
+    if !std::env::args().any(|a| a == "--bench") {
+        let (wall, rss) = once(10);
+        eprintln!("long_session smoke run (10 turns): {:.1} ms, {:.1} MiB", ms(wall), mib(rss));
+        return;
+    }
+    println!("binary: {BINARY}");
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average before: {}", loadavg.trim());
+    let (wall_100, rss_100) = once(100);
+    let (wall_1000, rss_1000) = once(1000);
+    println!("100 Read turns: wall {:.1} ms, peak RSS {:.1} MiB", ms(wall_100), mib(rss_100));
+    println!(
+        "1000 Read turns: wall {:.1} ms (target <= 1500 ms), peak RSS {:.1} MiB (target <= 64 MB)",
+        ms(wall_1000),
+        mib(rss_1000)
+    );
+    println!(
+        "ratio 1000/100: wall {:.1} (target <= 15; linear is 10), peak RSS {:.1}",
+        wall_1000.as_secs_f64() / wall_100.as_secs_f64(),
+        rss_1000 as f64 / rss_100 as f64
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
