@@ -17,7 +17,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::model::{ModelError, tool_input};
+use crate::model::ModelError;
 use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReason, StreamEvent, Usage};
 
 /// What one pushed event changed, for callers that show progress or start tools early.
@@ -337,7 +337,7 @@ impl Assembler {
         if !takes_input || buffer.is_empty() {
             return;
         }
-        match tool_input::parse(&buffer) {
+        match serde_json::from_str::<Value>(&buffer) {
             Ok(input) => {
                 block.insert("input".into(), input);
             }
