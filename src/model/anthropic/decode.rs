@@ -2,7 +2,7 @@
 //!
 //! Every payload is read by serde. Nearly every event of a reply is a `content_block_delta`
 //! carrying a piece of text, thinking or tool-input JSON; serde reads that shape into a small
-//! borrowed view ([`PieceEvent`]) whose piece is borrowed from the payload unless it holds
+//! borrowed view (`PieceEvent`) whose piece is borrowed from the payload unless it holds
 //! escapes, and the piece is appended with [`Assembler::push_text`]. Anything else (other
 //! events, other deltas, a delta serde will not read that way) is read into an owned
 //! [`StreamEvent`] ([`decode`], the plain reading, which the tests use as the reference) and
