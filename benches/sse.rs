@@ -3,11 +3,10 @@
 //! The input is a generated ~50 MB Messages stream of text blocks and tool_use blocks, with
 //! deltas of 1 to 64 characters (the sizes the API streams), fed in 16 KiB chunks as a socket
 //! would deliver them. Beside two memchr baselines: framing alone; the synchronous core of the
-//! client (`parse_and_assemble`: `Parser::feed_with` a `decode::Intake`); the same without the
-//! whole-event path (`parse_and_assemble_events`); the serde reference with one owned
-//! `StreamEvent` per event (`parse_and_assemble_owned`); and what the engine runs
-//! (`reply_and_assemble`: the `Reply` over a body stream, read to its end with text joined
-//! per read as the engine joins it). Before criterion starts, the last two are also timed in
+//! client (`parse_and_assemble`: `Parser::feed_with` a `decode::Intake`, serde per event); the
+//! serde reference with one owned `StreamEvent` per event (`parse_and_assemble_owned`); and
+//! what the engine runs (`reply_and_assemble`: the `Reply` over a body stream, read to its end
+//! with text joined per read as the engine joins it). Before criterion starts, the last two are also timed in
 //! interleaved pairs with the newline scan (`common::Interleaved`), and the median ratio is
 //! printed. `cargo bench --bench sse`; the ratios go to docs/performance.md.
 
@@ -17,7 +16,7 @@ use std::hint::black_box;
 use std::ops::ControlFlow;
 
 use agentloop::engine::reply_steps::{ReplySteps, Seen};
-use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
+use agentloop::model::anthropic::decode::{Intake, decode};
 use agentloop::model::anthropic::sse::Parser;
 use agentloop::model::anthropic::stream::sse_reply;
 use agentloop::model::assemble::{Assembler, Step};
@@ -128,9 +127,8 @@ fn generate() -> Vec<u8> {
     out.into_bytes()
 }
 
-/// The synchronous core of the client: each chunk fed to a `decode::Intake` (compact deltas
-/// taken whole from the raw bytes and decoded into the assembler, the rest framed by the parser
-/// and pushed); `finish()` parses the tool inputs.
+/// The synchronous core of the client: each chunk fed to the parser with a `decode::Intake`
+/// (each event decoded by serde and pushed); `finish()` parses the tool inputs.
 fn parse_and_assemble(bytes: &[u8]) -> usize {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
@@ -159,13 +157,6 @@ fn assemble_each_event(bytes: &[u8], push: fn(&mut Assembler, &str)) -> usize {
     let done = assembler.finish();
     assert!(done.complete);
     done.content.len()
-}
-
-/// Every event framed by the parser, then `decode::push_payload` (no whole-event path).
-fn parse_and_assemble_events(bytes: &[u8]) -> usize {
-    assemble_each_event(bytes, |asm, data| {
-        push_payload(asm, data).unwrap();
-    })
 }
 
 /// The reference: parser events read by serde into one owned `StreamEvent` each, pushed.
@@ -250,7 +241,6 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("parse_and_assemble", |b| b.iter(|| parse_and_assemble(black_box(bytes))));
-    group.bench_function("parse_and_assemble_events", |b| b.iter(|| parse_and_assemble_events(black_box(bytes))));
     group.bench_function("parse_and_assemble_owned", |b| b.iter(|| parse_and_assemble_owned(black_box(bytes))));
     group.bench_function("reply_and_assemble", |b| b.iter(|| reply_and_assemble(black_box(bytes))));
     group.finish();

@@ -1,10 +1,10 @@
 //! The recorded Anthropic streams of `shared/fixtures/anthropic-sse/` through the real SSE
 //! parser and the shared `Assembler`, compared with `expected.json`; then the same streams cut
-//! into chunks every which way, which must assemble identically. Every run goes three ways, which
-//! must agree: what the client runs, compact deltas taken whole from the raw bytes and decoded
-//! into the assembler (`Parser::feed_with` a `decode::Intake`); every event lent by the parser
-//! (`Parser::feed`, `decode::push_payload`); and the reference, every event queued and read by
-//! serde into an owned event (`Parser::push`, `decode`, `Assembler::push`).
+//! into chunks every which way, which must assemble identically. Every run goes two ways, which
+//! must agree: what the client runs, each chunk fed to the parser with a `decode::Intake`
+//! (`Parser::feed_with`), every event lent out of the chunk where it can be; and the reference,
+//! every event queued by the parser and read by serde into an owned event (`Parser::push`,
+//! `decode`, `Assembler::push`).
 //!
 //! The fixtures live beside the repository (`../shared/…` from the crate root in CI); the
 //! nearest ancestor directory holding `shared/fixtures/anthropic-sse` is used, so worktrees
@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentloop::model::ModelError;
-use std::ops::ControlFlow;
-
-use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
+use agentloop::model::anthropic::decode::{Intake, decode};
 use agentloop::model::anthropic::sse::Parser;
 use agentloop::model::anthropic::stream::sse_reply;
 use agentloop::model::assemble::{Assembled, Assembler, Step};
@@ -114,10 +112,8 @@ fn finish(assembler: Assembler, mut error: Option<(String, String)>) -> Outcome 
 /// The synchronous paths, which must agree.
 fn run<'a>(chunks: impl IntoIterator<Item = &'a [u8]> + Clone) -> Outcome {
     let intake = run_intake(chunks.clone());
-    let lent = run_lent(chunks.clone());
     let queued = run_queued(chunks);
-    assert!(intake == lent, "intake:\n{intake:?}\nlent:\n{lent:?}");
-    assert!(lent == queued, "lent:\n{lent:?}\nqueued:\n{queued:?}");
+    assert!(intake == queued, "intake:\n{intake:?}\nqueued:\n{queued:?}");
     intake
 }
 
@@ -129,8 +125,8 @@ fn protocol_error(error: ModelError) -> (String, String) {
     }
 }
 
-/// What the client runs: each chunk fed to a `decode::Intake` (compact deltas taken whole from
-/// the raw bytes and decoded into the assembler, the rest framed by the parser).
+/// What the client runs: each chunk fed to the parser with a `decode::Intake`, which decodes
+/// each event it frames and pushes it.
 fn run_intake<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
     let mut parser = Parser::new();
     let mut assembler = Assembler::new();
@@ -139,32 +135,6 @@ fn run_intake<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
         let mut intake = Intake::new(&mut assembler, |_: Step<'_>| {});
         let flow = parser.feed_with(chunk, &mut intake);
         error = intake.failure().map(protocol_error);
-        if flow.is_break() {
-            break;
-        }
-    }
-    finish(assembler, error)
-}
-
-/// Whether to go on after pushing one event; a protocol error is recorded.
-fn react(step: Result<Step<'_>, ModelError>, error: &mut Option<(String, String)>) -> ControlFlow<()> {
-    match step {
-        Ok(Step::Stopped | Step::Failed(_)) => ControlFlow::Break(()),
-        Ok(_) => ControlFlow::Continue(()),
-        Err(e) => {
-            *error = Some(protocol_error(e));
-            ControlFlow::Break(())
-        }
-    }
-}
-
-/// Events lent from each chunk by the parser, each pushed with `decode::push_payload`.
-fn run_lent<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
-    let mut parser = Parser::new();
-    let mut assembler = Assembler::new();
-    let mut error = None;
-    for chunk in chunks {
-        let flow = parser.feed(chunk, |sse| react(push_payload(&mut assembler, sse.data), &mut error));
         if flow.is_break() {
             break;
         }
@@ -319,9 +289,8 @@ proptest! {
 #[test]
 fn bytes_that_are_not_utf8_read_the_same_on_every_path() {
     // A byte that can never appear in UTF-8, put at 64 places spread over each fixture in
-    // turn: inside text and tool-input strings, framing and JSON keys. The fast path refuses
-    // it and the parser replaces it with U+FFFD; every path must end with the same reply or
-    // the same error.
+    // turn: inside text and tool-input strings, framing and JSON keys. The parser replaces it
+    // with U+FFFD; every path must end with the same reply or the same error.
     for fixture in fixtures() {
         let step = (fixture.bytes.len() / 64).max(1) | 1;
         for at in (0..fixture.bytes.len()).step_by(step) {

@@ -7,17 +7,14 @@
 //! never completed is marked `input_complete: false` and is never executed.
 //!
 //! Events come in owned ([`Assembler::push`]), or, for the pieces of text that make up nearly
-//! all of a reply, without an event: a reader that decodes a delta's string can decode it
-//! straight onto the end of the string the assembler keeps for that block
-//! ([`Assembler::piece_target`], then [`piece_step`] to report it), and
-//! [`Assembler::push_text`] appends a borrowed piece. Either way nothing is allocated per
-//! piece, and the [`Step`] lends the piece back.
+//! all of a reply, without an event: [`Assembler::push_text`] appends a borrowed piece. Either
+//! way the [`Step`] lends the piece back.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::model::{ModelError, tool_input};
+use crate::model::ModelError;
 use crate::protocol::{ApiErrorBody, ContentBlock, Delta, Message, Role, StopReason, StreamEvent, Usage};
 
 /// What one pushed event changed, for callers that show progress or start tools early.
@@ -238,25 +235,6 @@ impl Assembler {
         Ok(piece_step(index, kind, Cow::Borrowed(piece)))
     }
 
-    /// The string the next piece of kind `kind` for block `index` goes on, for a reader that
-    /// decodes the piece straight onto its end (and reports [`piece_step`] itself); `None`
-    /// unless block `index` is open and already has that string. Whatever the reader appends
-    /// must be what [`Assembler::push_text`] would append, and it must cut the string back if
-    /// it gives up. The first piece of a block's text or thinking, and pieces for a block that
-    /// already closed, go the general way ([`Assembler::push`] of the owned event, or
-    /// [`Assembler::push_text`]).
-    #[inline]
-    pub fn piece_target(&mut self, index: usize, kind: TextKind) -> Option<&mut String> {
-        if *self.closed.get(index)? {
-            return None;
-        }
-        match kind {
-            TextKind::InputJson => Some(&mut self.json_buffers[index]),
-            TextKind::Text => self.pending[index].text.as_mut(),
-            TextKind::Thinking => self.pending[index].thinking.as_mut(),
-        }
-    }
-
     /// Append a piece where it belongs. Text and thinking wait beside an open block and are
     /// merged into it when it closes (no map lookup per piece); a block that already closed
     /// takes them directly.
@@ -326,10 +304,10 @@ impl Assembler {
         let block = &mut self.blocks[index];
         let pending = std::mem::take(&mut self.pending[index]);
         if let Some(text) = pending.text {
-            merge_str(block, "text", fitted(text));
+            merge_str(block, "text", text);
         }
         if let Some(thinking) = pending.thinking {
-            merge_str(block, "thinking", fitted(thinking));
+            merge_str(block, "thinking", thinking);
         }
         let takes_input =
             matches!(block.get("type").and_then(Value::as_str), Some("tool_use" | "server_tool_use" | "mcp_tool_use"));
@@ -337,7 +315,7 @@ impl Assembler {
         if !takes_input || buffer.is_empty() {
             return;
         }
-        match tool_input::parse(&buffer) {
+        match serde_json::from_str::<Value>(&buffer) {
             Ok(input) => {
                 block.insert("input".into(), input);
             }
@@ -348,15 +326,6 @@ impl Assembler {
             }
         }
     }
-}
-
-/// `text` without the spare room a reader reserved while it grew (a decoder reserves for the
-/// rest of a chunk), so a short block does not hold kilobytes for the rest of the session.
-fn fitted(mut text: String) -> String {
-    if text.capacity() > 2 * text.len() + 64 {
-        text.shrink_to_fit();
-    }
-    text
 }
 
 /// What a piece of text of kind `kind` appended to block `index` reports.
@@ -475,19 +444,6 @@ mod tests {
                 json!({"type":"text","text":""}),
             ]
         );
-    }
-
-    #[test]
-    fn a_closed_block_keeps_none_of_the_room_a_reader_reserved() {
-        let mut a = Assembler::new();
-        a.push(ev(json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}))).unwrap();
-        a.push_text(0, TextKind::Text, "hi").unwrap();
-        a.piece_target(0, TextKind::Text).unwrap().reserve(16 * 1024);
-        a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap();
-        let done = a.finish();
-        let Value::String(text) = &done.content[0]["text"] else { panic!("{:?}", done.content) };
-        assert_eq!(text, "hi");
-        assert!(text.capacity() < 100, "capacity {}", text.capacity());
     }
 
     #[test]

@@ -10,8 +10,6 @@ pub mod assemble;
 pub mod error;
 pub mod reply;
 pub mod scripted;
-pub mod tool_input;
-pub mod unescape;
 
 use futures::future::BoxFuture;
 use serde::Serialize;

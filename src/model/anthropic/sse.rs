@@ -32,11 +32,6 @@
 //! copied, into buffers that are reused, so reading a stream allocates nothing per event once
 //! they have grown. Every input byte is scanned (memchr) once, so the cost is linear in the
 //! input whatever the chunking.
-//!
-//! A [`Handler`] given to [`Parser::feed_with`] may also take whole events from the bytes
-//! themselves, at each point where a new event starts ([`Handler::whole_event`]): a decoder
-//! that knows the exact bytes of its most common event reads (and checks) those in one pass
-//! instead of three.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -57,19 +52,6 @@ pub struct Event<'a> {
 pub trait Handler {
     /// One complete event. Breaking stops the feed: the rest of the chunk is dropped unread.
     fn event(&mut self, event: Event<'_>) -> ControlFlow<()>;
-
-    /// Offered the bytes from the start of a new event to the end of the chunk, with nothing
-    /// of an event pending: take one whole event from the front (its lines and the blank line
-    /// that ends it, all within `bytes`) and say how many bytes it spanned and whether to go
-    /// on; or `None` (the default) to let the parser read it.
-    ///
-    /// The bytes are unchecked: an implementation must only take an event that is valid
-    /// UTF-8, holds exactly one event and has LF line ends (no CR), and must treat it exactly
-    /// as [`Handler::event`] would treat the event the parser reads from it.
-    fn whole_event(&mut self, bytes: &[u8]) -> Option<(usize, ControlFlow<()>)> {
-        let _ = bytes;
-        None
-    }
 }
 
 /// A callback as a [`Handler`].
@@ -154,7 +136,7 @@ impl Parser {
         self.feed_with(bytes, &mut Callback(on_event))
     }
 
-    /// [`Parser::feed`] with a [`Handler`], which may take whole events from the bytes.
+    /// [`Parser::feed`] with a [`Handler`] instead of a callback.
     ///
     /// A line or event data longer than [`MAX_EVENT_BYTES`] breaks the feed and marks the parser
     /// [`Parser::overflowed`]; every later feed breaks at once.
@@ -263,21 +245,6 @@ impl Parser {
         handler: &mut H,
     ) -> ControlFlow<()> {
         loop {
-            if borrowed.data.is_none()
-                && borrowed.event.is_none()
-                && self.data.is_empty()
-                && self.event.is_empty()
-                && self.seen_line
-            {
-                // Nothing of an event is pending: offer whole events for as long as the
-                // handler takes them.
-                while !bytes.is_empty()
-                    && let Some((used, flow)) = handler.whole_event(bytes)
-                {
-                    bytes = &bytes[used..];
-                    flow?;
-                }
-            }
             let Some((end, next)) = self.line_end(bytes) else {
                 return self.hold(bytes);
             };
@@ -441,7 +408,7 @@ mod tests {
         assert_eq!(chunks, 16, "16 chunks of 1 MiB fill the cap exactly; the 17th passes it");
         assert!(p.overflowed());
         assert_eq!((p.partial.capacity(), p.data.capacity()), (0, 0));
-        // Nothing is read after the overflow, not even a whole event.
+        // Nothing is read after the overflow, not even a complete event.
         assert_eq!(p.feed(b"\n\ndata: x\n\n", |_| ControlFlow::Continue(())), ControlFlow::Break(()));
         assert_eq!(events, 0);
     }
@@ -570,42 +537,6 @@ mod tests {
         }
         p.push(b"\n\n");
         assert_eq!(p.next_event().map(|e| e.data.len()), Some(text.len()));
-    }
-
-    /// Takes every event that is exactly `data: x\n\n`, noting where it was offered text.
-    #[derive(Default)]
-    struct TakesX {
-        offered: Vec<String>,
-        events: Vec<Owned>,
-    }
-
-    impl Handler for TakesX {
-        fn event(&mut self, event: Event<'_>) -> ControlFlow<()> {
-            self.events.push(owned(event));
-            ControlFlow::Continue(())
-        }
-
-        fn whole_event(&mut self, bytes: &[u8]) -> Option<(usize, ControlFlow<()>)> {
-            self.offered.push(String::from_utf8_lossy(&bytes[..bytes.len().min(6)]).into_owned());
-            let taken = bytes.starts_with(b"data: x\n\n").then_some(9)?;
-            self.events.push(ev(Some("taken"), "x"));
-            Some((taken, ControlFlow::Continue(())))
-        }
-    }
-
-    #[test]
-    fn whole_events_are_offered_only_where_an_event_starts() {
-        let mut p = Parser::new();
-        let mut h = TakesX::default();
-        // Not at the very start (a BOM may come first), not inside an event, not mid-line; a
-        // comment starts no event. A refused offer (no blank line yet) goes to the parser.
-        let _ = p.feed_with(b": hi\ndata: x\n\nevent: e\ndata: x\n\ndata: x\n\ndata: x", &mut h);
-        let _ = p.feed_with(b"\n\ndata: y\n\n", &mut h);
-        assert_eq!(h.offered, ["data: ", "event:", "data: ", "data: ", "data: "]);
-        assert_eq!(
-            h.events,
-            [ev(Some("taken"), "x"), ev(Some("e"), "x"), ev(Some("taken"), "x"), ev(None, "x"), ev(None, "y")]
-        );
     }
 
     #[test]

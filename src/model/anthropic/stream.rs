@@ -1,8 +1,7 @@
 //! From response body bytes to a [`Reply`]: SSE framing ([`super::sse`]) and decoding
 //! ([`super::decode::Intake`]) of each chunk as it arrives, every event pushed straight into the
-//! caller's assembler: compact deltas decoded onto the end of their block's text, other events
-//! dispatched on their JSON `type` (the `event:` name may be missing, so it is not trusted).
-//! Nothing is allocated or queued per event.
+//! caller's assembler, each decoded by serde and dispatched on its JSON `type` (the `event:`
+//! name may be missing, so it is not trusted). Nothing is queued per event.
 //!
 //! The reply ends after `message_stop` or an `error` event, after the first failure, or when
 //! the body ends. An early end is not an error here: the assembler sees no `message_stop` and
