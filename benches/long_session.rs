@@ -8,6 +8,8 @@
 //! 1000/100. Targets: 1000 turns in at most 1.5 s and 64 MB, wall ratio at most 15 (linear is
 //! 10). Every run is checked to have ended with the final answer.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -58,23 +60,12 @@ fn once(turns: usize) -> (Duration, u64) {
         .stderr(Stdio::null());
     let start = Instant::now();
     let child = command.spawn().expect("spawn agentloop");
-    let (status, usage) = wait4(child.id());
+    let (status, usage) = common::child::wait4(child.id());
     let wall = start.elapsed();
     let printed = std::fs::read_to_string(&out_path).expect("read output");
     assert!(status == 0 && printed.contains(ANSWER), "the run of {turns} turns failed (status {status}): {printed}");
     // ru_maxrss is in KiB on Linux.
     (wall, usage.ru_maxrss as u64)
-}
-
-/// Wait for `pid` and return its exit status and its own resource usage.
-fn wait4(pid: u32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain old data that wait4 fills in; `pid` is our own unreaped child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid as libc::pid_t, "wait4: {}", std::io::Error::last_os_error());
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, usage)
 }
 
 fn main() {

@@ -9,6 +9,8 @@
 //! installed, its "Maximum resident set size" for one run as a cross-check. Targets: under
 //! 50 ms and under 20 MB. Every run is checked to have printed the answer.
 
+mod common;
+
 #[path = "../tests/common/mock_api.rs"]
 mod mock_api;
 
@@ -59,7 +61,7 @@ fn once() -> (Duration, u64) {
     command.stderr(Stdio::null());
     let start = Instant::now();
     let mut child = command.spawn().expect("spawn agentloop");
-    let (status, usage) = wait4(child.id());
+    let (status, usage) = common::child::wait4(child.id());
     let wall = start.elapsed();
     let mut out = String::new();
     child.stdout.take().expect("piped stdout").read_to_string(&mut out).expect("read stdout");
@@ -67,17 +69,6 @@ fn once() -> (Duration, u64) {
     assert_eq!(api.requests().len(), 2);
     // ru_maxrss is in KiB on Linux.
     (wall, usage.ru_maxrss as u64)
-}
-
-/// Wait for `pid` and return its exit status and its own resource usage.
-fn wait4(pid: u32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain old data that wait4 fills in; `pid` is our own unreaped child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid as libc::pid_t, "wait4: {}", std::io::Error::last_os_error());
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, usage)
 }
 
 /// One run under GNU time (`/usr/bin/time -v`): its "Maximum resident set size" line, if

@@ -4,6 +4,7 @@
 // Each benchmark that includes this file uses only part of it.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod commands;
 
 use std::hint::black_box;
