@@ -226,12 +226,13 @@ impl<'a> Walker<'a> {
 
     /// Check a command's program and assignments, look through wrappers, record it.
     fn finish(&mut self, mut cmd: SimpleCommand) {
-        self.check_command(&mut cmd);
+        self.check_command(&mut cmd, 0);
         self.out.commands.push(cmd);
     }
 
-    /// The checks every command gets, including those wrappers run.
-    pub(super) fn check_command(&mut self, cmd: &mut SimpleCommand) {
+    /// The checks every command gets, including those wrappers run (`level` wrappers deep):
+    /// its assignments, a literal program, and what it runs if it is a wrapper.
+    pub(super) fn check_command(&mut self, cmd: &mut SimpleCommand, level: usize) {
         for name in cmd.assignments.clone() {
             self.assigned(&name);
         }
@@ -241,7 +242,7 @@ impl<'a> Walker<'a> {
                 let text = program.text.clone();
                 self.hazard(Hazard::DynamicProgram(text));
             }
-            Some(_) => wrappers::look_through(self, cmd),
+            Some(_) => wrappers::look_through(self, cmd, level),
         }
     }
 
@@ -503,9 +504,8 @@ impl<'a> Walker<'a> {
     fn expansion(&mut self, node: Node) {
         for (field, child) in children(node) {
             match (field, child.kind()) {
-                (Some("operator"), op @ (":=" | "=" | "@" | "!")) => {
+                (Some("operator"), ":=" | "=" | "@" | "!") => {
                     let text = self.text(node).to_owned();
-                    let _ = op;
                     self.hazard(Hazard::ExpansionSideEffect(text));
                 }
                 (_, "subscript") => {

@@ -88,11 +88,7 @@ impl Options {
 
 /// Look through `cmd` if its program runs other programs (at nesting `level`); flag
 /// builtins that hide what runs.
-pub(super) fn look_through(w: &mut Walker, cmd: &mut SimpleCommand) {
-    look_through_at(w, cmd, 0);
-}
-
-fn look_through_at(w: &mut Walker, cmd: &mut SimpleCommand, level: usize) {
+pub(super) fn look_through(w: &mut Walker, cmd: &mut SimpleCommand, level: usize) {
     if level + w.depth > MAX_DEPTH {
         w.hazard(Hazard::Unparsable("wrappers nested too deep".into()));
         return;
@@ -218,15 +214,7 @@ fn wrap(
         return;
     }
     let mut inner = SimpleCommand { assignments, words, ..SimpleCommand::default() };
-    for name in inner.assignments.clone() {
-        w.assigned(&name);
-    }
-    match inner.words.first() {
-        Some(program) if program.kind != WordKind::Literal => {
-            w.hazard(Hazard::DynamicProgram(program.text.clone()));
-        }
-        _ => look_through_at(w, &mut inner, level + 1),
-    }
+    w.check_command(&mut inner, level + 1);
     cmd.runs.push(inner);
 }
 
