@@ -10,15 +10,24 @@
 //!   read-only with its paths inside the working directory, and nothing in the line is
 //!   unproven. Plan mode takes only the read-only proof.
 
+use std::cell::OnceCell;
+
 use super::paths::{PathCheck, PathVerdict};
 use super::readonly::{self, GIT_READ_ONLY};
 use super::rule::Spec;
-use super::{Decision, Mode, Policy, Rule, git, plan_refusal};
+use super::{Decision, Mode, Policy, Rule, git, plan_message};
 use crate::shell::{self, Analysis, SimpleCommand, Wrapper};
 use crate::tools::ToolKind;
 
 /// Git subcommands that print only names and states, never file contents.
 const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse"];
+
+/// What proving commands of one line read-only needs, worked out at most once per line: the
+/// line's directories and input redirections, and the repository's configuration.
+struct ReadOnlyProof<'p> {
+    paths: PathCheck<'p>,
+    git_risk: OnceCell<Option<String>>,
+}
 
 /// How one simple command is approved.
 enum Approval {
@@ -45,6 +54,10 @@ impl Policy {
             return Decision::ALLOW;
         }
         let mut guard_git = false;
+        let read_only = ReadOnlyProof {
+            paths: PathCheck::new(&self.cwd, &self.readable_roots, Vec::new(), &analysis),
+            git_risk: OnceCell::new(),
+        };
         let mut refusal = analysis.hazards.first().map(ToString::to_string);
         if refusal.is_none() && analysis.commands.is_empty() {
             refusal = Some("it is empty".into());
@@ -53,7 +66,7 @@ impl Policy {
             if refusal.is_some() {
                 break;
             }
-            match self.approve(tool, cmd, &analysis) {
+            match self.approve(tool, cmd, &analysis, &read_only) {
                 Approval::Rule if self.mode == Mode::Plan => {
                     refusal = Some(format!("`{}` is not proven read-only", display(cmd)));
                 }
@@ -95,8 +108,8 @@ impl Policy {
         if read_deny.is_empty() {
             return None;
         }
-        let check = PathCheck { cwd: &self.cwd, roots: &self.readable_roots, denied: read_deny.clone() };
-        match check.check(analysis, analysis.all_commands()) {
+        let check = PathCheck::new(&self.cwd, &self.readable_roots, read_deny.clone(), analysis);
+        match check.check(analysis.all_commands()) {
             PathVerdict::Denied { rule, path } => Some(format!(
                 "Permission to use {tool} was denied by the rule `{rule}`: it reaches {}.",
                 path.display()
@@ -120,15 +133,14 @@ impl Policy {
     }
 
     /// How one top-level command is approved.
-    fn approve(&self, tool: &str, cmd: &SimpleCommand, analysis: &Analysis) -> Approval {
+    fn approve(&self, tool: &str, cmd: &SimpleCommand, analysis: &Analysis, proof: &ReadOnlyProof) -> Approval {
         if self.allowed_by_rule(tool, cmd) {
             return Approval::Rule;
         }
         if !readonly::command_is_read_only(cmd) {
             return Approval::No(format!("no allow rule covers `{}`", display(cmd)));
         }
-        let check = PathCheck { cwd: &self.cwd, roots: &self.readable_roots, denied: Vec::new() };
-        match check.check(analysis, [cmd]) {
+        match proof.paths.check([cmd]) {
             PathVerdict::Inside => {}
             PathVerdict::Outside(path) => {
                 return Approval::No(format!(
@@ -148,7 +160,7 @@ impl Policy {
             if !self.read_deny.is_empty() && !GIT_NAMES_ONLY.contains(&sub) {
                 return Approval::No(format!("`git {sub}` can print files that Read deny rules protect"));
             }
-            if let Some(risk) = git::repo_config_risk(&self.cwd) {
+            if let Some(risk) = proof.git_risk.get_or_init(|| git::repo_config_risk(&self.cwd)) {
                 return Approval::No(format!("{risk}, which can run programs"));
             }
         }
@@ -179,13 +191,6 @@ fn git_subcommand(cmd: &SimpleCommand) -> Option<&'static str> {
         return GIT_READ_ONLY.iter().copied().find(|s| *s == sub.text);
     }
     cmd.runs.iter().find_map(git_subcommand)
-}
-
-fn plan_message(tool: &str) -> String {
-    match plan_refusal(tool) {
-        Decision::Deny(m) => m,
-        Decision::Allow { .. } => unreachable!("plan_refusal always refuses"),
-    }
 }
 
 /// A command as the user would write it, for messages.

@@ -282,7 +282,12 @@ Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission 
 }
 
 fn plan_refusal(tool: &str) -> Decision {
-    Decision::Deny(format!("{tool} is not allowed in plan mode: only read-only tools run."))
+    Decision::Deny(plan_message(tool))
+}
+
+/// Why plan mode refuses a call of `tool`.
+fn plan_message(tool: &str) -> String {
+    format!("{tool} is not allowed in plan mode: only read-only tools run.")
 }
 
 #[cfg(test)]

@@ -43,9 +43,15 @@ impl PathVerdict {
 
 /// Checks paths against the working directory, the readable roots and the read-deny rules.
 pub(crate) struct PathCheck<'p> {
-    pub cwd: &'p Path,
-    pub roots: &'p [PathBuf],
-    pub denied: Vec<&'p Rule>,
+    cwd: &'p Path,
+    roots: &'p [PathBuf],
+    denied: Vec<&'p Rule>,
+    /// The line's input redirections (`< file`).
+    reads: &'p [Word],
+    /// The directories relative paths may resolve against, or why they are unknown.
+    bases: Result<Vec<PathBuf>, String>,
+    /// The verdict over `reads`, worked out once however many commands are checked.
+    reads_verdict: std::cell::OnceCell<PathVerdict>,
 }
 
 /// One path argument: the word, and whether the command walks into it recursively.
@@ -56,26 +62,33 @@ struct Operand<'w> {
     suffix: Option<usize>,
 }
 
-impl PathCheck<'_> {
+impl<'p> PathCheck<'p> {
+    /// A check of `analysis`'s paths against the working directory, the readable roots and
+    /// `denied` (the `Read(…)` deny rules in force, or none).
+    pub(crate) fn new(cwd: &'p Path, roots: &'p [PathBuf], denied: Vec<&'p Rule>, analysis: &'p Analysis) -> Self {
+        let bases = directories(cwd, analysis);
+        PathCheck { cwd, roots, denied, reads: &analysis.reads, bases, reads_verdict: std::cell::OnceCell::new() }
+    }
+
     /// The verdict over every path in `commands` (and the line's input redirections), each
     /// resolved against every directory the line may be in.
-    pub(crate) fn check<'c>(
-        &self,
-        analysis: &Analysis,
-        commands: impl IntoIterator<Item = &'c SimpleCommand>,
-    ) -> PathVerdict {
-        let bases = match directories(self.cwd, analysis) {
+    pub(crate) fn check<'c>(&self, commands: impl IntoIterator<Item = &'c SimpleCommand>) -> PathVerdict {
+        let bases = match &self.bases {
             Ok(bases) => bases,
-            Err(why) => return PathVerdict::Unknown(why),
+            Err(why) => return PathVerdict::Unknown(why.clone()),
         };
-        let mut verdict = PathVerdict::Inside;
-        for word in &analysis.reads {
-            let operand = Operand { word, recursive: false, suffix: None };
-            verdict = verdict.worst(self.operand(&operand, &bases));
-        }
+        let mut verdict = self
+            .reads_verdict
+            .get_or_init(|| {
+                self.reads.iter().fold(PathVerdict::Inside, |verdict, word| {
+                    let operand = Operand { word, recursive: false, suffix: None };
+                    verdict.worst(self.operand(&operand, bases))
+                })
+            })
+            .clone();
         for cmd in commands {
             for operand in operands(cmd) {
-                verdict = verdict.worst(self.operand(&operand, &bases));
+                verdict = verdict.worst(self.operand(&operand, bases));
                 if matches!(verdict, PathVerdict::Denied { .. }) {
                     return verdict;
                 }
