@@ -218,7 +218,7 @@ fn bad_sets_are_caught_with_their_line() {
         1,
     );
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
-    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(337)), ("E_BAD_SETS", Some(401))]);
+    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(432)), ("E_BAD_SETS", Some(496))]);
     assert_eq!(
         r.findings[0].message,
         "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \
@@ -232,7 +232,7 @@ fn bad_sets_are_caught_with_their_line() {
 fn a_fact_only_some_entering_edges_set_is_a_warning() {
     let text = SHIPPED_TABLE.replacen("sets = { tools_ran = false }\n", "", 1);
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
-    assert_eq!(codes(&r.findings), vec![("W_FACT_PARTLY_SET", Some(48))]);
+    assert_eq!(codes(&r.findings), vec![("W_FACT_PARTLY_SET", Some(50))]);
     assert_eq!(r.exit_code(), 0);
     // Where `consume.end_turn` leaves `tools_ran` free, the shortest `next_turn` skips the tools.
     let ex = r.exploration.as_ref().unwrap();

@@ -42,6 +42,12 @@ pub enum Code {
     UnknownReason,
     /// An edge is both a continue and a terminal edge.
     ContinueAndTerminal,
+    /// The table declares something this engine cannot run: an edge id it has no effect for,
+    /// an edge moved to another state or event, a state, event, fact or counter it does not
+    /// know or lacks (checked for `run --table` and `audit --engine`).
+    EngineMismatch,
+    /// A `[[reason]]` lacks its exit code, has one it cannot have, or one the engine does not use.
+    BadReason,
     /// A guard does not parse or reads something undeclared.
     BadGuard,
     /// An edge's `sets` names an undeclared fact or gives one a value it cannot have.
@@ -134,6 +140,8 @@ impl Code {
             Code::BadGuard => "E_BAD_GUARD",
             Code::BadSets => "E_BAD_SETS",
             Code::TableRejected => "E_TABLE_REJECTED",
+            Code::BadReason => "E_BAD_REASON",
+            Code::EngineMismatch => "E_ENGINE_MISMATCH",
             Code::MissingContinueReason => "E_MISSING_CONTINUE_REASON",
             Code::MissingTerminalReason => "E_MISSING_TERMINAL_REASON",
             Code::TargetNotLeaf => "E_TARGET_NOT_LEAF",

@@ -79,9 +79,11 @@ pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Rep
     let table = match Table::load(path, text) {
         Ok(table) => table,
         Err(TableError::Toml { path, message }) => return Err(InputError::Toml { path, message }),
-        Err(TableError::Invalid { path: p, line, message }) => {
-            let m = format!("the engine rejects the table: {message}");
-            report.findings.push(Finding::new(Code::TableRejected, m, Location::at(&p, Some(line))));
+        Err(TableError::Invalid { path: p, problems }) => {
+            for (line, message) in problems {
+                let m = format!("the engine rejects the table: {message}");
+                report.findings.push(Finding::new(Code::TableRejected, m, Location::at(&p, Some(line))));
+            }
             return Ok(report);
         }
     };

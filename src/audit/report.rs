@@ -26,6 +26,7 @@ fn section(code: Code) -> &'static str {
         | C::UnknownCounter
         | C::UnknownReason
         | C::ContinueAndTerminal
+        | C::BadReason
         | C::BadGuard
         | C::BadSets
         | C::TableRejected
@@ -35,6 +36,7 @@ fn section(code: Code) -> &'static str {
         | C::TerminalMismatch
         | C::EdgeFromTerminal
         | C::DeadEnd => "structure",
+        C::EngineMismatch => "engine",
         C::GuardOverlap | C::GuardGap | C::ShadowedEdge | C::ConsumeUnguarded | C::FactPartlySet => "guards",
         C::UnreachableState | C::UnreachableEdge | C::NoPathToTerminal => "reachability",
         C::UnboundedCycle | C::RankingNotDecreasing | C::CounterNotRanked => "termination",
@@ -134,7 +136,21 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
         let _ = writeln!(out, "  {what:<13} {status}");
     };
     out.push_str("checks\n");
-    line(out, "structure", "ids unique, names declared, 7/7 continue and 9/9 terminal reasons, no dead end".into());
+    let reasons = |terminal: bool| {
+        let declared: Vec<&str> =
+            table.reasons.iter().filter(|r| r.terminal == terminal).map(|r| r.name.as_str()).collect();
+        let used = declared.iter().filter(|r| table.edges.iter().any(|e| e.kind.reason() == Some(**r))).count();
+        format!("{used}/{}", declared.len())
+    };
+    line(
+        out,
+        "structure",
+        format!(
+            "ids unique, names declared, {} continue and {} terminal reasons, no dead end",
+            reasons(false),
+            reasons(true)
+        ),
+    );
     line(out, "guards", format!("exclusive and covering on all {pairs} (state, event) pairs, consumption guarded"));
     line(
         out,

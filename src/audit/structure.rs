@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::guard::{Guard, GuardError};
-use crate::engine::raw::RawTable;
+use crate::engine::raw::{RawReasonKind, RawTable};
 use crate::engine::reason::{ContinueReason, TerminalReason};
 use crate::engine::table::{EdgeKind, StateKind, Table, check_schema, set_value};
 
@@ -62,6 +62,16 @@ fn key_line(text: &str, key: &str) -> Option<usize> {
 pub fn raw_findings(path: &str, text: &str) -> Result<Vec<Finding>, InputError> {
     let raw: RawTable = toml::from_str(text)
         .map_err(|e| InputError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
+    check_raw(&raw, path, text)
+}
+
+/// The declaration rules of the table format, on a parsed file: the one implementation
+/// [`raw_findings`] and [`crate::engine::table::Table::load`] share.
+///
+/// # Errors
+/// [`InputError::Unusable`] for a schema version other than
+/// [`crate::engine::table::SCHEMA`] or a guard nested too deep to analyse.
+pub(crate) fn check_raw(raw: &RawTable, path: &str, text: &str) -> Result<Vec<Finding>, InputError> {
     let unusable = |offset: usize, message: String| InputError::Unusable {
         path: path.to_owned(),
         line: line_of(text, offset),
@@ -156,6 +166,53 @@ pub fn raw_findings(path: &str, text: &str) -> Result<Vec<Finding>, InputError> 
         }
     }
 
+    // The reasons edges may name: those declared, or every reason the engine knows.
+    let mut reasons: BTreeMap<&str, bool> = BTreeMap::new();
+    for r in &raw.reason {
+        let decl = r.get_ref();
+        let at = loc(r.span().start);
+        let terminal = decl.kind == RawReasonKind::Terminal;
+        if reasons.insert(&decl.name, terminal).is_some() {
+            out.push(Finding::new(
+                Code::DuplicateName,
+                format!("reason `{}` is declared twice", decl.name),
+                at.clone(),
+            ));
+        }
+        let known = if terminal {
+            TerminalReason::parse(&decl.name).map(|r| Some(r.exit_code()))
+        } else {
+            ContinueReason::parse(&decl.name).map(|_| None)
+        };
+        let kind = if terminal { "terminal" } else { "continue" };
+        match (known, decl.exit_code) {
+            (None, _) => {
+                let m = format!("the engine has no {kind} reason `{}`", decl.name);
+                out.push(Finding::new(Code::UnknownReason, m, at));
+            }
+            (Some(Some(_)), None) => {
+                let m = format!("terminal reason `{}` needs an exit_code", decl.name);
+                out.push(Finding::new(Code::BadReason, m, at));
+            }
+            (Some(Some(engine)), Some(code)) if engine != code => {
+                let m = format!(
+                    "terminal reason `{}` has exit_code {code}, but the engine exits {engine} with it",
+                    decl.name
+                );
+                out.push(Finding::new(Code::BadReason, m, at));
+            }
+            (Some(None), Some(_)) => {
+                let m = format!("continue reason `{}` cannot have an exit_code", decl.name);
+                out.push(Finding::new(Code::BadReason, m, at));
+            }
+            (Some(_), _) => {}
+        }
+    }
+    if raw.reason.is_empty() {
+        reasons.extend(ContinueReason::ALL.iter().map(|r| (r.as_str(), false)));
+        reasons.extend(TerminalReason::ALL.iter().map(|r| (r.as_str(), true)));
+    }
+
     let mut ids = BTreeSet::new();
     for spanned in &raw.edge {
         let e = spanned.get_ref();
@@ -186,11 +243,11 @@ pub fn raw_findings(path: &str, text: &str) -> Result<Vec<Finding>, InputError> 
             let m = format!("edge `{}` is both a continue and a terminal edge", e.id);
             out.push(Finding::new(Code::ContinueAndTerminal, m, at.clone()));
         }
-        if let Some(r) = e.continue_reason.as_deref().filter(|r| ContinueReason::parse(r).is_none()) {
+        if let Some(r) = e.continue_reason.as_deref().filter(|r| reasons.get(r) != Some(&false)) {
             let m = format!("edge `{}`: unknown continue reason `{r}`", e.id);
             out.push(Finding::new(Code::UnknownReason, m, at.clone()));
         }
-        if let Some(r) = e.terminal.as_deref().filter(|r| TerminalReason::parse(r).is_none()) {
+        if let Some(r) = e.terminal.as_deref().filter(|r| reasons.get(r) != Some(&true)) {
             let m = format!("edge `{}`: unknown terminal reason `{r}`", e.id);
             out.push(Finding::new(Code::UnknownReason, m, at.clone()));
         }
@@ -234,16 +291,15 @@ fn check_guard(text: &str, facts: &BTreeMap<&str, &[String]>, counters: &BTreeSe
 pub fn table_findings(table: &Table, path: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let edge_loc = |e: &crate::engine::table::EdgeDecl| Location::at(path, Some(e.line)).edge(&e.id);
-    for r in ContinueReason::ALL {
-        if !table.edges.iter().any(|e| e.kind == EdgeKind::Continue(r)) {
-            let m = format!("continue reason `{r}` has no edge");
-            out.push(Finding::new(Code::MissingContinueReason, m, Location::at(path, None)));
-        }
-    }
-    for r in TerminalReason::ALL {
-        if !table.edges.iter().any(|e| e.kind == EdgeKind::Terminal(r)) {
-            let m = format!("terminal reason `{r}` has no edge");
-            out.push(Finding::new(Code::MissingTerminalReason, m, Location::at(path, None)));
+    for r in &table.reasons {
+        if !table.edges.iter().any(|e| e.kind.reason() == Some(r.name.as_str())) {
+            let (code, kind) = if r.terminal {
+                (Code::MissingTerminalReason, "terminal")
+            } else {
+                (Code::MissingContinueReason, "continue")
+            };
+            let m = format!("{kind} reason `{}` has no edge", r.name);
+            out.push(Finding::new(code, m, Location::at(path, None)));
         }
     }
     let kind_of = |name: &str| table.state(name).map(|s| s.kind);

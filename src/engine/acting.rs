@@ -2,7 +2,8 @@
 
 use statig::prelude::*;
 
-use crate::engine::edge::Edge;
+use crate::engine::generated::choice::acting;
+use crate::engine::generated::choice::execute_tools::ToolsFinished;
 use crate::engine::machine::{Ctx, Machine, State, facts};
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::tools::orchestrate::INTERRUPTED_RESULT;
@@ -35,10 +36,10 @@ impl Machine {
             self.st.interrupted_results = Some(outcome.results);
             return Handled;
         }
+        let Some(ToolsFinished::Done) = self.decide_now::<ToolsFinished>(ctx, &facts([])) else { return Handled };
         self.append(ctx, Message { role: Role::User, content: outcome.results });
-        self.st.tools_ran = true;
         self.st.hook_stop = outcome.hook_stop;
-        self.go(Edge::ToolsDone, "tools_finished", facts([]), State::Checkpoint {})
+        self.proceed()
     }
 
     /// A fresh executor for one reply's calls.
@@ -49,6 +50,7 @@ impl Machine {
     /// The `Acting` superstate's abort: every call gets a result (finished ones their real
     /// one, the rest a synthetic error), then the interruption is noted and the run ends.
     pub(crate) fn abort_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(acting::Abort::Abort) = self.decide_now::<acting::Abort>(ctx, &facts([])) else { return Handled };
         let calls = std::mem::take(&mut self.st.calls);
         let mut results = self.st.interrupted_results.take().unwrap_or_default();
         for call in calls.iter().skip(results.len()) {
@@ -57,6 +59,6 @@ impl Machine {
         results.push(ContentBlock::text(INTERRUPTED_TOOLS));
         self.append(ctx, Message { role: Role::User, content: results });
         self.st.error = Some("interrupted by the user while tools ran".into());
-        self.finish(ctx, Edge::ActingAbort, "abort", facts([]))
+        self.proceed()
     }
 }

@@ -3,10 +3,14 @@
 use statig::prelude::*;
 
 use crate::context;
-use crate::engine::edge::Edge;
 use crate::engine::events::EngineEvent;
+use crate::engine::generated::choice::checkpoint::{self, TurnChecked};
+use crate::engine::generated::choice::recover::RecoveryChecked;
+use crate::engine::generated::fact;
+use crate::engine::guard::Facts;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::sampling::COMPACTION_INTERRUPTED;
+use crate::engine::select::Decision;
 use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
@@ -18,164 +22,216 @@ pub const BUDGET_COMPLETION: f64 = 0.9;
 pub const DIMINISHING_TOKENS: u64 = 500;
 
 impl Machine {
-    /// Checkpoint: after tools, hook stop and max turns; at an end of turn, stop hooks and budget.
+    /// Checkpoint: the table's guards ask for what they read. After tools that is whether a
+    /// tool hook stopped the run; at an end of turn, what the Stop hooks decide (they run only
+    /// then) and whether the token budget wants more.
     pub(crate) async fn checkpoint_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        if std::mem::take(&mut self.st.tools_ran) {
-            return self.after_tools(ctx);
+        let mut f = Facts::new();
+        let mut stop = None;
+        let edge = loop {
+            let needed = match self.decide::<TurnChecked>(ctx, &f) {
+                Decision::Take(edge) => break edge,
+                Decision::Needs(name) => name,
+                Decision::Broken => return Handled,
+            };
+            let v = match needed.as_str() {
+                fact::HOOK_STOP => yes(self.st.hook_stop.is_some()),
+                fact::BUDGET_WANTS_MORE => yes(self.budget_check().is_some()),
+                fact::STOP_HOOK => {
+                    let Some(decision) = self.run_stop_hooks(ctx).await else { return Handled };
+                    let v = value(match &decision {
+                        StopDecision::Pass => fact::stop_hook::PASS,
+                        StopDecision::Block { .. } => fact::stop_hook::BLOCK,
+                        StopDecision::Prevent { .. } => fact::stop_hook::PREVENT,
+                    });
+                    stop = Some(decision);
+                    v
+                }
+                _ => {
+                    self.unreported::<TurnChecked>(ctx, &needed);
+                    return Handled;
+                }
+            };
+            f.insert(needed, v);
+        };
+        let hook_stop = self.st.hook_stop.take();
+        match edge {
+            TurnChecked::HookStopped => {
+                let reason = hook_stop.unwrap_or_default();
+                self.st.error = Some(format!("a tool hook ended the run: {reason}"));
+            }
+            TurnChecked::MaxTurns => {
+                let max = self.st.bounds.get(counter::TURNS).copied().unwrap_or_default();
+                self.st.error = Some(format!("reached the maximum of {max} turns"));
+            }
+            TurnChecked::NextTurn | TurnChecked::Completed => {}
+            TurnChecked::StopHookPrevented => {
+                let reason = match stop {
+                    Some(StopDecision::Prevent { reason }) => reason,
+                    _ => String::new(),
+                };
+                self.st.error = Some(format!("a Stop hook ended the run: {reason}"));
+            }
+            TurnChecked::StopHookBlocking => {
+                let feedback = match stop {
+                    Some(StopDecision::Block { feedback }) => feedback,
+                    _ => String::new(),
+                };
+                self.append(ctx, Message::user_text(context::stop_hook_feedback(&feedback)));
+            }
+            TurnChecked::StopHookCap => {
+                let n = self.st.used(counter::STOP_HOOK_BLOCKS);
+                ctx.emit(EngineEvent::Warning(format!(
+                    "a Stop hook blocked the end of the turn {n} times in a row: overriding it and ending the turn"
+                )));
+            }
+            TurnChecked::TokenBudgetContinuation => {
+                if let Some(check) = self.budget_check() {
+                    self.st.budget_last_delta = check.delta;
+                    self.st.budget_last_used = check.used;
+                }
+                let budget = self.st.options.token_budget.unwrap_or(0);
+                let nudge = context::budget_nudge(self.st.usage.output_tokens, budget);
+                self.append(ctx, Message::user_text(nudge));
+            }
         }
+        self.proceed()
+    }
+
+    /// Run the Stop hooks. An interrupt drops them, which kills their process groups at once;
+    /// the state then settles without a decision (`None`) and the abort takes
+    /// `checkpoint.abort`.
+    async fn run_stop_hooks(&mut self, ctx: &mut Ctx) -> Option<StopDecision> {
         let env = ctx.hook_env(&self.st.options.run_id);
         let active = self.st.used(counter::STOP_HOOK_BLOCKS) > 0;
         let hooks = ctx.deps.hooks.clone();
-        // An interrupt drops the hooks' future, which kills their process groups at once; the
-        // state settles without a decision and the abort takes `checkpoint.abort`.
         let cancel = ctx.deps.cancel.clone();
         ctx.emit(EngineEvent::StopHooksStarted);
         let (decision, warnings) = tokio::select! {
             biased;
             () = cancel.cancelled() => {
                 ctx.emit(EngineEvent::Warning(format!("{INTERRUPTED_HOOKS}: Stop")));
-                return Handled;
+                return None;
             }
             decided = hooks.stop(&env, active) => decided,
         };
         for w in warnings {
             ctx.emit(EngineEvent::Warning(w));
         }
-        let stop_hook = match &decision {
-            StopDecision::Pass => "pass",
-            StopDecision::Block { .. } => "block",
-            StopDecision::Prevent { .. } => "prevent",
-        };
-        let wants_more = matches!(decision, StopDecision::Pass) && self.budget_wants_more();
-        let f =
-            facts([("tools_ran", yes(false)), ("stop_hook", value(stop_hook)), ("budget_wants_more", yes(wants_more))]);
-        match decision {
-            StopDecision::Prevent { reason } => {
-                self.st.error = Some(format!("a Stop hook ended the run: {reason}"));
-                self.finish(ctx, Edge::CheckpointStopHookPrevented, "turn_checked", f)
-            }
-            StopDecision::Block { feedback } if self.st.left(counter::STOP_HOOK_BLOCKS) > 0 => {
-                self.append(ctx, Message::user_text(context::stop_hook_feedback(&feedback)));
-                self.go(Edge::CheckpointStopHookBlocking, "turn_checked", f, State::Prepare {})
-            }
-            StopDecision::Block { .. } => {
-                let n = self.st.used(counter::STOP_HOOK_BLOCKS);
-                ctx.emit(EngineEvent::Warning(format!(
-                    "a Stop hook blocked the end of the turn {n} times in a row: overriding it and ending the turn"
-                )));
-                self.finish(ctx, Edge::CheckpointStopHookCap, "turn_checked", f)
-            }
-            StopDecision::Pass if wants_more && self.st.left(counter::BUDGET_CONTINUATIONS) > 0 => {
-                let budget = self.st.options.token_budget.unwrap_or(0);
-                let nudge = context::budget_nudge(self.st.usage.output_tokens, budget);
-                self.append(ctx, Message::user_text(nudge));
-                self.go(Edge::CheckpointTokenBudgetContinuation, "turn_checked", f, State::Prepare {})
-            }
-            StopDecision::Pass => self.finish(ctx, Edge::CheckpointCompleted, "turn_checked", f),
-        }
+        Some(decision)
     }
 
     /// `checkpoint.abort`: the Stop hooks were interrupted (and killed). Every tool_use of the
     /// turn already has its result, so the conversation is complete as it is.
     pub(crate) fn abort_stop_hooks(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(checkpoint::Abort::Abort) = self.decide_now::<checkpoint::Abort>(ctx, &facts([])) else {
+            return Handled;
+        };
         self.st.error = Some("interrupted by the user while Stop hooks ran".into());
-        self.finish(ctx, Edge::CheckpointAbort, "abort", facts([]))
+        self.proceed()
     }
 
-    fn after_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let hook_stop = self.st.hook_stop.take();
-        let f = facts([("tools_ran", yes(true)), ("hook_stop", yes(hook_stop.is_some()))]);
-        if let Some(reason) = hook_stop {
-            self.st.error = Some(format!("a tool hook ended the run: {reason}"));
-            return self.finish(ctx, Edge::CheckpointHookStopped, "turn_checked", f);
-        }
-        if self.st.left(counter::TURNS) == 0 {
-            self.st.error = Some(format!("reached the maximum of {} turns", self.st.options.max_turns));
-            return self.finish(ctx, Edge::CheckpointMaxTurns, "turn_checked", f);
-        }
-        self.go(Edge::CheckpointNextTurn, "turn_checked", f, State::Prepare {})
-    }
-
-    /// Whether the token budget asks for more work. Updates the budget tracker when it does.
-    fn budget_wants_more(&mut self) -> bool {
-        let Some(budget) = self.st.options.token_budget else { return false };
+    /// The token budget's verdict: `Some` when it asks for more work (a budget is set, output is
+    /// under [`BUDGET_COMPLETION`] of it and returns are not diminishing), with the figures the
+    /// continuation records.
+    fn budget_check(&self) -> Option<BudgetCheck> {
+        let budget = self.st.options.token_budget?;
         let used = self.st.usage.output_tokens;
         let delta = used.saturating_sub(self.st.budget_last_used);
         let continuations = self.st.used(counter::BUDGET_CONTINUATIONS);
         let diminishing =
             continuations >= 3 && delta < DIMINISHING_TOKENS && self.st.budget_last_delta < DIMINISHING_TOKENS;
-        let wants = !diminishing && (used as f64) < BUDGET_COMPLETION * budget as f64;
-        if wants {
-            self.st.budget_last_delta = delta;
-            self.st.budget_last_used = used;
-        }
-        wants
+        (!diminishing && (used as f64) < BUDGET_COMPLETION * budget as f64).then_some(BudgetCheck { used, delta })
     }
 
-    /// Recover: collapse drain, then reactive compaction, for a too-long prompt; escalation,
-    /// then resume messages, for a truncated reply.
+    /// Recover: for a too-long prompt, collapse drain or reactive compaction (tried only when
+    /// the guards ask whether it worked); for a truncated reply, escalation or a resume message.
     pub(crate) async fn recover_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        match self.st.withheld.take() {
-            Some(Withheld::PromptTooLong(message)) => self.recover_prompt_too_long(ctx, message).await,
-            Some(Withheld::Truncated { reply, max_tokens }) => self.recover_truncated(ctx, reply, max_tokens),
-            None => {
-                ctx.violation.get_or_insert("Recover was entered with nothing withheld".into());
-                Handled
-            }
-        }
-    }
-
-    async fn recover_prompt_too_long(&mut self, ctx: &mut Ctx, message: String) -> Outcome<State> {
-        let staged = context::staged_collapses(&self.st.messages) > 0;
-        let drain = staged && self.st.left(counter::COLLAPSE_DRAINS) > 0;
-        let mut compacted = false;
-        if !drain && self.st.left(counter::REACTIVE_COMPACTS) > 0 && !ctx.deps.cancel.is_cancelled() {
-            // An interrupt stops the summary request: nothing was compacted.
-            let cancel = ctx.deps.cancel.clone();
-            let result = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                result = self.compact(ctx) => Some(result),
+        let Some(withheld) = self.st.withheld.take() else {
+            ctx.violation.get_or_insert("Recover was entered with nothing withheld".into());
+            return Handled;
+        };
+        let mut f = match &withheld {
+            Withheld::PromptTooLong(_) => facts([
+                (fact::CAUSE, value(fact::cause::PROMPT_TOO_LONG)),
+                (fact::STAGED_COLLAPSES, yes(context::staged_collapses(&self.st.messages) > 0)),
+            ]),
+            Withheld::Truncated { .. } => facts([(fact::CAUSE, value(fact::cause::TRUNCATED))]),
+        };
+        let edge = loop {
+            let needed = match self.decide::<RecoveryChecked>(ctx, &f) {
+                Decision::Take(edge) => break edge,
+                Decision::Needs(name) => name,
+                Decision::Broken => return Handled,
             };
-            match result {
-                None => ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into())),
-                Some(Ok(())) => compacted = true,
-                Some(Err(e)) => ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}"))),
+            if needed != fact::COMPACTED || !matches!(withheld, Withheld::PromptTooLong(_)) {
+                self.unreported::<RecoveryChecked>(ctx, &needed);
+                return Handled;
+            }
+            let compacted = self.try_reactive_compaction(ctx).await;
+            f.insert(needed, yes(compacted));
+        };
+        match (edge, withheld) {
+            (RecoveryChecked::CollapseDrainRetry, _) => {
+                let n = self.st.messages.edit(|messages| context::commit_collapses(messages));
+                self.annotate(None, Some(format!("collapsed {n} older tool result(s)")));
+            }
+            // The compaction already replaced the history.
+            (RecoveryChecked::ReactiveCompactRetry, _) => {}
+            // The truncated reply is dropped and the same request is sent again with a higher cap.
+            (RecoveryChecked::MaxOutputTokensEscalate, _) => {}
+            (RecoveryChecked::MaxOutputTokensRecovery, Withheld::Truncated { reply, .. }) => {
+                self.append(ctx, reply);
+                self.append(ctx, Message::user_text(context::RESUME_MESSAGE));
+            }
+            (RecoveryChecked::OutputExhausted, Withheld::Truncated { reply, max_tokens }) => {
+                self.append(ctx, reply);
+                self.st.error = Some(format!(
+                    "the reply exceeded the {max_tokens} output token maximum after escalation and {} recoveries",
+                    self.st.bounds.get(counter::RECOVERIES).copied().unwrap_or_default()
+                ));
+            }
+            (RecoveryChecked::PromptTooLong, Withheld::PromptTooLong(message)) => self.st.error = Some(message),
+            (edge @ (RecoveryChecked::MaxOutputTokensRecovery | RecoveryChecked::OutputExhausted), _)
+            | (edge @ RecoveryChecked::PromptTooLong, _) => {
+                // `sets = { cause = ... }` on the entering edges rules this out.
+                let id = crate::engine::select::Choice::edge(edge).id();
+                ctx.violation.get_or_insert(format!("`{id}` was taken for the other withheld error"));
+                return Handled;
             }
         }
-        let f = facts([
-            ("cause", value("prompt_too_long")),
-            ("staged_collapses", yes(staged)),
-            ("compacted", yes(compacted)),
-        ]);
-        if drain {
-            let n = self.st.messages.edit(|messages| context::commit_collapses(messages));
-            let outcome = self.go(Edge::RecoverCollapseDrainRetry, "recovery_checked", f, State::Prepare {});
-            self.annotate(None, Some(format!("collapsed {n} older tool result(s)")));
-            outcome
-        } else if compacted {
-            self.go(Edge::RecoverReactiveCompactRetry, "recovery_checked", f, State::Prepare {})
-        } else {
-            self.st.error = Some(message);
-            self.finish(ctx, Edge::RecoverPromptTooLong, "recovery_checked", f)
-        }
+        self.proceed()
     }
 
-    fn recover_truncated(&mut self, ctx: &mut Ctx, reply: Message, max_tokens: u32) -> Outcome<State> {
-        let f = facts([("cause", value("truncated"))]);
-        if self.st.left(counter::ESCALATIONS) > 0 {
-            // The truncated reply is dropped and the same request is sent again with a higher cap.
-            return self.go(Edge::RecoverMaxOutputTokensEscalate, "recovery_checked", f, State::Request {});
+    /// Try the reactive compaction (an aux summary request); an interrupt stops it.
+    async fn try_reactive_compaction(&mut self, ctx: &mut Ctx) -> bool {
+        if ctx.deps.cancel.is_cancelled() {
+            return false;
         }
-        self.append(ctx, reply);
-        if self.st.left(counter::RECOVERIES) > 0 {
-            self.append(ctx, Message::user_text(context::RESUME_MESSAGE));
-            return self.go(Edge::RecoverMaxOutputTokensRecovery, "recovery_checked", f, State::Prepare {});
+        let cancel = ctx.deps.cancel.clone();
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            result = self.compact(ctx) => Some(result),
+        };
+        match result {
+            None => {
+                ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into()));
+                false
+            }
+            Some(Ok(())) => true,
+            Some(Err(e)) => {
+                ctx.emit(EngineEvent::Warning(format!("reactive compaction failed: {e}")));
+                false
+            }
         }
-        self.st.error = Some(format!(
-            "the reply exceeded the {max_tokens} output token maximum after escalation and {} recoveries",
-            self.st.bounds[counter::RECOVERIES]
-        ));
-        self.finish(ctx, Edge::RecoverOutputExhausted, "recovery_checked", f)
     }
+}
+
+/// What a budget check measured when it asked for more work.
+struct BudgetCheck {
+    /// Output tokens so far.
+    used: u64,
+    /// Output tokens since the last check.
+    delta: u64,
 }

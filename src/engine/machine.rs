@@ -1,12 +1,10 @@
 //! The loop machine: one statig handler per state of `transitions/loop.toml`.
 //!
-//! Handlers decide which edge to take from the facts they observe and hand it to
-//! [`Machine::go`]. After every transition, [`Machine::after_transition`] checks the taken
-//! edge against the table — declared, from this state, to that state, on that event, no
-//! reported fact contradicting what the edge into this state `sets`, its guard true and every
-//! sibling guard false — then applies the edge's counter effects, remembers the facts it sets
-//! for the state it enters, and writes the trace record. Counters change nowhere else, so code
-//! and table cannot drift.
+//! A handler does its state's work, reports the facts it observed to [`Machine::decide`]
+//! (in [`crate::engine::select`]), which lets the table's guards pick the edge and applies its
+//! counter changes, then carries out the chosen edge's effect and returns
+//! [`Machine::proceed`]. After every transition, [`Machine::after_transition`] writes the trace
+//! record. Counters change nowhere else, and no guard is written in Rust.
 //!
 //! The machine owns no I/O: model, tools, hooks and clock arrive in [`Ctx`].
 
@@ -21,12 +19,12 @@ use statig::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::Clock;
-use crate::engine::edge::Edge;
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::guard::{FactValue, Facts};
 use crate::engine::reason::TerminalReason;
+use crate::engine::select::Pending;
 use crate::engine::state::LoopState;
-use crate::engine::table::{EdgeKind, Table};
+use crate::engine::table::Table;
 use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
@@ -95,16 +93,6 @@ pub enum Event {
     Abort,
 }
 
-/// The edge a handler chose, waiting for [`Machine::after_transition`].
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    pub(crate) edge: Edge,
-    pub(crate) event: &'static str,
-    pub(crate) facts: Facts,
-    pub(crate) delay_ms: Option<u64>,
-    pub(crate) detail: Option<String>,
-}
-
 /// The facts the last edge taken set for the state it entered (its `sets` in the table).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Entered {
@@ -121,6 +109,8 @@ pub struct Machine {
     pub(crate) pending: Option<Pending>,
     /// Replaced on every transition: facts set by one edge hold only in the state it enters.
     pub(crate) entered: Entered,
+    /// The table's name of the leaf state the machine is in.
+    pub(crate) current: &'static str,
 }
 
 #[state_machine(
@@ -286,22 +276,7 @@ pub fn value(v: &str) -> FactValue {
 impl Machine {
     /// A machine at the start of a run.
     pub fn new(st: LoopState) -> Self {
-        Machine { st, pending: None, entered: Entered::default() }
-    }
-
-    /// Take `edge` to `target`: record it for the table check and transition.
-    pub(crate) fn go(&mut self, edge: Edge, event: &'static str, facts: Facts, target: State) -> Outcome<State> {
-        self.pending = Some(Pending { edge, event, facts, delay_ms: None, detail: None });
-        Transition(target)
-    }
-
-    /// Take a terminal `edge`; the reason comes from the table, so it cannot disagree.
-    pub(crate) fn finish(&mut self, ctx: &Ctx, edge: Edge, event: &'static str, facts: Facts) -> Outcome<State> {
-        let reason = match ctx.table.edge(edge.id()).map(|e| e.kind) {
-            Some(EdgeKind::Terminal(reason)) => reason,
-            _ => TerminalReason::ModelError,
-        };
-        self.go(edge, event, facts, State::Done { reason })
+        Machine { st, pending: None, entered: Entered::default(), current: "Prepare" }
     }
 
     /// Attach a note to the pending edge's trace record.
@@ -315,112 +290,37 @@ impl Machine {
     async fn after_transition(&mut self, source: &State, target: &State, ctx: &mut Ctx) {
         let from = state_name(source);
         let to = state_name(target);
+        self.current = to;
         let Some(pending) = self.pending.take() else {
-            ctx.violation.get_or_insert(format!("{from} → {to} was taken without naming an edge"));
+            ctx.violation.get_or_insert(format!("{from} → {to} was taken without the table choosing an edge"));
             return;
         };
-        match self.check(ctx.table, from, to, &pending) {
-            Ok(guards) => {
-                let turn = self.st.turn();
-                let decl = ctx.table.edge(pending.edge.id()).expect("checked above");
-                for c in &decl.consumes {
-                    if let Some(v) = self.st.counters.get_mut(c) {
-                        *v -= 1;
-                    }
-                }
-                for c in &decl.resets {
-                    let bound = self.st.bounds[c];
-                    self.st.counters.insert(c.clone(), bound);
-                }
-                let record = TraceRecord {
-                    record_type: "transition",
-                    seq: ctx.records.len() as u64 + 1,
-                    t_ms: (ctx.deps.clock.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-                    turn,
-                    from,
-                    to,
-                    edge: decl.id.clone(),
-                    kind: decl.kind.as_str(),
-                    reason: decl.kind.reason(),
-                    event: decl.on.clone(),
-                    guards,
-                    counters: self.st.counters.clone(),
-                    delay_ms: pending.delay_ms,
-                    detail: pending.detail,
-                };
-                tracing::debug!(edge = %record.edge, from, to, "transition");
-                ctx.records.push(record.clone());
-                ctx.emit(EngineEvent::Transition(record));
-            }
-            Err(message) => {
-                tracing::error!(%message, "undeclared transition");
-                ctx.violation.get_or_insert(message);
-            }
-        }
-        self.entered = match ctx.table.edge(pending.edge.id()) {
-            Some(decl) => Entered { edge: decl.id.clone(), facts: decl.sets.clone() },
-            None => Entered::default(),
-        };
-    }
-
-    /// Check a transition against the table; on success return the guard facts to record.
-    fn check(&self, table: &Table, from: &str, to: &str, p: &Pending) -> Result<Facts, String> {
-        let id = p.edge.id();
-        let decl = table.edge(id).ok_or_else(|| format!("edge `{id}` is not in the table"))?;
-        if !table.ancestry(from).contains(&decl.from.as_str()) {
-            return Err(format!("edge `{id}` leaves `{}`, but the machine was in `{from}`", decl.from));
-        }
+        let decl = &ctx.table.edges[pending.index];
         if decl.to != to {
-            return Err(format!("edge `{id}` goes to `{}`, but the machine went to `{to}`", decl.to));
+            ctx.violation
+                .get_or_insert(format!("edge `{}` goes to `{}`, but the machine went to `{to}`", decl.id, decl.to));
+            return;
         }
-        if decl.on != p.event {
-            return Err(format!("edge `{id}` fires on `{}`, but the handler reported `{}`", decl.on, p.event));
-        }
-        for c in &decl.consumes {
-            if self.st.left(c) == 0 {
-                return Err(format!("edge `{id}` consumes `{c}`, which is spent"));
-            }
-        }
-        for (fact, set) in &self.entered.facts {
-            if let Some(reported) = p.facts.get(fact).filter(|v| *v != set) {
-                return Err(format!(
-                    "edge `{id}` was taken with `{fact}` = {reported}, but `{}`, which entered `{from}`, set it to {set}",
-                    self.entered.edge
-                ));
-            }
-        }
-        let candidates = table.edges_from(from, p.event);
-        // What the entering edge set holds here unless the handler reports it (identically).
-        let mut all = self.entered.facts.clone();
-        all.extend(p.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
-        for name in self.st.counters.keys() {
-            all.insert(format!("{name}_left"), FactValue::Bool(self.st.left(name) > 0));
-        }
-        let mut recorded = Facts::new();
-        for edge in &candidates {
-            let Some(guard) = &edge.guard else { continue };
-            for atom in guard.atoms().into_keys() {
-                if let Some(v) = all.get(&atom) {
-                    recorded.insert(atom, v.clone());
-                }
-            }
-        }
-        for edge in candidates {
-            let enabled = match &edge.guard {
-                None => true,
-                Some(g) => g.eval(&all).map_err(|e| format!("edge `{}`: {e}", edge.id))?,
-            };
-            if edge.id == id && !enabled {
-                return Err(format!(
-                    "edge `{id}` was taken but its guard `{}` is false",
-                    edge.guard_text.as_deref().unwrap_or("")
-                ));
-            }
-            if edge.id != id && enabled {
-                return Err(format!("edge `{id}` was taken but `{}` is enabled too", edge.id));
-            }
-        }
-        Ok(recorded)
+        let record = TraceRecord {
+            record_type: "transition",
+            seq: ctx.records.len() as u64 + 1,
+            t_ms: (ctx.deps.clock.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            turn: pending.turn,
+            from,
+            to,
+            edge: decl.id.clone(),
+            kind: decl.kind.as_str(),
+            reason: decl.kind.reason(),
+            event: decl.on.clone(),
+            guards: pending.guards,
+            counters: self.st.counters.clone(),
+            delay_ms: pending.delay_ms,
+            detail: pending.detail,
+        };
+        self.entered = Entered { edge: decl.id.clone(), facts: decl.sets.clone() };
+        tracing::debug!(edge = %record.edge, from, to, "transition");
+        ctx.records.push(record.clone());
+        ctx.emit(EngineEvent::Transition(record));
     }
 }
 
@@ -456,60 +356,5 @@ mod tests {
         let declared_leaves =
             table.states.iter().filter(|s| s.kind != crate::engine::table::StateKind::Superstate).count();
         assert_eq!(declared_leaves, count, "every leaf state of the table has a handler");
-    }
-
-    fn machine_entered_by(edge: &str) -> Machine {
-        let table = crate::engine::table::shipped();
-        let st = LoopState::new(crate::engine::options::EngineOptions::default(), "hi", Vec::new(), table);
-        let mut m = Machine::new(st);
-        m.entered = Entered { edge: edge.to_owned(), facts: table.edge(edge).unwrap().sets.clone() };
-        m
-    }
-
-    fn pending(edge: Edge, event: &'static str, facts: Facts) -> Pending {
-        Pending { edge, event, facts, delay_ms: None, detail: None }
-    }
-
-    /// A handler must not report a fact otherwise than the edge into its state set it.
-    #[test]
-    fn reported_facts_must_agree_with_the_entering_edge() {
-        let table = crate::engine::table::shipped();
-        let m = machine_entered_by("request.prompt_too_long");
-        let escalate =
-            pending(Edge::RecoverMaxOutputTokensEscalate, "recovery_checked", facts([("cause", value("truncated"))]));
-        assert_eq!(
-            m.check(table, "Recover", "Request", &escalate),
-            Err("edge `recover.max_output_tokens_escalate` was taken with `cause` = truncated, but \
-                 `request.prompt_too_long`, which entered `Recover`, set it to prompt_too_long"
-                .to_owned())
-        );
-        let drain = pending(
-            Edge::RecoverCollapseDrainRetry,
-            "recovery_checked",
-            facts([("cause", value("prompt_too_long")), ("staged_collapses", yes(true)), ("compacted", yes(false))]),
-        );
-        assert_eq!(
-            m.check(table, "Recover", "Prepare", &drain),
-            Ok(facts([
-                ("cause", value("prompt_too_long")),
-                ("collapse_drains_left", yes(true)),
-                ("compacted", yes(false)),
-                ("escalations_left", yes(true)),
-                ("reactive_compacts_left", yes(true)),
-                ("recoveries_left", yes(true)),
-                ("staged_collapses", yes(true)),
-            ]))
-        );
-        // A fact the handler leaves out is read from what the entering edge set.
-        let m = machine_entered_by("consume.end_turn");
-        let completed = pending(
-            Edge::CheckpointCompleted,
-            "turn_checked",
-            facts([("stop_hook", value("pass")), ("budget_wants_more", yes(false))]),
-        );
-        assert_eq!(m.check(table, "Checkpoint", "Done", &completed).map(|f| f["tools_ran"].clone()), Ok(yes(false)));
-        let m = machine_entered_by("tools.done");
-        let next = pending(Edge::CheckpointNextTurn, "turn_checked", facts([("tools_ran", yes(false))]));
-        assert!(m.check(table, "Checkpoint", "Prepare", &next).unwrap_err().contains("set it to true"));
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct RawTable {
     #[serde(default)]
     pub(crate) termination: Option<Spanned<RawTermination>>,
     #[serde(default)]
+    pub(crate) reason: Vec<Spanned<RawReason>>,
+    #[serde(default)]
     pub(crate) edge: Vec<Spanned<RawEdge>>,
 }
 
@@ -40,6 +42,26 @@ pub(crate) struct RawState {
     pub(crate) parent: Option<String>,
     #[serde(default)]
     pub(crate) doc: String,
+}
+
+/// One `[[reason]]`: a continue or terminal reason edges may name.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReason {
+    pub(crate) name: String,
+    pub(crate) kind: RawReasonKind,
+    #[serde(default)]
+    pub(crate) exit_code: Option<u8>,
+    #[serde(default)]
+    pub(crate) doc: String,
+}
+
+/// Whether a reason continues the loop or ends it.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RawReasonKind {
+    Continue,
+    Terminal,
 }
 
 /// One `[[event]]`.

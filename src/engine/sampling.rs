@@ -6,8 +6,12 @@ use std::time::Duration;
 use statig::prelude::*;
 
 use crate::context::{self, Thresholds};
-use crate::engine::edge::Edge;
 use crate::engine::events::{EngineEvent, human_duration};
+use crate::engine::generated::choice::consume::{MessageComplete, StreamFailed};
+use crate::engine::generated::choice::prepare::ContextReady;
+use crate::engine::generated::choice::request::{RequestFailed, StreamOpened};
+use crate::engine::generated::choice::sampling;
+use crate::engine::generated::fact;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
@@ -55,18 +59,19 @@ impl Machine {
                 }
             }
         }
-        let over = tokens > thresholds.blocking;
-        let f = facts([("over_blocking_limit", yes(over))]);
-        if over {
-            self.st.error = Some(format!(
-                "Prompt is too long: about {tokens} tokens, over the blocking limit of {} for a {}-token window, \
+        let f = facts([(fact::OVER_BLOCKING_LIMIT, yes(tokens > thresholds.blocking))]);
+        let Some(edge) = self.decide_now::<ContextReady>(ctx, &f) else { return Handled };
+        match edge {
+            ContextReady::Request => self.st.request = Some(self.st.build_request()),
+            ContextReady::BlockingLimit => {
+                self.st.error = Some(format!(
+                    "Prompt is too long: about {tokens} tokens, over the blocking limit of {} for a {}-token window, \
 and nothing is left to compact",
-                thresholds.blocking, self.st.options.context_window
-            ));
-            return self.finish(ctx, Edge::PrepareBlockingLimit, "context_ready", f);
+                    thresholds.blocking, self.st.options.context_window
+                ));
+            }
         }
-        self.st.request = Some(self.st.build_request());
-        self.go(Edge::PrepareRequest, "context_ready", f, State::Request {})
+        self.proceed()
     }
 
     fn estimate(&self) -> u64 {
@@ -135,8 +140,11 @@ and nothing is left to compact",
         };
         match opened {
             Ok(stream) => {
+                let Some(StreamOpened::StreamOpened) = self.decide_now::<StreamOpened>(ctx, &facts([])) else {
+                    return Handled;
+                };
                 self.st.stream = Some(stream);
-                self.go(Edge::RequestStreamOpened, "stream_opened", facts([]), State::Consume {})
+                self.proceed()
             }
             Err(error) => self.request_failed(ctx, error),
         }
@@ -146,35 +154,22 @@ and nothing is left to compact",
         let (class, refusal) = self.classify(&error);
         self.note_overload(&error);
         let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
-        let f = facts([("error", value(class_name(class))), ("fallback_due", yes(fallback_due))]);
-        match class {
-            ErrorClass::Retryable if fallback_due && self.st.left(counter::FALLBACKS) > 0 => {
+        let f = facts([(fact::ERROR, value(class_name(class))), (fact::FALLBACK_DUE, yes(fallback_due))]);
+        let Some(edge) = self.decide_now::<RequestFailed>(ctx, &f) else { return Handled };
+        match edge {
+            RequestFailed::Fallback => {
                 self.st.overload_streak = 0;
                 let to = self.st.options.fallback_model.clone().unwrap_or_default();
                 let from = self.st.options.model.clone();
                 ctx.emit(EngineEvent::Warning(format!("switched to {to} due to high demand for {from}")));
-                let outcome = self.go(Edge::RequestFallback, "request_failed", f, State::Request {});
                 self.annotate(None, Some(format!("{error}; switching to {to}")));
-                outcome
             }
-            ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
-                let outcome = self.go(Edge::RequestRetry, "request_failed", f, State::Request {});
-                self.schedule_retry(ctx, &error);
-                outcome
-            }
-            ErrorClass::Retryable => {
-                self.st.error = Some(format!("retries exhausted: {error}"));
-                self.finish(ctx, Edge::RequestRetriesExhausted, "request_failed", f)
-            }
-            ErrorClass::PromptTooLong => {
-                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
-                self.go(Edge::RequestPromptTooLong, "request_failed", f, State::Recover {})
-            }
-            ErrorClass::Fatal => {
-                self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
-                self.finish(ctx, Edge::RequestModelError, "request_failed", f)
-            }
+            RequestFailed::Retry => self.schedule_retry(ctx, &error),
+            RequestFailed::RetriesExhausted => self.st.error = Some(format!("retries exhausted: {error}")),
+            RequestFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
+            RequestFailed::ModelError => self.st.error = Some(refusal.unwrap_or_else(|| error.to_string())),
         }
+        self.proceed()
     }
 
     fn note_overload(&mut self, error: &ModelError) {
@@ -204,11 +199,12 @@ and nothing is left to compact",
         }
     }
 
-    /// Set the backoff of the retry just chosen, note it in its trace record and tell the
-    /// caller (the CLI prints it, so a run waiting to retry does not look hung).
+    /// Set the backoff of the retry just taken (its edge consumed one retry), note it in its
+    /// trace record and tell the caller (the CLI prints it, so a run waiting to retry does not
+    /// look hung).
     fn schedule_retry(&mut self, ctx: &mut Ctx, error: &ModelError) {
-        let attempt = self.st.used(counter::RETRIES) + 1;
-        let max = attempt + self.st.left(counter::RETRIES) - 1;
+        let attempt = self.st.used(counter::RETRIES);
+        let max = attempt + self.st.left(counter::RETRIES);
         let delay = error.retry_after().unwrap_or_else(|| {
             backoff(attempt, self.st.options.retry_base_delay, self.st.options.retry_max_delay, rand::random::<f64>())
         });
@@ -285,26 +281,27 @@ and nothing is left to compact",
             ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
         }
         let calls: Vec<ToolCall> = message.tool_uses().map(ToolCall::from).collect();
-        let has_tool_use = !calls.is_empty();
-        let f = facts([("has_tool_use", yes(has_tool_use)), ("truncated", yes(truncated)), ("paused", yes(paused))]);
-        if has_tool_use {
-            self.append(ctx, message);
-            self.st.calls = calls;
-            // Without streamed execution the executor is empty: ExecuteTools starts the calls.
-            self.st.executor = (!executor.is_empty()).then_some(executor);
-            self.go(Edge::ConsumeTools, "message_complete", f, State::ExecuteTools {})
-        } else if !truncated && paused && self.st.left(counter::PAUSES) > 0 {
+        let f = facts([
+            (fact::HAS_TOOL_USE, yes(!calls.is_empty())),
+            (fact::TRUNCATED, yes(truncated)),
+            (fact::PAUSED, yes(paused)),
+        ]);
+        let Some(edge) = self.decide_now::<MessageComplete>(ctx, &f) else { return Handled };
+        match edge {
+            MessageComplete::Tools => {
+                self.append(ctx, message);
+                self.st.calls = calls;
+                // Without streamed execution the executor is empty: ExecuteTools starts the calls.
+                self.st.executor = (!executor.is_empty()).then_some(executor);
+            }
             // The API continues a paused turn when it gets the paused reply back as it is.
-            self.append(ctx, message);
-            self.go(Edge::ConsumePauseTurn, "message_complete", f, State::Prepare {})
-        } else if truncated {
-            let max_tokens = self.st.max_tokens();
-            self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });
-            self.go(Edge::ConsumeTruncated, "message_complete", f, State::Recover {})
-        } else {
-            self.append(ctx, message);
-            self.go(Edge::ConsumeEndTurn, "message_complete", f, State::Checkpoint {})
+            MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append(ctx, message),
+            MessageComplete::Truncated => {
+                let max_tokens = self.st.max_tokens();
+                self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });
+            }
         }
+        self.proceed()
     }
 
     /// Cancel what still runs of an executor and collect every call's result by id.
@@ -337,32 +334,25 @@ and nothing is left to compact",
             )));
         }
         let results = Self::settle(ctx, executor).await;
-        let f = facts([("error", value(class_name(class)))]);
-        match class {
-            ErrorClass::Retryable if self.st.left(counter::RETRIES) > 0 => {
-                // The partial reply and its results are dropped: the request is sent again.
-                let outcome = self.go(Edge::ConsumeRetry, "stream_failed", f, State::Request {});
-                self.schedule_retry(ctx, &error);
-                outcome
-            }
-            ErrorClass::Retryable => {
+        let f = facts([(fact::ERROR, value(class_name(class)))]);
+        let Some(edge) = self.decide_now::<StreamFailed>(ctx, &f) else { return Handled };
+        match edge {
+            // The partial reply and its results are dropped: the request is sent again.
+            StreamFailed::Retry => self.schedule_retry(ctx, &error),
+            StreamFailed::RetriesExhausted => {
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {error}"));
                 self.st.error = Some(format!("retries exhausted: {error}"));
-                self.finish(ctx, Edge::ConsumeRetriesExhausted, "stream_failed", f)
             }
-            ErrorClass::PromptTooLong => {
-                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
-                self.go(Edge::ConsumePromptTooLong, "stream_failed", f, State::Recover {})
-            }
-            ErrorClass::Fatal => {
+            StreamFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
+            StreamFailed::ModelError => {
                 let message = refusal.unwrap_or_else(|| error.to_string());
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {message}"));
                 self.st.error = Some(message);
-                self.finish(ctx, Edge::ConsumeModelError, "stream_failed", f)
             }
         }
+        self.proceed()
     }
 
     /// Keep the finished part of an interrupted reply. Each of its tool calls is answered:
@@ -403,21 +393,22 @@ and nothing is left to compact",
 
     /// The `Sampling` superstate's abort: keep what streamed, answer its calls, end.
     pub(crate) fn abort_sampling(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(sampling::Abort::Abort) = self.decide_now::<sampling::Abort>(ctx, &facts([])) else { return Handled };
         if let Some(partial) = self.st.partial.take() {
             self.keep_partial(ctx, partial, "Interrupted by user");
         }
         self.append(ctx, Message::user_text(INTERRUPTED));
         self.st.error = Some("interrupted by the user while the model was answering".into());
-        self.finish(ctx, Edge::SamplingAbort, "abort", facts([]))
+        self.proceed()
     }
 }
 
 /// The guard value of an error class.
 fn class_name(class: ErrorClass) -> &'static str {
     match class {
-        ErrorClass::Retryable => "retryable",
-        ErrorClass::PromptTooLong => "prompt_too_long",
-        ErrorClass::Fatal => "fatal",
+        ErrorClass::Retryable => fact::error::RETRYABLE,
+        ErrorClass::PromptTooLong => fact::error::PROMPT_TOO_LONG,
+        ErrorClass::Fatal => fact::error::FATAL,
     }
 }
 

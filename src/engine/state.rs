@@ -14,29 +14,8 @@ use std::borrow::Borrow;
 use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, Transcript, Usage};
 use crate::tools::ToolCall;
 
-/// Counter names used by the handlers (declared in the table).
-pub mod counter {
-    /// Token-budget continuations.
-    pub const BUDGET_CONTINUATIONS: &str = "budget_continuations";
-    /// Stop-hook blocks in a row.
-    pub const STOP_HOOK_BLOCKS: &str = "stop_hook_blocks";
-    /// Turns left.
-    pub const TURNS: &str = "turns";
-    /// Collapse drains this turn.
-    pub const COLLAPSE_DRAINS: &str = "collapse_drains";
-    /// Reactive compactions this turn.
-    pub const REACTIVE_COMPACTS: &str = "reactive_compacts";
-    /// Output-cap escalations this turn.
-    pub const ESCALATIONS: &str = "escalations";
-    /// Max-output recoveries this turn.
-    pub const RECOVERIES: &str = "recoveries";
-    /// pause_turn continuations this turn.
-    pub const PAUSES: &str = "pauses";
-    /// Fallback switches this run.
-    pub const FALLBACKS: &str = "fallbacks";
-    /// Retries of this request.
-    pub const RETRIES: &str = "retries";
-}
+/// Counter names, generated from the table.
+pub use crate::engine::generated::counter;
 
 /// An error held back from the caller while recovery may still fix it.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,8 +84,6 @@ pub struct LoopState {
     pub interrupted_results: Option<Vec<ContentBlock>>,
     /// The withheld error Recover works on.
     pub withheld: Option<Withheld>,
-    /// Set by ExecuteTools, read and cleared by Checkpoint.
-    pub tools_ran: bool,
     /// A tool hook's `continue: false` reason.
     pub hook_stop: Option<String>,
     /// Wait before the next attempt (set by retry edges).
@@ -160,7 +137,6 @@ impl LoopState {
             partial_results: Default::default(),
             interrupted_results: None,
             withheld: None,
-            tools_ran: false,
             hook_stop: None,
             backoff: None,
             overload_streak: 0,

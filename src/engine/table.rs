@@ -5,16 +5,17 @@
 //! `sets` that name an unknown fact or give it a value of the wrong kind).
 //! The deeper proofs (reachability, termination, guard exclusivity) belong to `audit`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::raw::RawTable;
+use crate::audit::structure::{self, InputError};
+use crate::engine::raw::{RawReasonKind, RawTable};
 use sha2::{Digest, Sha256};
 
-use crate::engine::guard::{FactValue, Facts, Guard, GuardError};
+use crate::engine::guard::{FactValue, Facts, Guard};
 use crate::engine::reason::{ContinueReason, TerminalReason};
 
 /// The shipped table, embedded at build time.
@@ -86,6 +87,39 @@ pub struct CounterDecl {
     pub spent_at_start: u32,
     /// What it bounds.
     pub doc: String,
+}
+
+/// One continue or terminal reason (`[[reason]]`). A table without a `[[reason]]` section
+/// declares every reason the engine knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReasonDecl {
+    /// Name, as in `continue = "..."` / `terminal = "..."` and the trace.
+    pub name: String,
+    /// A terminal reason (otherwise a continue reason).
+    pub terminal: bool,
+    /// For a terminal reason, the exit status of a run that ends with it.
+    pub exit_code: Option<u8>,
+    /// What it means.
+    pub doc: String,
+}
+
+impl ReasonDecl {
+    /// The reasons the engine knows, as generated from the shipped table.
+    pub fn engine() -> Vec<ReasonDecl> {
+        let continues = ContinueReason::ALL.iter().map(|r| ReasonDecl {
+            name: r.as_str().to_owned(),
+            terminal: false,
+            exit_code: None,
+            doc: String::new(),
+        });
+        let terminals = TerminalReason::ALL.iter().map(|r| ReasonDecl {
+            name: r.as_str().to_owned(),
+            terminal: true,
+            exit_code: Some(r.exit_code()),
+            doc: String::new(),
+        });
+        continues.chain(terminals).collect()
+    }
 }
 
 /// What taking an edge means for the run.
@@ -164,6 +198,8 @@ pub struct Table {
     pub facts: Vec<FactDecl>,
     /// Counters in file order.
     pub counters: Vec<CounterDecl>,
+    /// The continue and terminal reasons edges may name.
+    pub reasons: Vec<ReasonDecl>,
     /// The termination ranking, highest first.
     pub ranking: Vec<String>,
     /// Edges in file order.
@@ -183,15 +219,13 @@ pub enum TableError {
         /// The parser's message (it names the line).
         message: String,
     },
-    /// A declaration refers to something undeclared or breaks a rule.
-    #[error("{path}:{line}: {message}")]
+    /// Declarations refer to something undeclared or break a rule of the format.
+    #[error("{}", problems.iter().map(|(line, m)| format!("{path}:{line}: {m}")).collect::<Vec<_>>().join("\n"))]
     Invalid {
         /// File name.
         path: String,
-        /// Line of the offending declaration.
-        line: usize,
-        /// What is wrong.
-        message: String,
+        /// Each problem's line and message, in file order.
+        problems: Vec<(usize, String)>,
     },
 }
 
@@ -215,18 +249,33 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Table {
-    /// Parse and resolve a table. `path` is only used in messages.
+    /// Parse a table and check its structure with the auditor's structural pass
+    /// ([`crate::audit::structure::raw_findings`], the one implementation of the declaration
+    /// rules), then resolve it. `path` is only used in messages.
     ///
     /// # Errors
-    /// [`TableError`] naming the file, the line and the problem.
+    /// [`TableError`] naming the file, and the line of every problem.
     pub fn load(path: &str, text: &str) -> Result<Table, TableError> {
         let raw: RawTable = toml::from_str(text)
             .map_err(|e| TableError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
-        let invalid = |line: usize, message: String| TableError::Invalid { path: path.to_owned(), line, message };
-        if let Err(message) = check_schema(*raw.schema.get_ref()) {
-            return Err(invalid(line_of(text, raw.schema.span().start), message));
+        let findings = structure::check_raw(&raw, path, text).map_err(|e| match e {
+            InputError::Unusable { path, line, message } => {
+                TableError::Invalid { path, problems: vec![(line, message)] }
+            }
+            InputError::Toml { path, message } | InputError::Read { path, message } => {
+                TableError::Toml { path, message }
+            }
+        })?;
+        if !findings.is_empty() {
+            let problems = findings.into_iter().map(|f| (f.location.line.unwrap_or(1), f.message)).collect();
+            return Err(TableError::Invalid { path: path.to_owned(), problems });
         }
+        Ok(Table::resolve(raw, text))
+    }
 
+    /// Build the typed table from a raw one the structural pass accepted: every name it
+    /// refers to is declared, every guard parses, every `sets` value fits its fact.
+    fn resolve(raw: RawTable, text: &str) -> Table {
         let states: Vec<StateDecl> = raw
             .state
             .into_iter()
@@ -236,25 +285,6 @@ impl Table {
                 StateDecl { name: s.name, kind: s.kind.unwrap_or(StateKind::Leaf), parent: s.parent, doc: s.doc, line }
             })
             .collect();
-        let state_names: BTreeSet<&str> = states.iter().map(|s| s.name.as_str()).collect();
-        for s in &states {
-            if let Some(parent) = &s.parent {
-                match states.iter().find(|p| &p.name == parent) {
-                    Some(p) if p.kind == StateKind::Superstate => {}
-                    Some(_) => {
-                        return Err(invalid(s.line, format!("parent `{parent}` of `{}` is not a superstate", s.name)));
-                    }
-                    None => return Err(invalid(s.line, format!("state `{}` has unknown parent `{parent}`", s.name))),
-                }
-            }
-        }
-        if states.len() != state_names.len() {
-            return Err(invalid(1, "a state name is declared twice".into()));
-        }
-        if !state_names.contains(raw.initial.as_str()) {
-            return Err(invalid(1, format!("initial state `{}` is not declared", raw.initial)));
-        }
-
         let events: Vec<EventDecl> =
             raw.event.into_iter().map(Spanned::into_inner).map(|e| EventDecl { name: e.name, doc: e.doc }).collect();
         let facts: Vec<FactDecl> = raw
@@ -275,94 +305,75 @@ impl Table {
                 doc: c.doc,
             })
             .collect();
-        let counter_names: BTreeSet<&str> = counters.iter().map(|c| c.name.as_str()).collect();
+        let reasons = if raw.reason.is_empty() {
+            ReasonDecl::engine()
+        } else {
+            raw.reason
+                .into_iter()
+                .map(Spanned::into_inner)
+                .map(|r| ReasonDecl {
+                    name: r.name,
+                    terminal: r.kind == RawReasonKind::Terminal,
+                    exit_code: r.exit_code,
+                    doc: r.doc,
+                })
+                .collect()
+        };
         let ranking = raw.termination.map(Spanned::into_inner).unwrap_or_default().ranking;
-        for name in &ranking {
-            if !counter_names.contains(name.as_str()) {
-                return Err(invalid(1, format!("ranking names unknown counter `{name}`")));
-            }
-        }
-
-        let mut edges = Vec::with_capacity(raw.edge.len());
-        let mut ids = BTreeSet::new();
-        for spanned in raw.edge {
-            let line = line_of(text, spanned.span().start);
-            let e = spanned.into_inner();
-            if !ids.insert(e.id.clone()) {
-                return Err(invalid(line, format!("edge id `{}` is declared twice", e.id)));
-            }
-            for (what, state) in [("from", &e.from), ("to", &e.to)] {
-                if !state_names.contains(state.as_str()) {
-                    return Err(invalid(line, format!("edge `{}`: `{what}` names unknown state `{state}`", e.id)));
+        let edges = raw
+            .edge
+            .into_iter()
+            .map(|spanned| {
+                let line = line_of(text, spanned.span().start);
+                let e = spanned.into_inner();
+                let kind = match (&e.continue_reason, &e.terminal) {
+                    (Some(r), _) => ContinueReason::parse(r).map_or(EdgeKind::Internal, EdgeKind::Continue),
+                    (None, Some(r)) => TerminalReason::parse(r).map_or(EdgeKind::Internal, EdgeKind::Terminal),
+                    (None, None) => EdgeKind::Internal,
+                };
+                let guard = e.guard.as_deref().and_then(|g| Guard::parse(g).ok());
+                let sets = e
+                    .sets
+                    .as_ref()
+                    .map(|spanned| {
+                        spanned
+                            .get_ref()
+                            .iter()
+                            .filter_map(|(name, v)| {
+                                let declared = facts.iter().find(|f| &f.name == name).map(|f| f.values.as_slice());
+                                set_value(name, declared, v).ok().map(|value| (name.clone(), value))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                EdgeDecl {
+                    id: e.id,
+                    from: e.from,
+                    on: e.on,
+                    guard_text: e.guard,
+                    guard,
+                    to: e.to,
+                    kind,
+                    consumes: e.consumes,
+                    resets: e.resets,
+                    sets,
+                    doc: e.doc,
+                    line,
                 }
-            }
-            if !events.iter().any(|ev| ev.name == e.on) {
-                return Err(invalid(line, format!("edge `{}`: unknown event `{}`", e.id, e.on)));
-            }
-            for c in e.consumes.iter().chain(&e.resets) {
-                if !counter_names.contains(c.as_str()) {
-                    return Err(invalid(line, format!("edge `{}`: unknown counter `{c}`", e.id)));
-                }
-            }
-            let kind = match (&e.continue_reason, &e.terminal) {
-                (None, None) => EdgeKind::Internal,
-                (Some(r), None) => EdgeKind::Continue(
-                    ContinueReason::parse(r)
-                        .ok_or_else(|| invalid(line, format!("edge `{}`: unknown continue reason `{r}`", e.id)))?,
-                ),
-                (None, Some(r)) => EdgeKind::Terminal(
-                    TerminalReason::parse(r)
-                        .ok_or_else(|| invalid(line, format!("edge `{}`: unknown terminal reason `{r}`", e.id)))?,
-                ),
-                (Some(_), Some(_)) => {
-                    return Err(invalid(line, format!("edge `{}` is both a continue and a terminal edge", e.id)));
-                }
-            };
-            let guard = match &e.guard {
-                Some(g) => Some(Guard::parse(g).map_err(|err| invalid(line, format!("edge `{}`: {err}", e.id)))?),
-                None => None,
-            };
-            if let Some(g) = &guard {
-                check_guard_names(g, &facts, &counter_names)
-                    .map_err(|err| invalid(line, format!("edge `{}`: {err}", e.id)))?;
-            }
-            let mut sets = Facts::new();
-            if let Some(spanned) = &e.sets {
-                let at = line_of(text, spanned.span().start);
-                for (name, v) in spanned.get_ref() {
-                    let declared = facts.iter().find(|f| &f.name == name).map(|f| f.values.as_slice());
-                    let value =
-                        set_value(name, declared, v).map_err(|err| invalid(at, format!("edge `{}`: {err}", e.id)))?;
-                    sets.insert(name.clone(), value);
-                }
-            }
-            edges.push(EdgeDecl {
-                id: e.id,
-                from: e.from,
-                on: e.on,
-                guard_text: e.guard,
-                guard,
-                to: e.to,
-                kind,
-                consumes: e.consumes,
-                resets: e.resets,
-                sets,
-                doc: e.doc,
-                line,
-            });
-        }
-
-        Ok(Table {
+            })
+            .collect();
+        Table {
             schema: raw.schema.into_inner(),
             initial: raw.initial,
             states,
             events,
             facts,
             counters,
+            reasons,
             ranking,
             edges,
             sha256: sha256_hex(text),
-        })
+        }
     }
 
     /// The edge with this id.
@@ -406,41 +417,6 @@ impl Table {
     }
 }
 
-fn check_guard_names(guard: &Guard, facts: &[FactDecl], counters: &BTreeSet<&str>) -> Result<(), GuardError> {
-    for (name, values) in guard.atoms() {
-        if let Some(fact) = facts.iter().find(|f| f.name == name) {
-            let enumerated = !fact.values.is_empty();
-            for v in &values {
-                if !fact.values.contains(v) {
-                    return Err(GuardError::Syntax {
-                        text: name.clone(),
-                        reason: format!("`{v}` is not a value of fact `{name}`"),
-                    });
-                }
-            }
-            if enumerated && values.is_empty() {
-                return Err(GuardError::Syntax {
-                    text: name.clone(),
-                    reason: format!("enumerated fact `{name}` must be compared with `==`"),
-                });
-            }
-            if !enumerated && !values.is_empty() {
-                return Err(GuardError::Syntax {
-                    text: name.clone(),
-                    reason: format!("boolean fact `{name}` cannot be compared with a value"),
-                });
-            }
-        } else if let Some(counter) = name.strip_suffix("_left") {
-            if !counters.contains(counter) {
-                return Err(GuardError::Missing(name));
-            }
-        } else {
-            return Err(GuardError::Missing(name));
-        }
-    }
-    Ok(())
-}
-
 /// The value an edge's `sets` gives fact `name`, checked against its declaration: `declared` is
 /// the fact's `values` (empty for a boolean fact), `None` when no such fact is declared.
 ///
@@ -481,6 +457,7 @@ pub type Counters = BTreeMap<String, u32>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn shipped_table_loads_with_every_reason() {
