@@ -52,7 +52,7 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
         options.model = m.clone();
     }
     if let Some(n) = o.max_turns {
-        options.max_turns = n;
+        options.max_turns = Some(n);
     }
     options.token_budget = o.token_budget;
     if let Some(n) = o.context_window {
@@ -60,7 +60,7 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
     }
     options.fallback_model = o.fallback_model.clone();
     if let Some(n) = o.max_retries {
-        options.max_retries = n;
+        options.max_retries = Some(n);
     }
     if let Some(ms) = o.retry_base_delay_ms {
         options.retry_base_delay = Duration::from_millis(ms);

@@ -144,7 +144,8 @@ fn the_text_summary_states_the_proof() {
 
 #[test]
 fn max_turns_bounds_the_run() {
-    let r = audit_table("transitions/loop.toml", SHIPPED_TABLE, &AuditOptions { max_turns: Some(3) }).unwrap();
+    let r = audit_table("transitions/loop.toml", SHIPPED_TABLE, &AuditOptions { max_turns: Some(3), engine: false })
+        .unwrap();
     assert_eq!(r.findings, vec![]);
     let ex = r.exploration.as_ref().unwrap();
     let worst = ex.worst.unwrap();
@@ -354,6 +355,7 @@ fn the_audit_command_exits_by_its_findings() {
         table: None,
         trace: Some(root().join("tests/traces/valid_two_turns.jsonl")),
         max_turns: Some(2),
+        engine: false,
         format: AuditFormat::Text,
     };
     assert_eq!(run_audit(&args, &mut out), 0);
@@ -365,6 +367,7 @@ fn the_audit_command_exits_by_its_findings() {
         table: Some(root().join("tests/tables/duplicate_edge_id.toml")),
         trace: None,
         max_turns: None,
+        engine: false,
         format: AuditFormat::Json,
     };
     assert_eq!(run_audit(&args, &mut out), 1);
@@ -377,7 +380,7 @@ fn the_audit_command_exits_by_its_findings() {
 /// `run_audit` on `args`: its exit status and what it wrote.
 fn audit_command(table: Option<PathBuf>, trace: Option<PathBuf>) -> (u8, String) {
     let mut out = Vec::new();
-    let args = AuditArgs { table, trace, max_turns: None, format: AuditFormat::Text };
+    let args = AuditArgs { table, trace, max_turns: None, engine: false, format: AuditFormat::Text };
     let code = run_audit(&args, &mut out);
     (code, String::from_utf8(out).unwrap())
 }

@@ -35,6 +35,10 @@ pub struct AuditArgs {
     /// Explore with this many turns instead of the table's bound.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Also check that this engine can run the table as `run --table` would: every edge id
+    /// known, each edge's source, event, target, reason and `sets` unchanged.
+    #[arg(long)]
+    pub engine: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
     pub format: AuditFormat,
@@ -97,7 +101,7 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
         Ok(t) => t,
         Err(e) => return unusable(args.format, &e, out),
     };
-    let mut report = match audit_table(&path, &text, &AuditOptions { max_turns: args.max_turns }) {
+    let mut report = match audit_table(&path, &text, &AuditOptions { max_turns: args.max_turns, engine: args.engine }) {
         Ok(r) => r,
         Err(e) => return unusable(args.format, &e, out),
     };
@@ -149,7 +153,10 @@ mod tests {
     fn parses_both_commands() {
         let cli = Cli::try_parse_from(["agentloop", "audit", "--max-turns", "3", "--format", "json"]).unwrap();
         let Command::Audit(a) = cli.command else { panic!("not audit") };
-        assert_eq!(a, AuditArgs { table: None, trace: None, max_turns: Some(3), format: AuditFormat::Json });
+        assert_eq!(
+            a,
+            AuditArgs { table: None, trace: None, max_turns: Some(3), engine: false, format: AuditFormat::Json }
+        );
         let cli = Cli::try_parse_from(["agentloop", "table", "--format", "dot"]).unwrap();
         let Command::Table(t) = cli.command else { panic!("not table") };
         assert_eq!(t, TableArgs { format: DiagramFormat::Dot, table: None });
@@ -162,7 +169,8 @@ mod tests {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, "schema = 1\ninitial = \"A\"\n[[state]]\nname = 3\n").unwrap();
         let mut out = Vec::new();
-        let args = AuditArgs { table: Some(bad), trace: None, max_turns: None, format: AuditFormat::Text };
+        let args =
+            AuditArgs { table: Some(bad), trace: None, max_turns: None, engine: false, format: AuditFormat::Text };
         assert_eq!(run_audit(&args, &mut out), 2);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("agentloop audit: unusable input: ") && text.contains("line 4"), "{text}");

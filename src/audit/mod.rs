@@ -10,6 +10,7 @@
 //! the table; [`report`] renders the result; [`cli`] holds the `audit` and `table` commands.
 
 pub mod cli;
+pub mod engine_check;
 pub mod explore;
 pub mod export;
 pub mod finding;
@@ -31,6 +32,9 @@ use crate::engine::table::{Table, TableError};
 pub struct AuditOptions {
     /// Override the bound of the counter whose option is `max_turns`.
     pub max_turns: Option<u32>,
+    /// Also check that this engine can run the table ([`engine_check`]): what `run --table`
+    /// requires.
+    pub engine: bool,
 }
 
 /// Everything an audit found.
@@ -46,6 +50,8 @@ pub struct Report {
     pub exploration: Option<Exploration>,
     /// The trace replay, when a trace was given.
     pub trace: Option<TraceReport>,
+    /// Whether [`engine_check`] ran.
+    pub engine_checked: bool,
 }
 
 impl Report {
@@ -70,8 +76,14 @@ impl Report {
 /// # Errors
 /// [`InputError::Toml`] when the text is not a table at all (the message names the line).
 pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Report, InputError> {
-    let mut report =
-        Report { table_path: path.to_owned(), table: None, findings: Vec::new(), exploration: None, trace: None };
+    let mut report = Report {
+        table_path: path.to_owned(),
+        table: None,
+        findings: Vec::new(),
+        exploration: None,
+        trace: None,
+        engine_checked: false,
+    };
     report.findings = structure::raw_findings(path, text)?;
     if !report.findings.is_empty() {
         return Ok(report);
@@ -89,6 +101,10 @@ pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Rep
     };
     let ranking_line = text.lines().position(|l| l.trim() == "[termination]").map(|i| i + 1);
     report.findings.extend(structure::table_findings(&table, path));
+    if options.engine {
+        report.findings.extend(engine_check::engine_findings(&table, path));
+        report.engine_checked = true;
+    }
     report.findings.extend(guards::guard_findings(&table, path));
     report.findings.extend(guards::partly_set_findings(&table, path));
     report.findings.extend(graph::reachability_findings(&table, path));

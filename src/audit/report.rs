@@ -90,7 +90,7 @@ fn max_turns(ex: &Exploration) -> Option<u32> {
     ex.bounds.iter().find(|b| b.option.as_deref() == Some("max_turns")).map(|b| b.bound)
 }
 
-fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: &[&Finding]) {
+fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: &[&Finding], engine_checked: bool) {
     let leaves = names(table, StateKind::Leaf);
     let count = |f: fn(&EdgeKind) -> bool| table.edges.iter().filter(|e| f(&e.kind)).count();
     let _ = writeln!(out, "  sha256 {}", table.sha256);
@@ -151,6 +151,9 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
             reasons(true)
         ),
     );
+    if engine_checked {
+        line(out, "engine", "every edge has its effect in this engine; states, events and facts are its own".into());
+    }
     line(out, "guards", format!("exclusive and covering on all {pairs} (state, event) pairs, consumption guarded"));
     line(
         out,
@@ -201,7 +204,7 @@ pub fn text(report: &Report) -> String {
     let mut out = format!("agentloop audit: {}\n", report.table_path);
     let findings: Vec<&Finding> = report.all_findings().collect();
     if let Some(table) = &report.table {
-        summary(&mut out, table, report.exploration.as_ref(), &findings);
+        summary(&mut out, table, report.exploration.as_ref(), &findings, report.engine_checked);
     }
     if let Some(t) = &report.trace {
         let end =
@@ -215,7 +218,15 @@ pub fn text(report: &Report) -> String {
     } else {
         let _ = writeln!(out, "findings: {errors} error(s), {} warning(s)", findings.len() - errors);
     }
-    for f in &findings {
+    out.push_str(&findings_text(&findings));
+    out.push_str(if report.passed() { "PASS\n" } else { "FAIL\n" });
+    out
+}
+
+/// One line per finding (and its witness path, if any), as the text report lists them.
+pub fn findings_text(findings: &[&Finding]) -> String {
+    let mut out = String::new();
+    for f in findings {
         let severity = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -227,7 +238,6 @@ pub fn text(report: &Report) -> String {
             let _ = writeln!(out, "    path: {}", compress(&f.path));
         }
     }
-    out.push_str(if report.passed() { "PASS\n" } else { "FAIL\n" });
     out
 }
 

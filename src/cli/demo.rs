@@ -80,6 +80,10 @@ pub struct DemoArgs {
     /// How the result is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// Run the scenario under this transition table instead of the shipped one. It is audited
+    /// first; a table that fails is refused (exit 2).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "all"])]
+    pub table: Option<std::path::PathBuf>,
     /// Trace options.
     #[command(flatten)]
     pub trace: TraceArgs,
@@ -101,6 +105,13 @@ pub async fn command(args: DemoArgs) -> u8 {
         return run_all().await;
     }
     let name = args.name.as_deref().unwrap_or(DEFAULT_DEMO);
+    let table = match args.table.as_deref().map(|path| crate::cli::table_file::load(path, None)).transpose() {
+        Ok(table) => table,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
+    };
     let scenario = match scenario(name) {
         Ok(s) => s,
         Err(message) => {
@@ -119,7 +130,7 @@ pub async fn command(args: DemoArgs) -> u8 {
         eprintln!("agentloop: cannot write the scenario's files: {e}");
         return EXIT_USAGE;
     }
-    let spec = match spec_for_scenario(
+    let mut spec = match spec_for_scenario(
         &scenario,
         dir.path().to_path_buf(),
         CancellationToken::new(),
@@ -132,6 +143,7 @@ pub async fn command(args: DemoArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    spec.options.table = table;
     if args.output_format == OutputFormat::Text {
         eprintln!("demo {name}: {}", scenario.description);
         eprintln!("prompt: {}", spec.prompt);

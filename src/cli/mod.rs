@@ -7,6 +7,7 @@ pub mod demo;
 pub mod interrupt;
 pub mod output;
 pub mod run;
+pub mod table_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

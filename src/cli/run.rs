@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
+use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
@@ -76,6 +77,10 @@ pub struct RunArgs {
     /// How the result is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// Run the loop under this transition table instead of the shipped one (an edited copy of
+    /// transitions/loop.toml). It is audited first; a table that fails is refused (exit 2).
+    #[arg(long, value_name = "FILE")]
+    pub table: Option<PathBuf>,
     /// Trace options.
     #[command(flatten)]
     pub trace: TraceArgs,
@@ -124,6 +129,7 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
     if !cwd.is_dir() {
         return Err(format!("--cwd {}: not a directory", cwd.display()));
     }
+    let table = args.table.as_deref().map(|path| table_file::load(path, args.max_turns)).transpose()?;
     let cancel = CancellationToken::new();
     let mut spec = match args.model.as_deref().and_then(|m| m.strip_prefix("scripted:")) {
         Some(file) => {
@@ -140,6 +146,7 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
         return Err("no prompt: pass -p PROMPT".into());
     }
     apply_flags(&mut spec.options, &args);
+    spec.options.table = table;
     spec.options.validate()?;
     if let Some(path) = &args.settings {
         spec.settings = Settings::load(path).map_err(|e| e.to_string())?;
@@ -191,7 +198,7 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
     if let Some(n) = args.max_turns {
-        options.max_turns = n;
+        options.max_turns = Some(n);
     }
     if let Some(n) = args.token_budget {
         options.token_budget = Some(n);
@@ -203,7 +210,7 @@ fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
         options.max_tool_concurrency = n;
     }
     if let Some(n) = args.max_retries {
-        options.max_retries = n;
+        options.max_retries = Some(n);
     }
     if let Some(ms) = args.retry_base_delay_ms {
         options.retry_base_delay = Duration::from_millis(ms);

@@ -60,8 +60,8 @@ pub struct Ctx {
     pub deps: Deps,
     /// Where events go.
     pub sink: Box<dyn EventSink>,
-    /// The table transitions are checked against.
-    pub table: &'static Table,
+    /// The table whose guards pick every transition.
+    pub table: Arc<Table>,
     /// The trace so far.
     pub records: Vec<TraceRecord>,
     /// The first transition that broke the table, if any.

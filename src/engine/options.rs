@@ -1,6 +1,9 @@
 //! Options of one run, validated once.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::engine::table::Table;
 
 /// Everything that shapes one run besides its dependencies.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,20 +14,19 @@ pub struct EngineOptions {
     pub fallback_model: Option<String>,
     /// System prompt.
     pub system: String,
-    /// Turns before the run ends as `max_turns` (checked after the tool phase). Default 100.
-    pub max_turns: u32,
+    /// Turns before the run ends as `max_turns` (checked after the tool phase); `None` keeps
+    /// the bound of the table's counter whose `option` is `max_turns` (100 in the shipped table).
+    pub max_turns: Option<u32>,
     /// Output-token target for `token_budget_continuation`.
     pub token_budget: Option<u64>,
     /// Context window in tokens. Default 200_000.
     pub context_window: u64,
-    /// Retries of one request. Default 10.
-    pub max_retries: u32,
+    /// Retries of one request; `None` keeps the table's bound (10 in the shipped table).
+    pub max_retries: Option<u32>,
     /// First backoff delay; doubles per attempt. Default 500 ms.
     pub retry_base_delay: Duration,
     /// Longest backoff delay. Default 32 s.
     pub retry_max_delay: Duration,
-    /// Stop-hook blocks in a row before the engine overrides them. Default 8.
-    pub stop_hook_block_cap: u32,
     /// Session id handed to hooks and written in the trace header.
     pub run_id: String,
     /// Concurrency-safe tool calls that may run at once. Default 10.
@@ -34,6 +36,9 @@ pub struct EngineOptions {
     /// Start each tool call as soon as its block is complete, while the reply still streams
     /// (default). When false, calls start after the whole reply has arrived.
     pub stream_tools: bool,
+    /// The transition table the loop runs (`run --table`); `None` runs the shipped one.
+    /// A loaded table must have passed the audit and [`crate::audit::engine_check`].
+    pub table: Option<Arc<Table>>,
 }
 
 impl Default for EngineOptions {
@@ -42,17 +47,17 @@ impl Default for EngineOptions {
             model: "claude-sonnet-4-5".into(),
             fallback_model: None,
             system: DEFAULT_SYSTEM_PROMPT.into(),
-            max_turns: 100,
+            max_turns: None,
             token_budget: None,
             context_window: 200_000,
-            max_retries: 10,
+            max_retries: None,
             retry_base_delay: Duration::from_millis(500),
             retry_max_delay: Duration::from_secs(32),
-            stop_hook_block_cap: 8,
             run_id: String::new(),
             max_tool_concurrency: crate::tools::orchestrate::DEFAULT_MAX_CONCURRENCY,
             tool_result_cap: crate::tools::orchestrate::DEFAULT_RESULT_CAP,
             stream_tools: true,
+            table: None,
         }
     }
 }
@@ -62,12 +67,17 @@ pub const DEFAULT_SYSTEM_PROMPT: &str = "You are agentloop, a coding agent. Use 
 in the working directory. Be concise.";
 
 impl EngineOptions {
+    /// The table the run follows: the loaded one, or the shipped one.
+    pub fn table(&self) -> &Table {
+        self.table.as_deref().unwrap_or_else(|| crate::engine::table::shipped())
+    }
+
     /// Check the combinations that cannot run.
     ///
     /// # Errors
     /// A message naming the bad option.
     pub fn validate(&self) -> Result<(), String> {
-        if self.max_turns == 0 {
+        if self.max_turns == Some(0) {
             return Err("max_turns must be at least 1".into());
         }
         if self.context_window < 1_000 {

@@ -69,7 +69,7 @@ impl RunOutcome {
 
 /// The trace header a run with these options starts with.
 pub fn header(options: &EngineOptions) -> TraceHeader {
-    let table = table::shipped();
+    let table = options.table();
     let st = LoopState::new(options.clone(), "", Vec::new(), table);
     TraceHeader {
         record_type: "header",
@@ -97,14 +97,14 @@ pub async fn run(
     sink: Box<dyn EventSink>,
 ) -> Result<RunOutcome, EngineError> {
     options.validate().map_err(EngineError::Options)?;
-    let table = table::shipped();
+    let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
     let tool_ctx = ToolContext {
         cancel: deps.cancel.clone(),
         shell_env: deps.shell_env.clone(),
         read_deny: deps.policy.read_deny(),
         ..ToolContext::new(deps.cwd.clone())
     };
-    let st = LoopState::new(options, prompt, deps.tools.definitions(), table);
+    let st = LoopState::new(options, prompt, deps.tools.definitions(), &table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());

@@ -80,7 +80,7 @@ impl Machine {
     /// handler reports. On [`Decision::Take`] the edge's counters have changed and
     /// [`Machine::proceed`] transitions to its target.
     pub(crate) fn decide<C: Choice>(&mut self, ctx: &mut Ctx, reported: &Facts) -> Decision<C> {
-        match self.select::<C>(ctx.table, reported) {
+        match self.select::<C>(&ctx.table, reported) {
             Ok(choice) => Decision::Take(choice),
             Err(Selection::Needs(fact)) => Decision::Needs(fact),
             Err(Selection::Broken(message)) => {

@@ -113,9 +113,8 @@ impl LoopState {
         let mut counters = Counters::new();
         for c in &table.counters {
             let bound = match c.option.as_deref() {
-                Some("max_turns") => options.max_turns,
-                Some("max_retries") => options.max_retries,
-                _ if c.name == counter::STOP_HOOK_BLOCKS => options.stop_hook_block_cap,
+                Some("max_turns") => options.max_turns.unwrap_or(c.bound),
+                Some("max_retries") => options.max_retries.unwrap_or(c.bound),
                 _ => c.bound,
             };
             bounds.insert(c.name.clone(), bound);

@@ -6,7 +6,7 @@
 //! The deeper proofs (reachability, termination, guard exclusivity) belong to `audit`.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -23,8 +23,15 @@ pub const SHIPPED_TABLE: &str = include_str!("../../transitions/loop.toml");
 
 /// The shipped table, parsed once.
 pub fn shipped() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(|| Table::load("transitions/loop.toml", SHIPPED_TABLE).expect("the shipped table is valid"))
+    shipped_shared()
+}
+
+/// The shipped table, shared: what a run holds when no `--table` was given.
+pub fn shipped_shared() -> &'static Arc<Table> {
+    static TABLE: OnceLock<Arc<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        Arc::new(Table::load("transitions/loop.toml", SHIPPED_TABLE).expect("the shipped table is valid"))
+    })
 }
 
 /// What kind of node a state is.
