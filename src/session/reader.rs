@@ -187,7 +187,7 @@ impl Scan<'_> {
                     let message = self.take_wire(parsed.message);
                     if self.full {
                         push_merging(&mut self.messages, message);
-                    } else {
+                    } else if !message.content.is_empty() {
                         self.count_role(message.role);
                     }
                 } else {

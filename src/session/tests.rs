@@ -455,7 +455,7 @@ fn repair_mid_history_keeps_roles_alternating() {
 
 #[test]
 fn repair_leaves_a_clean_history_untouched() {
-    let clean = vec![user("Read"), calls(&["t1", "t2"]), results(vec![result("t1"), result("t2")]), assistant("Done.")];
+    let clean = [user("Read"), calls(&["t1", "t2"]), results(vec![result("t1"), result("t2")]), assistant("Done.")];
     for end in 1..=clean.len() {
         if end == 2 {
             continue; // ends with unanswered calls
@@ -593,7 +593,15 @@ fn loading_a_thousand_messages_is_one_fast_pass() {
     let start = std::time::Instant::now();
     let loaded = load(w.path()).unwrap();
     let elapsed = start.elapsed();
+    let start = std::time::Instant::now();
+    let summary = scan(w.path(), false).unwrap();
+    let summary_elapsed = start.elapsed();
+    eprintln!(
+        "1000 messages ({} bytes): load {elapsed:?}, listing scan {summary_elapsed:?}",
+        fs::metadata(w.path()).unwrap().len()
+    );
     assert_eq!((loaded.messages.len(), loaded.turns), (1000, 500));
+    assert_eq!((summary.turns, summary.first_prompt), (500, loaded.first_prompt.clone()));
     // Generous for unoptimized builds; the 50 ms target is for release builds.
     assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
 }
