@@ -8,7 +8,7 @@
 //! - [`Uuid`]: session ids and line uuids (version 4).
 //! - [`paths`]: the store's root and the cwd slug.
 //! - [`time`]: RFC 3339 timestamps.
-//! - [`line`]: the JSON shapes of the lines.
+//! - [`line`](mod@line): the JSON shapes of the lines.
 //! - [`TranscriptWriter`]: appends one line per message, one `write` per line.
 //! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill.
 //! - [`repair`]: answers tool calls left without results, as the live abort path does.
@@ -33,7 +33,7 @@ pub use id::{Uuid, UuidError};
 pub use line::{HistoryReason, SessionMeta};
 pub use reader::{LoadedSession, load};
 pub use repair::{Repair, RepairReport, RepairWrite, repair};
-pub use store::{SessionStore, SessionSummary};
+pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
 pub use writer::TranscriptWriter;
 
 /// What can go wrong reading or writing transcripts. Every variant names the file; line

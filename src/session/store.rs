@@ -133,7 +133,9 @@ impl SessionStore {
     /// Start session `new_id` as a copy of `loaded` (`--fork-session`): its meta line (when it
     /// has one, with `forkedFrom`), then its messages as message lines with fresh uuids
     /// chained from null. The file is created in the project directory of `loaded`'s cwd
-    /// (`cwd` when given). Returns the writer, ready for the next message.
+    /// (`cwd` when given). Returns the writer, ready for the next message. Repair `loaded`
+    /// first ([`LoadedSession::repair`]) when it may end mid-tool-round: the fork copies the
+    /// messages as they are.
     pub fn fork(&self, loaded: &LoadedSession, new_id: Uuid, cwd: Option<&Path>) -> Result<TranscriptWriter> {
         let cwd = cwd.map(Path::to_path_buf).or_else(|| loaded.cwd.clone()).unwrap_or_default();
         let mut writer = TranscriptWriter::create(&self.path(&cwd, new_id), new_id, &cwd)?;

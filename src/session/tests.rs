@@ -605,3 +605,35 @@ fn loading_a_thousand_messages_is_one_fast_pass() {
     // Generous for unoptimized builds; the 50 ms target is for release builds.
     assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
 }
+
+#[test]
+fn a_kill_at_any_byte_of_the_last_line_loads_and_resumes() {
+    let (_dir, store) = store();
+    let history = [user("Read ü.txt"), calls(&["t1"])];
+    let last = results(vec![result("t1"), ContentBlock::text("naïve — 🦀")]);
+    let (_, path) = cut_transcript(&store, &history, &last, usize::MAX / 2);
+    let full = fs::read(&path).unwrap();
+    let start = full[..full.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    for cut in start..=full.len() {
+        fs::write(&path, &full[..cut]).unwrap();
+        let mut loaded = load(&path).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let complete = cut >= full.len() - 1;
+        let expected: Vec<Message> =
+            if complete { vec![history[0].clone(), history[1].clone(), last.clone()] } else { history.to_vec() };
+        assert_eq!(loaded.messages, expected, "cut at {cut}");
+        let dropped = if complete || cut == start {
+            vec![]
+        } else {
+            vec![Repair::DroppedPartialLine { line: 3, bytes: cut - start }]
+        };
+        assert_eq!(loaded.repairs, dropped, "cut at {cut}");
+        let report = loaded.repair();
+        let mut w = loaded.writer().unwrap();
+        w.record_repair(&report, &loaded.messages).unwrap();
+        w.append(&assistant("Next.")).unwrap();
+        let again = load(&path).unwrap();
+        assert_eq!(again.repairs, vec![]);
+        assert_eq!(again.messages.len(), 4, "cut at {cut}");
+        assert_chain(&path);
+    }
+}
