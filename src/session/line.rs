@@ -23,6 +23,11 @@ pub const META: &str = "agentloop-meta";
 pub const PROMPT_END: &str = "agentloop-prompt-end";
 /// `type` of the line that replaces the whole history (compaction, collapse, repair).
 pub const HISTORY: &str = "agentloop-history";
+/// `type` of Claude Code's event lines; with `subtype` [`COMPACT_BOUNDARY`] one starts the
+/// history again after a compaction.
+pub const SYSTEM: &str = "system";
+/// `subtype` of Claude Code's compaction boundary.
+pub const COMPACT_BOUNDARY: &str = "compact_boundary";
 
 /// What the engine ran with, recorded when a session starts or resumes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +126,8 @@ pub(crate) struct Head<'a> {
     pub timestamp: Option<String>,
     #[serde(default, deserialize_with = "lenient_string")]
     pub session_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub subtype: Option<String>,
     #[serde(default, deserialize_with = "lenient_bool")]
     pub is_sidechain: Option<bool>,
 }

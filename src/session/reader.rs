@@ -55,7 +55,8 @@ pub struct LoadedSession {
 /// Load the transcript at `path` in one pass (`serde_json` per line).
 ///
 /// Lines of types this module does not know (Claude Code's `queue-operation`, `attachment`,
-/// `summary`...) are skipped, as are sidechain lines. A final line that is not JSON (cut by a
+/// `summary`...) are skipped, as are sidechain lines; Claude Code's `compact_boundary`
+/// system line empties the history read so far, as an `agentloop-history` snapshot would. A final line that is not JSON (cut by a
 /// kill) is ignored and reported in [`LoadedSession::repairs`]; any other bad line is an
 /// error naming the file, the line and serde's message.
 pub fn load(path: &Path) -> Result<LoadedSession> {
@@ -220,6 +221,14 @@ impl Scan<'_> {
                     self.messages = messages;
                 }
                 self.last_uuid = None;
+            }
+            Some(line::SYSTEM) if head.subtype.as_deref() == Some(line::COMPACT_BOUNDARY) => {
+                // Claude Code's compaction: the history starts again after this line (its
+                // summary follows as a user message).
+                self.messages.clear();
+                self.turns = 0;
+                self.last_role = None;
+                self.last_uuid = head.uuid;
             }
             _ => {
                 // Claude Code's own lines: those in the uuid chain (attachments, system

@@ -637,3 +637,28 @@ fn a_kill_at_any_byte_of_the_last_line_loads_and_resumes() {
         assert_chain(&path);
     }
 }
+
+#[test]
+fn claude_codes_compact_boundary_starts_the_history_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("add9fc4b-0602-4806-8b35-58da17ae022c.jsonl");
+    let msg = |kind: &str, uuid: &str, parent: Value, content: &str| {
+        json!({"type": kind, "parentUuid": parent, "uuid": uuid, "isSidechain": false,
+            "message": {"role": kind, "content": content}})
+    };
+    let lines = [
+        msg("user", "u1", Value::Null, "old prompt"),
+        msg("assistant", "a1", json!("u1"), "old answer"),
+        json!({"type": "system", "subtype": "compact_boundary", "parentUuid": null, "logicalParentUuid": "a1",
+            "uuid": "b1", "content": "Conversation compacted", "isSidechain": false}),
+        msg("user", "u2", json!("b1"), "Summary: old things."),
+        msg("assistant", "a2", json!("u2"), "Go on."),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&path, text).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.messages, vec![user("Summary: old things."), assistant("Go on.")]);
+    assert_eq!((loaded.turns, loaded.last_uuid.as_deref()), (1, Some("a2")));
+    assert_eq!(loaded.first_prompt.as_deref(), Some("old prompt"));
+    assert_eq!(scan(&path, false).unwrap().turns, 1);
+}
