@@ -12,6 +12,7 @@
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 //! - [`process_group`]: the process groups of running commands, killed whole.
 //! - [`context`]: token estimates, collapse and compaction.
+//! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
 //! - [`cli`]: the `agentloop` command line.
 #![warn(missing_docs)]
@@ -28,5 +29,6 @@ pub mod permissions;
 pub mod process_group;
 pub mod protocol;
 pub mod scenario;
+pub mod session;
 pub mod shell;
 pub mod tools;

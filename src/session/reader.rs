@@ -1,0 +1,326 @@
+//! Loads a transcript in one pass: the history the model saw last, and what a listing shows.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::de::IgnoredAny;
+use serde_json::error::Category;
+
+use super::line::{self, Head, HistoryIn, MessageLineIn, MetaLineIn, PromptEndIn, WireMessage};
+use super::repair::{self, Repair, RepairReport};
+use super::time::parse_rfc3339;
+use super::writer::TailFix;
+use super::{Result, SessionError, SessionMeta, TranscriptWriter, Uuid, io_error};
+use crate::protocol::{ContentBlock, Message, Role};
+
+/// A transcript as loaded by [`load`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedSession {
+    /// The transcript's path.
+    pub path: PathBuf,
+    /// The session id: the file name's, else the first `sessionId` of a line.
+    pub session_id: Uuid,
+    /// The working directory of the first message or meta line that names one.
+    pub cwd: Option<PathBuf>,
+    /// The history as the model saw it last: the last `agentloop-history` snapshot (if any)
+    /// followed by the message lines after it, consecutive same-role messages merged and
+    /// empty ones dropped, as [`Transcript::push_merging`](crate::protocol::Transcript::push_merging)
+    /// does. Not yet repaired: see [`LoadedSession::repair`].
+    pub messages: Vec<Message>,
+    /// The uuid of the last line of the main chain (the next message's `parentUuid`); `None`
+    /// for an empty transcript or right after a snapshot.
+    pub last_uuid: Option<String>,
+    /// The last `agentloop-meta` line.
+    pub meta: Option<SessionMeta>,
+    /// The model: of the last meta line, or the `model` of the last assistant message
+    /// (Claude Code's transcripts), whichever came later.
+    pub model: Option<String>,
+    /// `terminalReason` of the last `agentloop-prompt-end` line.
+    pub last_terminal_reason: Option<String>,
+    /// `error` of the last `agentloop-prompt-end` line.
+    pub last_error: Option<String>,
+    /// Assistant messages in [`LoadedSession::messages`].
+    pub turns: usize,
+    /// `agentloop-prompt-end` lines: prompts whose turn sequence ended (0 for Claude Code's
+    /// transcripts, which have no such line).
+    pub prompts: usize,
+    /// The text of the first user message that has text (tool-result-only messages skipped).
+    pub first_prompt: Option<String>,
+    /// The last `timestamp` of any line.
+    pub last_activity: Option<SystemTime>,
+    /// What loading skipped: a final line cut by a kill.
+    pub repairs: Vec<Repair>,
+}
+
+/// Load the transcript at `path` in one pass (`serde_json` per line).
+///
+/// Lines of types this module does not know (Claude Code's `queue-operation`, `attachment`,
+/// `summary`...) are skipped, as are sidechain lines; Claude Code's `compact_boundary`
+/// system line empties the history read so far, as an `agentloop-history` snapshot would. A final line that is not JSON (cut by a
+/// kill) is ignored and reported in [`LoadedSession::repairs`]; any other bad line is an
+/// error naming the file, the line and serde's message.
+pub fn load(path: &Path) -> Result<LoadedSession> {
+    scan(path, true)
+}
+
+impl LoadedSession {
+    /// Make the history valid for the next request (see [`repair`](super::repair())): the
+    /// returned report starts with [`LoadedSession::repairs`]. Record it with
+    /// [`TranscriptWriter::record_repair`] so the file loads as the repaired history.
+    pub fn repair(&mut self) -> RepairReport {
+        let mut report = repair::repair(&mut self.messages);
+        report.repairs.splice(0..0, self.repairs.iter().cloned());
+        report
+    }
+
+    /// A writer that continues this transcript's chain ([`TranscriptWriter::resume`]).
+    pub fn writer(&self) -> Result<TranscriptWriter> {
+        let cwd = self.cwd.clone().unwrap_or_default();
+        TranscriptWriter::resume(&self.path, self.session_id, &cwd, self.last_uuid.clone())
+    }
+}
+
+/// The pass behind [`load`] and the store's listing. With `full` false, message lines are
+/// read for their type only (the first user prompt and snapshots excepted): `messages` stays
+/// empty and `turns` counts the assistant runs.
+pub(crate) fn scan(path: &Path, full: bool) -> Result<LoadedSession> {
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let mut s = Scan {
+        path,
+        full,
+        messages: Vec::new(),
+        last_role: None,
+        turns: 0,
+        cwd: None,
+        last_uuid: None,
+        meta: None,
+        model: None,
+        last_terminal_reason: None,
+        last_error: None,
+        prompts: 0,
+        first_prompt: None,
+        last_activity: None,
+        session_id: None,
+        repairs: Vec::new(),
+    };
+    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let mut lines = body.split(|&b| b == b'\n').enumerate().peekable();
+    while let Some((index, raw)) = lines.next() {
+        let number = index + 1;
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if let Err(e) = s.line(raw) {
+            if lines.peek().is_none() && e.is_cut() {
+                s.repairs.push(Repair::DroppedPartialLine { line: number, bytes: raw.len() });
+                continue;
+            }
+            let path = path.to_owned();
+            return Err(match e {
+                LineError::NotUtf8 => SessionError::NotUtf8 { path, line: number },
+                LineError::Json(source) => SessionError::Json { path, line: number, source },
+            });
+        }
+    }
+    s.finish()
+}
+
+enum LineError {
+    NotUtf8,
+    Json(serde_json::Error),
+}
+
+impl LineError {
+    /// Whether the line is what a kill mid-write leaves: not UTF-8, or not (complete) JSON.
+    fn is_cut(&self) -> bool {
+        match self {
+            LineError::NotUtf8 => true,
+            LineError::Json(e) => matches!(e.classify(), Category::Syntax | Category::Eof),
+        }
+    }
+}
+
+impl From<serde_json::Error> for LineError {
+    fn from(e: serde_json::Error) -> Self {
+        LineError::Json(e)
+    }
+}
+
+struct Scan<'p> {
+    path: &'p Path,
+    full: bool,
+    messages: Vec<Message>,
+    last_role: Option<Role>,
+    turns: usize,
+    cwd: Option<String>,
+    last_uuid: Option<String>,
+    meta: Option<SessionMeta>,
+    model: Option<String>,
+    last_terminal_reason: Option<String>,
+    last_error: Option<String>,
+    prompts: usize,
+    first_prompt: Option<String>,
+    last_activity: Option<SystemTime>,
+    session_id: Option<Uuid>,
+    repairs: Vec<Repair>,
+}
+
+impl Scan<'_> {
+    fn line(&mut self, raw: &[u8]) -> Result<(), LineError> {
+        let text = simdutf8::basic::from_utf8(raw).map_err(|_| LineError::NotUtf8)?;
+        let head: Head<'_> = serde_json::from_str(text)?;
+        if let Some(t) = head.timestamp.as_deref().and_then(parse_rfc3339) {
+            self.last_activity = Some(t);
+        }
+        if self.session_id.is_none() {
+            self.session_id = head.session_id.as_deref().and_then(|s| Uuid::parse(s).ok());
+        }
+        if head.is_sidechain == Some(true) {
+            return Ok(());
+        }
+        match head.kind.as_deref() {
+            Some(kind @ (line::USER | line::ASSISTANT)) => {
+                let role = if kind == line::USER { Role::User } else { Role::Assistant };
+                let needs_prompt = role == Role::User && self.first_prompt.is_none();
+                if self.full || needs_prompt {
+                    let parsed: MessageLineIn = serde_json::from_str(text)?;
+                    self.note_cwd(parsed.cwd);
+                    let message = self.take_wire(parsed.message);
+                    if self.full {
+                        push_merging(&mut self.messages, message);
+                    } else if !message.content.is_empty() {
+                        self.count_role(message.role);
+                    }
+                } else {
+                    self.count_role(role);
+                }
+                self.last_uuid = head.uuid;
+            }
+            Some(line::META) => {
+                let parsed: MetaLineIn = serde_json::from_str(text)?;
+                self.note_cwd(parsed.cwd);
+                self.model = Some(parsed.meta.model.clone());
+                self.meta = Some(parsed.meta);
+            }
+            Some(line::PROMPT_END) => {
+                let parsed: PromptEndIn = serde_json::from_str(text)?;
+                self.last_terminal_reason = Some(parsed.terminal_reason);
+                self.last_error = parsed.error;
+                self.prompts += 1;
+            }
+            Some(line::HISTORY) => {
+                let parsed: HistoryIn = serde_json::from_str(text)?;
+                let mut messages = Vec::with_capacity(parsed.messages.len());
+                for wire in parsed.messages {
+                    let message = self.take_wire(wire);
+                    push_merging(&mut messages, message);
+                }
+                self.turns = messages.iter().filter(|m| m.role == Role::Assistant).count();
+                self.last_role = messages.last().map(|m| m.role);
+                if self.full {
+                    self.messages = messages;
+                }
+                self.last_uuid = None;
+            }
+            Some(line::SYSTEM) if head.subtype.as_deref() == Some(line::COMPACT_BOUNDARY) => {
+                // Claude Code's compaction: the history starts again after this line (its
+                // summary follows as a user message).
+                self.messages.clear();
+                self.turns = 0;
+                self.last_role = None;
+                self.last_uuid = head.uuid;
+            }
+            _ => {
+                // Claude Code's own lines: those in the uuid chain (attachments, system
+                // lines) are the parent of the next message line.
+                if head.uuid.is_some() {
+                    self.last_uuid = head.uuid;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn note_cwd(&mut self, cwd: Option<String>) {
+        if self.cwd.is_none() {
+            self.cwd = cwd;
+        }
+    }
+
+    /// The message of a wire message, noting its model and (for the first user text) prompt.
+    fn take_wire(&mut self, wire: WireMessage) -> Message {
+        if wire.model.is_some() && wire.role == Role::Assistant {
+            self.model = wire.model.clone();
+        }
+        let message = wire.into_message();
+        if message.role == Role::User && self.first_prompt.is_none() {
+            self.first_prompt = message.content.iter().find_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.clone()),
+                _ => None,
+            });
+        }
+        message
+    }
+
+    /// Count an assistant message the way merging would (summary pass).
+    fn count_role(&mut self, role: Role) {
+        if self.last_role != Some(role) && role == Role::Assistant {
+            self.turns += 1;
+        }
+        self.last_role = Some(role);
+    }
+
+    fn finish(self) -> Result<LoadedSession> {
+        let path = self.path.to_owned();
+        let from_name = path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse(s).ok());
+        let session_id = from_name.or(self.session_id).ok_or(SessionError::NoSessionId { path: path.clone() })?;
+        let turns =
+            if self.full { self.messages.iter().filter(|m| m.role == Role::Assistant).count() } else { self.turns };
+        Ok(LoadedSession {
+            path,
+            session_id,
+            cwd: self.cwd.map(PathBuf::from),
+            messages: self.messages,
+            last_uuid: self.last_uuid,
+            meta: self.meta,
+            model: self.model,
+            last_terminal_reason: self.last_terminal_reason,
+            last_error: self.last_error,
+            turns,
+            prompts: self.prompts,
+            first_prompt: self.first_prompt,
+            last_activity: self.last_activity,
+            repairs: self.repairs,
+        })
+    }
+}
+
+/// Append `message`, merging it into the last one when both have the same role; empty
+/// messages are dropped ([`Transcript::push_merging`](crate::protocol::Transcript::push_merging)).
+pub(crate) fn push_merging(messages: &mut Vec<Message>, message: Message) {
+    if message.content.is_empty() {
+        return;
+    }
+    match messages.last_mut() {
+        Some(last) if last.role == message.role => last.content.extend(message.content),
+        _ => messages.push(message),
+    }
+}
+
+/// What must happen to the end of `bytes` before a line is appended: the rule [`scan`] uses
+/// to drop a final line (not UTF-8 or not JSON) applied to the file.
+pub(crate) fn final_line_fix(bytes: &[u8]) -> TailFix {
+    let terminated = bytes.ends_with(b"\n");
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+    let last = &body[start..];
+    if last.iter().all(u8::is_ascii_whitespace) {
+        return TailFix::None;
+    }
+    let is_json = simdutf8::basic::from_utf8(last).is_ok_and(|t| serde_json::from_str::<IgnoredAny>(t).is_ok());
+    match (is_json, terminated) {
+        (false, _) => TailFix::Truncate(start),
+        (true, false) => TailFix::Newline,
+        (true, true) => TailFix::None,
+    }
+}

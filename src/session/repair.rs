@@ -1,0 +1,145 @@
+//! Exact recovery: make a loaded history valid for the next request the way the live abort
+//! path does.
+
+use std::collections::HashMap;
+
+use crate::engine::acting::INTERRUPTED_TOOLS;
+use crate::protocol::{ContentBlock, Message, Role};
+use crate::tools::orchestrate::INTERRUPTED_RESULT;
+
+/// One thing loading or [`repair`] changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// The final line was not JSON (a kill cut it mid-write) and was ignored.
+    DroppedPartialLine {
+        /// Its 1-based line number.
+        line: usize,
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// Tool calls without a result were answered with an error result.
+    AnsweredToolUses {
+        /// Index of the assistant message holding the calls, in the repaired history.
+        message: usize,
+        /// The ids of the calls answered, in call order.
+        tool_use_ids: Vec<String>,
+        /// Whether a new user message was inserted for them (else the following user message,
+        /// which had some of the results, got the others).
+        new_message: bool,
+    },
+}
+
+/// What [`repair`] did, and how to record it in the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepairReport {
+    /// The changes, in history order (after the load's own, for
+    /// [`LoadedSession::repair`](super::LoadedSession::repair)).
+    pub repairs: Vec<Repair>,
+    /// How to write the repaired history to the file
+    /// ([`TranscriptWriter::record_repair`](super::TranscriptWriter::record_repair)).
+    pub write: RepairWrite,
+}
+
+/// How a repair is recorded so that loading the file again yields the repaired history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RepairWrite {
+    /// The history was not changed.
+    Nothing,
+    /// The change is at the end: appending these messages (merged on load into the last
+    /// message when it has the same role) gives the repaired history.
+    Append(Vec<Message>),
+    /// A message before the end changed, or existing blocks were reordered: write a
+    /// `agentloop-history` snapshot of the repaired history.
+    Snapshot,
+}
+
+/// Make `messages` valid for the next API request, as the engine's abort paths leave a
+/// history (`Machine::abort_tools`): every assistant `tool_use` without a `tool_result` in the
+/// next message gets an `is_error` result saying [`INTERRUPTED_RESULT`].
+///
+/// - When the next message is a user message that answers some of the calls, the results are
+///   put in call order (existing results kept as they are, the missing ones synthesized),
+///   followed by the message's other blocks and an [`INTERRUPTED_TOOLS`] text.
+/// - Otherwise a user message with the results in call order and an [`INTERRUPTED_TOOLS`]
+///   text is inserted after the assistant message.
+///
+/// No two consecutive messages end up with the same role (the history came from
+/// [`load`](super::load), which merges them). A history ending with an assistant message
+/// without calls, or with a user message, is left as is.
+pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
+    let mut repairs = Vec::new();
+    let mut append = None;
+    let mut snapshot = false;
+    let mut i = 0;
+    while i < messages.len() {
+        if messages[i].role != Role::Assistant {
+            i += 1;
+            continue;
+        }
+        let calls: Vec<String> = messages[i].tool_uses().map(|t| t.id.to_owned()).collect();
+        if calls.is_empty() {
+            i += 1;
+            continue;
+        }
+        let next_is_user = messages.get(i + 1).is_some_and(|m| m.role == Role::User);
+        if next_is_user {
+            let next = &mut messages[i + 1];
+            let missing: Vec<String> = calls.iter().filter(|id| !answers(next, id)).cloned().collect();
+            if missing.is_empty() {
+                i += 2;
+                continue;
+            }
+            let old = std::mem::take(&mut next.content);
+            let mut results: HashMap<&str, ContentBlock> = HashMap::new();
+            let mut others = Vec::new();
+            for block in &old {
+                match block {
+                    ContentBlock::ToolResult { tool_use_id, .. }
+                        if calls.contains(tool_use_id) && !results.contains_key(tool_use_id.as_str()) =>
+                    {
+                        results.insert(tool_use_id, block.clone());
+                    }
+                    _ => others.push(block.clone()),
+                }
+            }
+            let mut content: Vec<ContentBlock> =
+                calls.iter().map(|id| results.remove(id.as_str()).unwrap_or_else(|| interrupted(id))).collect();
+            content.extend(others);
+            content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            let at_end = i + 2 == messages.len();
+            if at_end && content.starts_with(&old) {
+                append = Some(Message { role: Role::User, content: content[old.len()..].to_vec() });
+            } else {
+                snapshot = true;
+            }
+            messages[i + 1].content = content;
+            repairs.push(Repair::AnsweredToolUses { message: i, tool_use_ids: missing, new_message: false });
+        } else {
+            let mut content: Vec<ContentBlock> = calls.iter().map(|id| interrupted(id)).collect();
+            content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            let message = Message { role: Role::User, content };
+            if i + 1 == messages.len() {
+                append = Some(message.clone());
+            } else {
+                snapshot = true;
+            }
+            messages.insert(i + 1, message);
+            repairs.push(Repair::AnsweredToolUses { message: i, tool_use_ids: calls, new_message: true });
+        }
+        i += 2;
+    }
+    let write = match (snapshot, append) {
+        (true, _) => RepairWrite::Snapshot,
+        (false, Some(message)) => RepairWrite::Append(vec![message]),
+        (false, None) => RepairWrite::Nothing,
+    };
+    RepairReport { repairs, write }
+}
+
+fn answers(message: &Message, id: &str) -> bool {
+    message.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == id))
+}
+
+fn interrupted(id: &str) -> ContentBlock {
+    ContentBlock::tool_result(id, INTERRUPTED_RESULT, true)
+}

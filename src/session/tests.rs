@@ -1,0 +1,664 @@
+//! Tests of the store against temporary directories and Claude Code's recorded transcript.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::reader::scan;
+use super::time::parse_rfc3339;
+use super::*;
+use crate::engine::acting::INTERRUPTED_TOOLS;
+use crate::protocol::{ContentBlock, Message, Role};
+use crate::tools::orchestrate::INTERRUPTED_RESULT;
+
+const CWD: &str = "/home/user/my.project_x";
+
+fn store() -> (tempfile::TempDir, SessionStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("home"));
+    (dir, store)
+}
+
+fn user(text: &str) -> Message {
+    Message::user_text(text)
+}
+
+fn assistant(text: &str) -> Message {
+    Message { role: Role::Assistant, content: vec![ContentBlock::text(text)] }
+}
+
+fn call(id: &str) -> ContentBlock {
+    ContentBlock::ToolUse { id: id.into(), name: "Read".into(), input: json!({"file_path": format!("{id}.txt")}) }
+}
+
+fn calls(ids: &[&str]) -> Message {
+    let mut content = vec![ContentBlock::text("Reading.")];
+    content.extend(ids.iter().map(|id| call(id)));
+    Message { role: Role::Assistant, content }
+}
+
+fn result(id: &str) -> ContentBlock {
+    ContentBlock::tool_result(id, format!("contents of {id}"), false)
+}
+
+fn interrupted(id: &str) -> ContentBlock {
+    ContentBlock::tool_result(id, INTERRUPTED_RESULT, true)
+}
+
+fn results(blocks: Vec<ContentBlock>) -> Message {
+    Message { role: Role::User, content: blocks }
+}
+
+fn meta() -> SessionMeta {
+    SessionMeta { model: "claude-opus-5-5".into(), table_sha256: "ab".repeat(32), permission_mode: "default".into() }
+}
+
+fn raw_lines(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The uuids of the message lines and whether each names the previous one as its parent.
+fn assert_chain(path: &Path) {
+    let mut parent = Value::Null;
+    for line in raw_lines(path) {
+        match line["type"].as_str().unwrap() {
+            "user" | "assistant" => {
+                assert_eq!(line["parentUuid"], parent, "{line}");
+                Uuid::parse(line["uuid"].as_str().unwrap()).unwrap();
+                parent = line["uuid"].clone();
+            }
+            "agentloop-history" => {
+                assert_eq!(line["logicalParentUuid"], parent);
+                parent = Value::Null;
+            }
+            _ => assert!(line.get("uuid").is_none()),
+        }
+    }
+}
+
+fn fixture() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    root.join("shared/fixtures/claude-code-protocol/transcript-sample.jsonl")
+}
+
+#[test]
+fn paths_follow_the_layout() {
+    let store = SessionStore::new("/srv/al");
+    let id = Uuid::parse("add9fc4b-0602-4806-8b35-58da17ae022c").unwrap();
+    assert_eq!(store.project_dir(Path::new(CWD)), Path::new("/srv/al/projects/-home-user-my-project-x"));
+    assert_eq!(
+        store.path(Path::new("/home/user/project"), id),
+        Path::new("/srv/al/projects/-home-user-project/add9fc4b-0602-4806-8b35-58da17ae022c.jsonl")
+    );
+}
+
+#[test]
+fn claude_codes_transcript_loads_as_its_messages() {
+    let path = fixture();
+    assert!(path.exists(), "{} is missing", path.display());
+    let loaded = load(&path).unwrap();
+    let assistant_line = |content: Vec<ContentBlock>| Message { role: Role::Assistant, content };
+    let expected = vec![
+        user("Read greeting.txt"),
+        assistant_line(vec![
+            ContentBlock::text("I'll read the file."),
+            ContentBlock::ToolUse {
+                id: "toolu_mock_47579df01d0d41988d49".into(),
+                name: "Read".into(),
+                input: json!({"file_path": "/home/user/project/greeting.txt"}),
+            },
+        ]),
+        results(vec![ContentBlock::tool_result(
+            "toolu_mock_47579df01d0d41988d49",
+            "1\tHello from the mock!\n2\t",
+            false,
+        )]),
+        assistant("The file greeting.txt says: \"Hello from the mock!\""),
+        user("again please"),
+        assistant("(mock: script exhausted)"),
+        user("continue"),
+        assistant("(mock: script exhausted)"),
+    ];
+    assert_eq!(loaded.messages, expected);
+    assert_eq!(loaded.session_id.to_string(), "add9fc4b-0602-4806-8b35-58da17ae022c");
+    assert_eq!(loaded.cwd.as_deref(), Some(Path::new("/home/user/project")));
+    assert_eq!(loaded.last_uuid.as_deref(), Some("033edab9-f18e-4b18-bce3-fa74a5c56476"));
+    assert_eq!(loaded.model.as_deref(), Some("claude-opus-5-5"));
+    assert_eq!(loaded.meta, None);
+    assert_eq!(loaded.first_prompt.as_deref(), Some("Read greeting.txt"));
+    assert_eq!((loaded.turns, loaded.prompts), (4, 0));
+    assert_eq!(loaded.last_terminal_reason, None);
+    assert_eq!(loaded.last_activity, parse_rfc3339("2026-12-01T07:29:39.270Z"));
+    assert_eq!(loaded.repairs, vec![]);
+    let summary = scan(&path, false).unwrap();
+    assert_eq!((summary.turns, summary.first_prompt.as_deref()), (4, Some("Read greeting.txt")));
+    assert_eq!(summary.last_uuid, loaded.last_uuid);
+    let mut repaired = loaded.clone();
+    assert_eq!(repaired.repair(), RepairReport { repairs: vec![], write: RepairWrite::Nothing });
+    assert_eq!(repaired, loaded);
+}
+
+#[test]
+fn a_written_session_loads_back_with_claude_code_shaped_lines() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    let id = w.session_id();
+    assert_eq!(w.path(), store.path(cwd, id));
+    w.meta(&meta()).unwrap();
+    let history = vec![user("Read a.txt"), calls(&["t1"]), results(vec![result("t1")]), assistant("It says hi.")];
+    let mut uuids = Vec::new();
+    for m in &history {
+        uuids.push(w.append(m).unwrap().unwrap());
+    }
+    assert_eq!(w.append(&Message { role: Role::User, content: vec![] }).unwrap(), None);
+    w.prompt_end("completed", None, 2).unwrap();
+    assert_eq!(w.last_uuid(), Some(uuids[3].to_string().as_str()));
+
+    let dir_mode = fs::metadata(store.project_dir(cwd)).unwrap().permissions().mode() & 0o777;
+    let file_mode = fs::metadata(w.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!((dir_mode, file_mode), (0o700, 0o600));
+
+    let lines = raw_lines(w.path());
+    assert_eq!(lines.len(), 6);
+    let first = &lines[1];
+    let text = fs::read_to_string(w.path()).unwrap();
+    let raw = text.lines().nth(1).unwrap();
+    assert!(raw.starts_with(r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user""#));
+    let at = |key: &str| raw.find(&format!("\"{key}\":")).unwrap();
+    let keys = first.as_object().unwrap().len();
+    assert_eq!(keys, 11);
+    assert!(
+        [
+            "parentUuid",
+            "isSidechain",
+            "type",
+            "message",
+            "uuid",
+            "timestamp",
+            "userType",
+            "entrypoint",
+            "cwd",
+            "sessionId",
+            "version"
+        ]
+        .windows(2)
+        .all(|k| at(k[0]) < at(k[1])),
+        "keys in Claude Code's order: {raw}"
+    );
+    assert_eq!(first["parentUuid"], Value::Null);
+    assert_eq!(first["isSidechain"], false);
+    assert_eq!(first["type"], "user");
+    assert_eq!(first["message"], json!({"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]}));
+    assert_eq!(first["uuid"], uuids[0].to_string());
+    assert_eq!(first["userType"], "external");
+    assert_eq!(first["entrypoint"], "agentloop");
+    assert_eq!(first["cwd"], CWD);
+    assert_eq!(first["sessionId"], id.to_string());
+    assert_eq!(first["version"], env!("CARGO_PKG_VERSION"));
+    let stamp = first["timestamp"].as_str().unwrap();
+    assert_eq!((stamp.len(), &stamp[19..20], &stamp[23..]), (24, ".", "Z"));
+    assert!(parse_rfc3339(stamp).is_some());
+    assert_eq!(lines[2]["parentUuid"], uuids[0].to_string());
+    assert_eq!(lines[2]["type"], "assistant");
+    assert_eq!(
+        lines[0],
+        json!({"type": "agentloop-meta", "model": "claude-opus-5-5", "tableSha256": "ab".repeat(32),
+            "permissionMode": "default", "cwd": CWD, "sessionId": id.to_string(),
+            "timestamp": lines[0]["timestamp"], "version": env!("CARGO_PKG_VERSION")})
+    );
+    assert_eq!(
+        lines[5],
+        json!({"type": "agentloop-prompt-end", "terminalReason": "completed", "error": null, "turns": 2,
+            "sessionId": id.to_string(), "timestamp": lines[5]["timestamp"]})
+    );
+    assert_chain(w.path());
+
+    let loaded = store.load(cwd, id).unwrap();
+    assert_eq!(loaded.messages, history);
+    assert_eq!(loaded.session_id, id);
+    assert_eq!(loaded.cwd.as_deref(), Some(cwd));
+    assert_eq!(loaded.last_uuid, Some(uuids[3].to_string()));
+    assert_eq!(loaded.meta, Some(meta()));
+    assert_eq!(loaded.model.as_deref(), Some("claude-opus-5-5"));
+    assert_eq!(loaded.last_terminal_reason.as_deref(), Some("completed"));
+    assert_eq!(loaded.last_error, None);
+    assert_eq!((loaded.turns, loaded.prompts), (2, 1));
+    assert_eq!(loaded.first_prompt.as_deref(), Some("Read a.txt"));
+    assert_eq!(loaded.last_activity, parse_rfc3339(lines[5]["timestamp"].as_str().unwrap()));
+    assert_eq!(loaded.repairs, vec![]);
+}
+
+#[test]
+fn resuming_continues_the_chain_and_merges_same_role_lines() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    let id = w.session_id();
+    w.append(&user("one")).unwrap();
+    w.append(&assistant("two")).unwrap();
+    drop(w);
+    let loaded = store.load(cwd, id).unwrap();
+    let mut w = loaded.writer().unwrap();
+    assert_eq!(w.last_uuid(), loaded.last_uuid.as_deref());
+    w.meta(&meta()).unwrap();
+    w.append(&results(vec![ContentBlock::text("three")])).unwrap();
+    w.append(&user("four")).unwrap();
+    w.prompt_end("model_error", Some("overloaded"), 0).unwrap();
+    assert_chain(w.path());
+    let again = store.load(cwd, id).unwrap();
+    assert_eq!(
+        again.messages,
+        vec![user("one"), assistant("two"), results(vec![ContentBlock::text("three"), ContentBlock::text("four")])]
+    );
+    assert_eq!(again.last_terminal_reason.as_deref(), Some("model_error"));
+    assert_eq!(again.last_error.as_deref(), Some("overloaded"));
+}
+
+#[test]
+fn a_history_snapshot_replaces_the_messages_and_restarts_the_chain() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    let id = w.session_id();
+    w.append(&user("Read a.txt")).unwrap();
+    w.append(&calls(&["t1"])).unwrap();
+    w.append(&results(vec![result("t1")])).unwrap();
+    let leaf = w.last_uuid().unwrap().to_owned();
+    let compacted = vec![user("Summary: a.txt was read."), assistant("Noted.")];
+    w.history(&compacted, HistoryReason::Compaction).unwrap();
+    assert_eq!(w.last_uuid(), None);
+    let loaded = store.load(cwd, id).unwrap();
+    assert_eq!(loaded.messages, compacted);
+    assert_eq!(loaded.last_uuid, None);
+    w.append(&user("Next.")).unwrap();
+    w.append(&assistant("Done.")).unwrap();
+    let lines = raw_lines(w.path());
+    assert_eq!(lines[3]["type"], "agentloop-history");
+    assert_eq!(lines[3]["reason"], "compaction");
+    assert_eq!(lines[3]["logicalParentUuid"], leaf);
+    assert_eq!(lines[3]["messages"], serde_json::to_value(&compacted).unwrap());
+    assert_eq!(lines[4]["parentUuid"], Value::Null);
+    assert_chain(w.path());
+    let loaded = store.load(cwd, id).unwrap();
+    assert_eq!(loaded.messages, vec![compacted[0].clone(), compacted[1].clone(), user("Next."), assistant("Done.")]);
+    assert_eq!(loaded.turns, 2);
+    assert_eq!(loaded.first_prompt.as_deref(), Some("Read a.txt"));
+    assert_eq!(scan(w.path(), false).unwrap().turns, 2);
+}
+
+/// A transcript whose last line was cut after `keep` bytes of it.
+fn cut_transcript(store: &SessionStore, history: &[Message], cut: &Message, keep: usize) -> (Uuid, PathBuf) {
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    for m in history {
+        w.append(m).unwrap();
+    }
+    let path = w.path().to_owned();
+    let before = fs::read(&path).unwrap();
+    w.append(cut).unwrap();
+    let full = fs::read(&path).unwrap();
+    fs::write(&path, &full[..full.len().min(before.len() + keep)]).unwrap();
+    (w.session_id(), path)
+}
+
+#[test]
+fn a_line_cut_mid_write_is_dropped_and_resume_cuts_it_off() {
+    let (_dir, store) = store();
+    let history = [user("Read a.txt"), assistant("Sure.")];
+    let (id, path) = cut_transcript(&store, &history, &user("half of this line"), 40);
+    let mut loaded = load(&path).unwrap();
+    assert_eq!(loaded.messages, history);
+    assert_eq!(loaded.repairs, vec![Repair::DroppedPartialLine { line: 3, bytes: 40 }]);
+    let report = loaded.repair();
+    assert_eq!(report, RepairReport { repairs: loaded.repairs.clone(), write: RepairWrite::Nothing });
+    assert_eq!(loaded.messages, history);
+
+    let mut w = loaded.writer().unwrap();
+    assert_eq!(w.session_id(), id);
+    w.append(&user("again")).unwrap();
+    assert_chain(&path);
+    let again = load(&path).unwrap();
+    assert_eq!(again.messages, vec![history[0].clone(), history[1].clone(), user("again")]);
+    assert_eq!(again.repairs, vec![]);
+}
+
+#[test]
+fn a_complete_last_line_without_newline_is_kept_and_resume_ends_it() {
+    let (_dir, store) = store();
+    let history = [user("Read a.txt"), assistant("Sure.")];
+    let (_, path) = cut_transcript(&store, &history[..1], &history[1], usize::MAX / 2);
+    let full = fs::read(&path).unwrap();
+    fs::write(&path, full.strip_suffix(b"\n").unwrap()).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!((loaded.messages.as_slice(), loaded.repairs.as_slice()), (&history[..], &[][..]));
+    let mut w = loaded.writer().unwrap();
+    w.append(&user("more")).unwrap();
+    assert_eq!(load(&path).unwrap().messages.len(), 3);
+    assert_chain(&path);
+}
+
+#[test]
+fn a_malformed_line_in_the_middle_names_file_line_and_serde_error() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("one")).unwrap();
+    let path = w.path().to_owned();
+    fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"type\":\"user\",\n").unwrap();
+    w.append(&assistant("two")).unwrap();
+    let err = load(&path).unwrap_err();
+    assert!(matches!(err, SessionError::Json { line: 2, .. }), "{err:?}");
+    assert_eq!(err.to_string(), format!("{}:2: EOF while parsing a value at line 1 column 15", path.display()));
+
+    // Valid JSON that is not a valid message line is an error even at the end.
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("one")).unwrap();
+    let path = w.path().to_owned();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"user\",\"message\":{}}\n")
+        .unwrap();
+    let err = load(&path).unwrap_err();
+    assert_eq!(err.to_string(), format!("{}:2: missing field `role` at line 1 column 27", path.display()));
+
+    // Unknown line types, blank lines and sidechains are skipped.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{}.jsonl", Uuid::new_v4()));
+    let sidechain =
+        json!({"type": "user", "isSidechain": true, "uuid": "x", "message": {"role": "user", "content": "sub"}});
+    let text = format!(
+        "{}\n\n{}\n{}\n",
+        json!({"type": "summary", "summary": "s", "leafUuid": 3}),
+        sidechain,
+        json!({"type": "user", "parentUuid": null, "uuid": "u1", "message": {"role": "user", "content": "main"}})
+    );
+    fs::write(&path, text).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!((loaded.messages, loaded.last_uuid.as_deref()), (vec![user("main")], Some("u1")));
+}
+
+#[test]
+fn no_session_id_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.jsonl");
+    fs::write(&path, "").unwrap();
+    assert_eq!(
+        load(&path).unwrap_err().to_string(),
+        format!("{}: no session id (the file name is not a UUID and no line has a sessionId)", path.display())
+    );
+}
+
+#[test]
+fn repair_answers_a_tool_use_without_result_in_a_new_message() {
+    let mut messages = vec![user("Read a.txt and b.txt"), calls(&["t1", "t2"])];
+    let report = repair(&mut messages);
+    let answer = results(vec![interrupted("t1"), interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]);
+    assert_eq!(messages, vec![user("Read a.txt and b.txt"), calls(&["t1", "t2"]), answer.clone()]);
+    assert_eq!(
+        report,
+        RepairReport {
+            repairs: vec![Repair::AnsweredToolUses {
+                message: 1,
+                tool_use_ids: vec!["t1".into(), "t2".into()],
+                new_message: true
+            }],
+            write: RepairWrite::Append(vec![answer]),
+        }
+    );
+}
+
+#[test]
+fn repair_completes_a_partial_result_message_in_call_order() {
+    let mut messages = vec![user("Read"), calls(&["t1", "t2"]), results(vec![result("t1")])];
+    let report = repair(&mut messages);
+    assert_eq!(messages[2], results(vec![result("t1"), interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]));
+    assert_eq!(messages.len(), 3);
+    assert_eq!(
+        report,
+        RepairReport {
+            repairs: vec![Repair::AnsweredToolUses { message: 1, tool_use_ids: vec!["t2".into()], new_message: false }],
+            write: RepairWrite::Append(vec![results(vec![interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)])]),
+        }
+    );
+
+    // The second call answered, the first not: the results are reordered, so a snapshot.
+    let mut messages = vec![user("Read"), calls(&["t1", "t2"]), results(vec![result("t2")])];
+    let report = repair(&mut messages);
+    assert_eq!(messages[2], results(vec![interrupted("t1"), result("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]));
+    assert_eq!(report.write, RepairWrite::Snapshot);
+}
+
+#[test]
+fn repair_mid_history_keeps_roles_alternating() {
+    let mut messages = vec![user("Read"), calls(&["t1"]), user("never mind"), assistant("OK.")];
+    let report = repair(&mut messages);
+    assert_eq!(
+        messages,
+        vec![
+            user("Read"),
+            calls(&["t1"]),
+            results(vec![interrupted("t1"), ContentBlock::text("never mind"), ContentBlock::text(INTERRUPTED_TOOLS)]),
+            assistant("OK."),
+        ]
+    );
+    assert_eq!(report.write, RepairWrite::Snapshot);
+    for pair in messages.windows(2) {
+        assert_ne!(pair[0].role, pair[1].role);
+    }
+}
+
+#[test]
+fn repair_leaves_a_clean_history_untouched() {
+    let clean = [user("Read"), calls(&["t1", "t2"]), results(vec![result("t1"), result("t2")]), assistant("Done.")];
+    for end in 1..=clean.len() {
+        if end == 2 {
+            continue; // ends with unanswered calls
+        }
+        let mut messages = clean[..end].to_vec();
+        assert_eq!(repair(&mut messages), RepairReport { repairs: vec![], write: RepairWrite::Nothing });
+        assert_eq!(messages, clean[..end]);
+    }
+}
+
+#[test]
+fn a_kill_during_tools_recovers_exactly_and_records_the_repair() {
+    let (_dir, store) = store();
+    let history = [user("Read a.txt and b.txt"), calls(&["t1", "t2"])];
+    let (_, path) = cut_transcript(&store, &history, &results(vec![result("t1"), result("t2")]), 60);
+    let mut loaded = load(&path).unwrap();
+    let report = loaded.repair();
+    let answer = results(vec![interrupted("t1"), interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]);
+    assert_eq!(loaded.messages, vec![history[0].clone(), history[1].clone(), answer.clone()]);
+    assert_eq!(
+        report.repairs,
+        vec![
+            Repair::DroppedPartialLine { line: 3, bytes: 60 },
+            Repair::AnsweredToolUses { message: 1, tool_use_ids: vec!["t1".into(), "t2".into()], new_message: true },
+        ]
+    );
+    let mut w = loaded.writer().unwrap();
+    w.record_repair(&report, &loaded.messages).unwrap();
+    assert_chain(&path);
+    let again = load(&path).unwrap();
+    assert_eq!(again.messages, loaded.messages);
+    assert_eq!(again.repairs, vec![]);
+
+    // A repair that needs a snapshot loads back the same way.
+    let (_, path) = cut_transcript(&store, &[user("Read"), calls(&["t1", "t2"])], &results(vec![result("t2")]), 1000);
+    let mut loaded = load(&path).unwrap();
+    let report = loaded.repair();
+    assert_eq!(report.write, RepairWrite::Snapshot);
+    loaded.writer().unwrap().record_repair(&report, &loaded.messages).unwrap();
+    assert_eq!(load(&path).unwrap().messages, loaded.messages);
+    assert_chain(&path);
+}
+
+#[test]
+fn listing_is_newest_first_with_summaries() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    assert_eq!(store.list(cwd).unwrap(), vec![]);
+    assert_eq!(store.most_recent(cwd).unwrap(), None);
+
+    let long = "Please   read\nthe file a.txt and then ".repeat(5);
+    let mut old = store.create(cwd).unwrap();
+    old.meta(&meta()).unwrap();
+    old.append(&user(&long)).unwrap();
+    old.append(&calls(&["t1"])).unwrap();
+    old.append(&results(vec![result("t1")])).unwrap();
+    old.append(&assistant("Done.")).unwrap();
+    old.prompt_end("completed", None, 2).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut new = store.create(cwd).unwrap();
+    new.append(&results(vec![ContentBlock::text("Hi")])).unwrap();
+    new.prompt_end("aborted_streaming", Some("interrupted"), 0).unwrap();
+    fs::write(store.project_dir(cwd).join("notes.jsonl"), "not a session").unwrap();
+    fs::write(store.project_dir(cwd).join(format!("{}.txt", Uuid::new_v4())), "").unwrap();
+    let broken = store.path(cwd, Uuid::new_v4());
+    fs::write(&broken, "garbage\n{}\n").unwrap();
+    let epoch = UNIX_EPOCH + Duration::from_secs(1);
+    fs::File::options().write(true).open(&broken).unwrap().set_modified(epoch).unwrap();
+
+    let list = store.list(cwd).unwrap();
+    assert_eq!(list.len(), 3);
+    assert_eq!(list[0].id, new.session_id());
+    assert_eq!((list[0].turns, list[0].prompts), (0, 1));
+    assert_eq!(list[0].first_prompt.as_deref(), Some("Hi"));
+    assert_eq!(list[0].last_terminal_reason.as_deref(), Some("aborted_streaming"));
+    assert_eq!(list[1].id, old.session_id());
+    assert_eq!(list[1].path, old.path());
+    assert_eq!((list[1].turns, list[1].prompts), (2, 1));
+    assert_eq!(list[1].last_terminal_reason.as_deref(), Some("completed"));
+    let prompt = list[1].first_prompt.as_deref().unwrap();
+    assert_eq!(prompt.chars().count(), 80);
+    assert_eq!(prompt, format!("{}…", &"Please read the file a.txt and then ".repeat(3)[..79]));
+    assert_eq!(list[1].error, None);
+    assert!(list[0].last_activity > list[1].last_activity);
+    assert_eq!(list[2].path, broken);
+    assert_eq!(list[2].last_activity, epoch);
+    assert_eq!(list[2].error, Some(format!("{}:1: expected value at line 1 column 1", broken.display())));
+    assert_eq!(store.most_recent(cwd).unwrap().map(|s| s.id), Some(new.session_id()));
+
+    let loaded = store.load(cwd, old.session_id()).unwrap();
+    assert_eq!((loaded.turns, loaded.prompts), (list[1].turns, list[1].prompts));
+    assert_eq!(Some(loaded.last_activity.unwrap()), Some(list[1].last_activity));
+}
+
+#[test]
+fn a_fork_copies_the_history_with_fresh_uuids() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    w.meta(&meta()).unwrap();
+    let history = vec![user("Read"), calls(&["t1"]), results(vec![result("t1")]), assistant("Done.")];
+    for m in &history {
+        w.append(m).unwrap();
+    }
+    let loaded = load(w.path()).unwrap();
+    let new_id = Uuid::new_v4();
+    let mut fork = store.fork(&loaded, new_id, None).unwrap();
+    assert_eq!(fork.path(), store.path(cwd, new_id));
+    fork.append(&user("And b.txt?")).unwrap();
+    assert_chain(fork.path());
+    let lines = raw_lines(fork.path());
+    assert_eq!(lines[0]["forkedFrom"], loaded.session_id.to_string());
+    assert_eq!(lines[0]["sessionId"], new_id.to_string());
+    let old_uuids: Vec<Value> = raw_lines(w.path()).iter().map(|l| l["uuid"].clone()).collect();
+    assert!(lines[1..].iter().all(|l| l["sessionId"] == new_id.to_string() && !old_uuids.contains(&l["uuid"])));
+    let forked = load(fork.path()).unwrap();
+    let mut expected = history.clone();
+    expected.push(user("And b.txt?"));
+    assert_eq!(forked.messages, expected);
+    assert_eq!(forked.meta, Some(meta()));
+    assert_eq!(forked.session_id, new_id);
+    assert_eq!(load(w.path()).unwrap().messages, history, "the original is untouched");
+}
+
+#[test]
+fn loading_a_thousand_messages_is_one_fast_pass() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    for i in 0..250 {
+        w.append(&user(&format!("prompt {i} {}", "x".repeat(200)))).unwrap();
+        w.append(&calls(&[&format!("t{i}")])).unwrap();
+        w.append(&results(vec![ContentBlock::tool_result(format!("t{i}"), "y".repeat(2000), false)])).unwrap();
+        w.append(&assistant(&"z".repeat(300))).unwrap();
+    }
+    let start = std::time::Instant::now();
+    let loaded = load(w.path()).unwrap();
+    let elapsed = start.elapsed();
+    let start = std::time::Instant::now();
+    let summary = scan(w.path(), false).unwrap();
+    let summary_elapsed = start.elapsed();
+    eprintln!(
+        "1000 messages ({} bytes): load {elapsed:?}, listing scan {summary_elapsed:?}",
+        fs::metadata(w.path()).unwrap().len()
+    );
+    assert_eq!((loaded.messages.len(), loaded.turns), (1000, 500));
+    assert_eq!((summary.turns, summary.first_prompt), (500, loaded.first_prompt.clone()));
+    // Generous for unoptimized builds; the 50 ms target is for release builds.
+    assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
+}
+
+#[test]
+fn a_kill_at_any_byte_of_the_last_line_loads_and_resumes() {
+    let (_dir, store) = store();
+    let history = [user("Read ü.txt"), calls(&["t1"])];
+    let last = results(vec![result("t1"), ContentBlock::text("naïve — 🦀")]);
+    let (_, path) = cut_transcript(&store, &history, &last, usize::MAX / 2);
+    let full = fs::read(&path).unwrap();
+    let start = full[..full.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    for cut in start..=full.len() {
+        fs::write(&path, &full[..cut]).unwrap();
+        let mut loaded = load(&path).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let complete = cut >= full.len() - 1;
+        let expected: Vec<Message> =
+            if complete { vec![history[0].clone(), history[1].clone(), last.clone()] } else { history.to_vec() };
+        assert_eq!(loaded.messages, expected, "cut at {cut}");
+        let dropped = if complete || cut == start {
+            vec![]
+        } else {
+            vec![Repair::DroppedPartialLine { line: 3, bytes: cut - start }]
+        };
+        assert_eq!(loaded.repairs, dropped, "cut at {cut}");
+        let report = loaded.repair();
+        let mut w = loaded.writer().unwrap();
+        w.record_repair(&report, &loaded.messages).unwrap();
+        w.append(&assistant("Next.")).unwrap();
+        let again = load(&path).unwrap();
+        assert_eq!(again.repairs, vec![]);
+        assert_eq!(again.messages.len(), 4, "cut at {cut}");
+        assert_chain(&path);
+    }
+}
+
+#[test]
+fn claude_codes_compact_boundary_starts_the_history_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("add9fc4b-0602-4806-8b35-58da17ae022c.jsonl");
+    let msg = |kind: &str, uuid: &str, parent: Value, content: &str| {
+        json!({"type": kind, "parentUuid": parent, "uuid": uuid, "isSidechain": false,
+            "message": {"role": kind, "content": content}})
+    };
+    let lines = [
+        msg("user", "u1", Value::Null, "old prompt"),
+        msg("assistant", "a1", json!("u1"), "old answer"),
+        json!({"type": "system", "subtype": "compact_boundary", "parentUuid": null, "logicalParentUuid": "a1",
+            "uuid": "b1", "content": "Conversation compacted", "isSidechain": false}),
+        msg("user", "u2", json!("b1"), "Summary: old things."),
+        msg("assistant", "a2", json!("u2"), "Go on."),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&path, text).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.messages, vec![user("Summary: old things."), assistant("Go on.")]);
+    assert_eq!((loaded.turns, loaded.last_uuid.as_deref()), (1, Some("a2")));
+    assert_eq!(loaded.first_prompt.as_deref(), Some("old prompt"));
+    assert_eq!(scan(&path, false).unwrap().turns, 1);
+}
