@@ -74,9 +74,9 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
     options
 }
 
-/// A fresh run id.
+/// A fresh run id: a new session id (UUID v4), as the output and the trace header show it.
 pub fn new_run_id() -> String {
-    format!("run-{:016x}", rand::random::<u64>())
+    crate::session::Uuid::new_v4().to_string()
 }
 
 /// The hook settings of a scenario.

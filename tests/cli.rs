@@ -11,7 +11,9 @@ use assert_cmd::cargo::CommandCargoExt;
 mod binary;
 
 fn agentloop() -> Command {
-    Command::cargo_bin("agentloop").unwrap()
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    command.env("AGENTLOOP_HOME", std::env::temp_dir().join("agentloop-tests-home"));
+    command
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {

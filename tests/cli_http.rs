@@ -19,6 +19,7 @@ fn agentloop(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
     for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"] {
         command.env_remove(name);
     }
+    command.env("AGENTLOOP_HOME", std::env::temp_dir().join("agentloop-tests-home"));
     let out = command.envs(env.iter().copied()).args(args).stdin(Stdio::null()).output().unwrap();
     (
         out.status.code().unwrap_or(-1),

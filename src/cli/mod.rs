@@ -7,6 +7,8 @@ pub mod demo;
 pub mod interrupt;
 pub mod output;
 pub mod run;
+pub mod session_args;
+pub mod sessions;
 pub mod table_file;
 
 use std::path::PathBuf;
@@ -41,6 +43,8 @@ pub enum Command {
     Audit(crate::audit::cli::AuditArgs),
     /// Draw the machine as Mermaid, DOT or a markdown table.
     Table(crate::audit::cli::TableArgs),
+    /// List the sessions of the working directory, newest first.
+    Sessions(sessions::SessionsArgs),
 }
 
 /// `--trace` and `--trace-file`, shared by `run` and `demo`.
@@ -91,6 +95,7 @@ pub async fn main(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo::command(args).await,
         Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()),
         Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
+        Command::Sessions(args) => sessions::command(&args),
     };
     ExitCode::from(code)
 }

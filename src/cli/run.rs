@@ -6,12 +6,14 @@ use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
 use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
+use crate::cli::session_args::{self, SessionArgs};
 use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
-use crate::engine::run::{header, run};
+use crate::engine::run::{header, run_prompt};
+use crate::engine::session::Session;
 use crate::engine::trace::{TraceFormat, TraceWriter};
 use crate::harness::{new_run_id, policy, scenario_options, scenario_settings};
 use crate::hooks::command::CommandHooks;
@@ -81,6 +83,9 @@ pub struct RunArgs {
     /// transitions/loop.toml). It is audited first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE")]
     pub table: Option<PathBuf>,
+    /// Session options.
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// Trace options.
     #[command(flatten)]
     pub trace: TraceArgs,
@@ -108,6 +113,8 @@ pub struct RunSpec {
     pub format: OutputFormat,
     /// Cancelled on Ctrl+C, SIGTERM, SIGHUP or a closed stdout (and by a scenario's abort).
     pub cancel: CancellationToken,
+    /// The session the prompt runs on (its id is `options.run_id`).
+    pub session: Session,
 }
 
 /// Run `agentloop run`.
@@ -158,6 +165,11 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
         &split_rules(&args.disallowed_tools),
         &spec.cwd,
     )?;
+    let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
+    spec.session = session_args::open(&args.session, &cwd)?;
+    spec.options.run_id = spec.session.id.to_string();
+    let table_sha256 = spec.options.table().sha256.clone();
+    session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
     Ok(spec)
 }
 
@@ -181,6 +193,7 @@ fn spec_for_api(args: &RunArgs, cwd: PathBuf, cancel: CancellationToken) -> Resu
     let options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
     Ok(RunSpec {
         prompt: String::new(),
+        session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         cwd,
         options,
         model: Arc::new(model),
@@ -262,10 +275,13 @@ pub fn spec_for_scenario(
     let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()).forgetting_requests());
     let settings = scenario_settings(scenario)?;
     let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
+    let options = scenario_options(scenario);
+    let id = crate::session::Uuid::parse(&options.run_id).unwrap_or_else(|_| crate::session::Uuid::new_v4());
     Ok(RunSpec {
         prompt: scenario.prompt.clone(),
+        session: Session::in_memory(id, cwd.clone()),
         cwd,
-        options: scenario_options(scenario),
+        options,
         model: scripted.clone(),
         scripted: Some(scripted),
         settings,
@@ -339,7 +355,9 @@ pub async fn execute(spec: RunSpec) -> u8 {
         policy: Arc::new(spec.policy),
         shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
     };
-    let (result, stop) = supervise(run(deps, spec.options, &spec.prompt, Box::new(sink)), &spec.cancel, &stdout).await;
+    let mut session = spec.session;
+    let running = run_prompt(&mut session, deps, spec.options, &spec.prompt, Box::new(sink));
+    let (result, stop) = supervise(running, &spec.cancel, &stdout).await;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => {

@@ -14,6 +14,7 @@ use crate::engine::select::Decision;
 use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
+use crate::session::HistoryReason;
 use crate::tools::orchestrate::INTERRUPTED_HOOKS;
 
 /// Fraction of the token budget under which the loop keeps going.
@@ -174,6 +175,7 @@ impl Machine {
         match (edge, withheld) {
             (RecoveryChecked::CollapseDrainRetry, _) => {
                 let n = self.st.messages.edit(|messages| context::commit_collapses(messages));
+                self.history_rewritten(ctx, HistoryReason::Collapse);
                 self.annotate(None, Some(format!("collapsed {n} older tool result(s)")));
             }
             // The compaction already replaced the history.

@@ -70,6 +70,8 @@ pub struct Ctx {
     pub tool_ctx: crate::tools::ToolContext,
     /// The tool pipeline (registry, hooks, permissions, result budget).
     pub toolbox: Arc<Toolbox>,
+    /// The session transcript, written as messages are appended.
+    pub transcript: crate::engine::session::TranscriptLog,
 }
 
 impl Ctx {

@@ -20,6 +20,7 @@ pub mod reply_steps;
 pub mod run;
 pub mod sampling;
 pub mod select;
+pub mod session;
 pub mod state;
 pub mod table;
 pub mod trace;

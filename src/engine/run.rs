@@ -9,10 +9,12 @@ use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::machine::{Ctx, Deps, Event, Machine, State};
 use crate::engine::options::EngineOptions;
 use crate::engine::reason::TerminalReason;
+use crate::engine::session::{Session, TranscriptLog};
 use crate::engine::state::{LoopState, UsageTotals};
 use crate::engine::table::{self, Counters};
 use crate::engine::trace::{TRACE_SCHEMA, TraceHeader, TraceRecord};
 use crate::protocol::Message;
+use crate::session::Uuid;
 use std::sync::Arc;
 
 use crate::hooks::HookEnv;
@@ -85,12 +87,31 @@ fn st_run_id(st: &LoopState) -> String {
     if st.options.run_id.is_empty() { format!("run-{}", std::process::id()) } else { st.options.run_id.clone() }
 }
 
-/// Run the loop on `prompt` to a terminal reason.
+/// Run the loop on `prompt` to a terminal reason, in a fresh session kept in memory.
 ///
 /// # Errors
 /// [`EngineError`] when the options are invalid or the machine breaks its table.
-#[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id))]
 pub async fn run(
+    deps: Deps,
+    options: EngineOptions,
+    prompt: &str,
+    sink: Box<dyn EventSink>,
+) -> Result<RunOutcome, EngineError> {
+    let mut session = Session::in_memory(Uuid::new_v4(), deps.cwd.clone());
+    run_prompt(&mut session, deps, options, prompt, sink).await
+}
+
+/// Run one turn sequence on `session`: `prompt` is appended to its conversation and the loop
+/// runs to a terminal reason, which ends the prompt, not the session. The session's history
+/// becomes the outcome's messages; its transcript gets every message as it is appended and a
+/// line for how the prompt ended.
+///
+/// # Errors
+/// [`EngineError`] when the options are invalid or the machine breaks its table; the session
+/// is then left as it was (its transcript holds what was appended).
+#[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id, session = %session.id))]
+pub async fn run_prompt(
+    session: &mut Session,
     deps: Deps,
     options: EngineOptions,
     prompt: &str,
@@ -104,7 +125,7 @@ pub async fn run(
         read_deny: deps.policy.read_deny(),
         ..ToolContext::new(deps.cwd.clone())
     };
-    let st = LoopState::new(options, prompt, deps.tools.definitions(), &table);
+    let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -120,9 +141,14 @@ pub async fn run(
         result_cap: st.options.tool_result_cap,
         spill_dir,
     });
-    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox };
+    let transcript = TranscriptLog::new(session.transcript.take());
+    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript };
     let counters: Counters = st.counters.clone();
-    ctx.emit(EngineEvent::Message(Message::clone(&st.messages[0])));
+    let user = Message::user_text(prompt);
+    if let Some(warning) = ctx.transcript.message(&user) {
+        ctx.emit(warning);
+    }
+    ctx.emit(EngineEvent::Message(user));
     tracing::debug!(?counters, "run starts");
 
     let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;
@@ -133,6 +159,7 @@ pub async fn run(
     let mut settled = false;
     let terminal = loop {
         if let Some(violation) = ctx.violation.take() {
+            session.transcript = ctx.transcript.into_writer();
             return Err(EngineError::UndeclaredTransition(violation));
         }
         let state = machine.state().clone();
@@ -152,13 +179,21 @@ pub async fn run(
         let moved = ctx.records.len() != before || ctx.violation.is_some();
         settled = !moved && ctx.deps.cancel.is_cancelled();
         if (!moved && (!settled || event == Event::Abort)) || dispatches > MAX_DISPATCHES {
+            session.transcript = ctx.transcript.into_writer();
             return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
         }
     };
     let st = &machine.inner().st;
+    let error = if terminal == TerminalReason::Completed { None } else { st.error.clone() };
+    if let Some(warning) = ctx.transcript.prompt_end(terminal.as_str(), error.as_deref(), st.turn()) {
+        ctx.emit(warning);
+    }
+    session.messages = st.messages.clone();
+    session.transcript = ctx.transcript.into_writer();
+    session.prompts += 1;
     Ok(RunOutcome {
         terminal,
-        error: if terminal == TerminalReason::Completed { None } else { st.error.clone() },
+        error,
         messages: st.messages.to_messages(),
         final_text: st.final_text(),
         usage: st.usage,

@@ -18,6 +18,7 @@ use crate::engine::state::{Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::session::HistoryReason;
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -111,6 +112,7 @@ and nothing is left to compact",
             return Err(ModelError::Protocol("the compaction summary was empty".into()));
         }
         self.st.messages = context::compacted_history(&summary).into();
+        self.history_rewritten(ctx, HistoryReason::Compaction);
         Ok(())
     }
 
@@ -384,10 +386,21 @@ and nothing is left to compact",
         ctx.emit(EngineEvent::Usage { model, usage: *usage, cost_usd });
     }
 
-    /// Append a message to the conversation and show it to the caller.
+    /// Append a message to the conversation, write it to the session transcript and show it
+    /// to the caller.
     pub(crate) fn append(&mut self, ctx: &mut Ctx, message: Message) {
+        if let Some(warning) = ctx.transcript.message(&message) {
+            ctx.emit(warning);
+        }
         if let Some(m) = self.st.push_message(message) {
             ctx.emit(EngineEvent::Message(m.clone()));
+        }
+    }
+
+    /// Write the whole history to the session transcript after a rewrite in place.
+    pub(crate) fn history_rewritten(&mut self, ctx: &mut Ctx, reason: HistoryReason) {
+        if let Some(warning) = ctx.transcript.history(&self.st.messages.to_messages(), reason) {
+            ctx.emit(warning);
         }
     }
 

@@ -109,6 +109,19 @@ pub struct LoopState {
 impl LoopState {
     /// The state at the start of a run on `prompt`.
     pub fn new(options: EngineOptions, prompt: &str, tools: Vec<ToolDefinition>, table: &Table) -> Self {
+        LoopState::with_history(options, Transcript::default(), prompt, tools, table)
+    }
+
+    /// The state at the start of a prompt on a session whose conversation so far is
+    /// `history`: the prompt is appended to it (merged into a last user message, as the API
+    /// wants roles to alternate).
+    pub fn with_history(
+        options: EngineOptions,
+        history: Transcript,
+        prompt: &str,
+        tools: Vec<ToolDefinition>,
+        table: &Table,
+    ) -> Self {
         let mut bounds = Counters::new();
         let mut counters = Counters::new();
         for c in &table.counters {
@@ -123,7 +136,11 @@ impl LoopState {
         let tools_chars = serde_json::to_string(&tools).map(|s| s.len()).unwrap_or(0);
         LoopState {
             options,
-            messages: Transcript::from(vec![Message::user_text(prompt)]),
+            messages: {
+                let mut messages = history;
+                messages.push_merging(Message::user_text(prompt));
+                messages
+            },
             tools,
             tools_chars,
             counters,

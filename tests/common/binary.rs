@@ -1,5 +1,6 @@
 //! The `agentloop` binary as the tests run it: stdin closed and the API variables removed, so
-//! no test can reach a real API whatever the environment holds.
+//! no test can reach a real API whatever the environment holds, and session transcripts go to
+//! a scratch store.
 
 use std::process::{Command, Stdio};
 
@@ -12,6 +13,8 @@ pub fn offline_agentloop() -> Command {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("ANTHROPIC_AUTH_TOKEN")
         .env_remove("ANTHROPIC_BASE_URL")
+        // Session transcripts go to a scratch store, never the user's ~/.agentloop.
+        .env("AGENTLOOP_HOME", std::env::temp_dir().join("agentloop-tests-home"))
         .stdin(Stdio::null());
     command
 }

@@ -1,0 +1,102 @@
+//! A conversation that outlives one prompt: its id, its history, and the transcript it is
+//! written to as the loop goes.
+//!
+//! [`crate::engine::run::run_prompt`] runs one *turn sequence* on a session — one user prompt
+//! until a terminal reason — and appends to it; the next prompt sends the grown history. A
+//! terminal reason ends the prompt, not the session. The transcript ([`TranscriptWriter`])
+//! gets one line per message as it is appended, so a killed process loses at most the message
+//! in flight, and a line for each history rewrite (collapse, compaction) and prompt end.
+
+use std::path::PathBuf;
+
+use crate::engine::events::EngineEvent;
+use crate::protocol::{Message, Transcript};
+use crate::session::{HistoryReason, SessionMeta, TranscriptWriter, Uuid};
+
+/// One conversation.
+pub struct Session {
+    /// Its id (UUID v4): the transcript's file name, the hooks' `session_id`, the output's
+    /// `session_id`, the trace header's `run_id`.
+    pub id: Uuid,
+    /// The working directory it belongs to.
+    pub cwd: PathBuf,
+    /// The conversation so far, exactly as the model saw it last.
+    pub messages: Transcript,
+    /// Where it is written; `None` for a session kept in memory only.
+    pub transcript: Option<TranscriptWriter>,
+    /// Prompts run on it in this process.
+    pub prompts: u32,
+}
+
+impl Session {
+    /// A new, empty session kept in memory only.
+    pub fn in_memory(id: Uuid, cwd: PathBuf) -> Session {
+        Session { id, cwd, messages: Transcript::default(), transcript: None, prompts: 0 }
+    }
+
+    /// A session written to `transcript`, starting from `history` (empty for a new one; the
+    /// loaded, repaired history for a resumed one).
+    pub fn persisted(transcript: TranscriptWriter, cwd: PathBuf, history: Vec<Message>) -> Session {
+        Session {
+            id: transcript.session_id(),
+            cwd,
+            messages: Transcript::from(history),
+            transcript: Some(transcript),
+            prompts: 0,
+        }
+    }
+
+    /// Write the session's meta line (model, table, permission mode).
+    ///
+    /// # Errors
+    /// The transcript's write error.
+    pub fn write_meta(&mut self, meta: &SessionMeta) -> Result<(), crate::session::SessionError> {
+        match &mut self.transcript {
+            Some(t) => t.meta(meta),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The transcript while a prompt runs: writes what the engine appends, and turns the first
+/// write error into one warning (the run goes on; the transcript stops).
+#[derive(Default)]
+pub struct TranscriptLog {
+    writer: Option<TranscriptWriter>,
+}
+
+impl TranscriptLog {
+    /// Log to `writer`, if any.
+    pub fn new(writer: Option<TranscriptWriter>) -> TranscriptLog {
+        TranscriptLog { writer }
+    }
+
+    /// Give the writer back (after the prompt).
+    pub fn into_writer(self) -> Option<TranscriptWriter> {
+        self.writer
+    }
+
+    /// Write one appended message; a warning event if writing failed.
+    pub fn message(&mut self, message: &Message) -> Option<EngineEvent> {
+        let result = self.writer.as_mut()?.append(message).map(|_| ());
+        self.fail_on(result)
+    }
+
+    /// Write the whole history after it was rewritten in place.
+    pub fn history(&mut self, messages: &[Message], reason: HistoryReason) -> Option<EngineEvent> {
+        let result = self.writer.as_mut()?.history(messages, reason);
+        self.fail_on(result)
+    }
+
+    /// Write how the prompt ended.
+    pub fn prompt_end(&mut self, terminal: &str, error: Option<&str>, turns: u32) -> Option<EngineEvent> {
+        let result = self.writer.as_mut()?.prompt_end(terminal, error, turns);
+        self.fail_on(result)
+    }
+
+    fn fail_on(&mut self, result: Result<(), crate::session::SessionError>) -> Option<EngineEvent> {
+        let error = result.err()?;
+        self.writer = None;
+        Some(EngineEvent::Warning(format!("the session transcript is no longer written: {error}")))
+    }
+}
