@@ -29,6 +29,7 @@ pub mod permissions;
 pub mod process_group;
 pub mod protocol;
 pub mod scenario;
+pub mod sdk;
 pub mod session;
 pub mod shell;
 pub mod tools;

@@ -1,4 +1,6 @@
-//! The `agentloop` command line: `run`, `demo`, `audit`, `table`.
+//! The `agentloop` command line: Claude Code's top-level `agentloop [flags] [prompt]` (and the
+//! Claude Agent SDK's stream-json protocol), and the subcommands `run`, `demo`, `audit`,
+//! `table`, `sessions`.
 //!
 //! clap structs hold only what the user typed; [`run::RunSpec`] resolves them (scenario,
 //! settings, environment) and hands a fully built run to the engine.
@@ -24,12 +26,33 @@ pub const EXIT_INTERNAL: u8 = 70;
 pub const EXIT_USAGE: u8 = 2;
 
 /// A coding-agent loop you can read: every step is an edge of a declared state machine.
+///
+/// Without a subcommand the command line is Claude Code's: `agentloop -p "prompt"` runs
+/// headless; `--input-format stream-json --output-format stream-json` speaks the Claude Agent
+/// SDK's protocol on stdin and stdout.
 #[derive(Debug, Parser)]
-#[command(name = "agentloop", version, about, propagate_version = true)]
+#[command(name = "agentloop", version, about, propagate_version = true, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// What to do.
+    /// What to do; none runs the prompt (Claude Code's command line).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// The top-level command line.
+    #[command(flatten)]
+    pub top: TopArgs,
+}
+
+/// `agentloop [flags] [prompt]`, as Claude Code's command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TopArgs {
+    /// Print the reply and exit (headless); the prompt is the argument, or stdin when piped.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+    /// The prompt.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// The run flags.
+    #[command(flatten)]
+    pub flags: run::RunFlags,
 }
 
 /// The subcommands.
@@ -91,11 +114,52 @@ pub enum OutputFormat {
 /// Parse the arguments and run; the returned code is the process exit status.
 pub async fn main(cli: Cli) -> ExitCode {
     let code = match cli.command {
+        None => top_level(cli.top).await,
+        Some(command) => subcommand(command).await,
+    };
+    ExitCode::from(code)
+}
+
+async fn subcommand(command: Command) -> u8 {
+    match command {
         Command::Run(args) => run::command(*args).await,
         Command::Demo(args) => demo::command(args).await,
         Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()),
         Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
         Command::Sessions(args) => sessions::command(&args),
+    }
+}
+
+/// `agentloop [flags] [prompt]`: the Claude Agent SDK's protocol with `--input-format
+/// stream-json`; otherwise a headless run of the prompt (the argument, or stdin when piped).
+async fn top_level(top: TopArgs) -> u8 {
+    use std::io::{IsTerminal, Read};
+    let mut prompt = top.prompt;
+    if top.flags.input_format == run::InputFormat::Text && prompt.is_none() {
+        if std::io::stdin().is_terminal() {
+            eprintln!(
+                "agentloop: no prompt. Pass one (`agentloop -p \"…\"`), pipe it on stdin, or use a subcommand \
+(`agentloop demo`, `agentloop --help`); the interactive session is not available yet"
+            );
+            return EXIT_USAGE;
+        }
+        let mut text = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+            eprintln!("agentloop: cannot read the prompt from stdin: {e}");
+            return EXIT_USAGE;
+        }
+        prompt = Some(text);
+    }
+    let _ = top.print;
+    let spec = match run::resolve(prompt, &top.flags) {
+        Ok(spec) => spec,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
     };
-    ExitCode::from(code)
+    match top.flags.input_format {
+        run::InputFormat::Text => run::execute(spec).await,
+        run::InputFormat::StreamJson => crate::sdk::serve(spec, &top.flags).await,
+    }
 }

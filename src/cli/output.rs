@@ -38,11 +38,19 @@ pub struct CliSink {
     pub on_stop_hooks: Option<ToolPhaseHook>,
     /// Session id for stream-json.
     pub session_id: String,
+    /// The run's model, for assistant lines that come without usage.
+    pub model: String,
+    /// In stream-json, leave out the prompt's own user line (the Claude Agent SDK sent it).
+    pub skip_prompt_line: bool,
     /// The trace is pretty and written to stderr: its tool lines share the screen with the
     /// model's text.
     pub pretty_trace_on_stderr: bool,
     /// Where stdout output goes (it notices when stdout is closed).
     pub stdout: Stdout,
+    /// Milliseconds spent in model calls (from entering `Request` to leaving `Consume`), for
+    /// `duration_api_ms`; shared so the caller can read it after the run.
+    pub api_ms: Arc<std::sync::atomic::AtomicU64>,
+    api_since: Option<f64>,
     text: TextOut,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
@@ -59,8 +67,12 @@ impl CliSink {
             on_tool_phase: None,
             on_stop_hooks: None,
             session_id,
+            model: String::new(),
+            skip_prompt_line: false,
             pretty_trace_on_stderr: false,
             stdout,
+            api_ms: Arc::default(),
+            api_since: None,
             text: TextOut::new(if format == OutputFormat::Text { stdout_columns() } else { None }),
             last_usage: None,
             started: Instant::now(),
@@ -114,6 +126,16 @@ impl EventSink for CliSink {
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
+                let calling = |state: &str| state == "Request" || state == "Consume";
+                match (calling(record.from), calling(record.to), self.api_since) {
+                    (false, true, _) => self.api_since = Some(record.t_ms),
+                    (true, false, Some(since)) => {
+                        let ms = (record.t_ms - since).max(0.0).round() as u64;
+                        self.api_ms.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+                        self.api_since = None;
+                    }
+                    _ => {}
+                }
                 if self.format == OutputFormat::Text && ABANDONING_EDGES.contains(&record.edge.as_str()) {
                     self.emit(|t, out| t.abandon(out));
                 }
@@ -131,13 +153,25 @@ impl EventSink for CliSink {
                 self.emit(|t, out| t.keep(out));
             }
             EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
+            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
+                // The first message of a run is its prompt.
+                let _ = message;
+                self.skip_prompt_line = false;
+            }
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
-                let mut line = json!({"type": "user", "message": message, "session_id": self.session_id});
+                let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
+                    "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()});
                 if message.role == Role::Assistant {
                     line["type"] = json!("assistant");
-                    if let Some((model, usage)) = self.last_usage.take() {
-                        line["message"]["model"] = json!(model);
-                        line["message"]["usage"] = json!(usage);
+                    let asks_tools = message.tool_uses().next().is_some();
+                    line["message"]["type"] = json!("message");
+                    line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
+                    match self.last_usage.take() {
+                        Some((model, usage)) => {
+                            line["message"]["model"] = json!(model);
+                            line["message"]["usage"] = json!(usage);
+                        }
+                        None => line["message"]["model"] = json!(self.model),
                     }
                 }
                 self.stream_json(line);
@@ -338,9 +372,39 @@ pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// Why the last reply stopped, as the API says it (`end_turn` for a completed run).
+fn stop_reason(outcome: &RunOutcome) -> Option<&'static str> {
+    match outcome.terminal {
+        TerminalReason::Completed => Some("end_turn"),
+        TerminalReason::MaxTurns => Some("tool_use"),
+        _ => None,
+    }
+}
+
+/// The `system/init` line of stream-json: the session, where it runs, the model, the tools
+/// and the permission mode, with the protocol version the Claude Agent SDK checks.
+pub fn system_init(session_id: &str, cwd: &std::path::Path, model: &str, tools: &[String], mode: &str) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "session_id": session_id,
+        "uuid": crate::session::Uuid::new_v4().to_string(),
+        "cwd": cwd,
+        "model": model,
+        "tools": tools,
+        "mcp_servers": [],
+        "slash_commands": [],
+        "permissionMode": mode,
+        "apiKeySource": "none",
+        "output_style": "default",
+        "claude_code_version": crate::sdk::PROTOCOL_VERSION,
+        "agentloop_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
 /// The result object of `--output-format json` and the last line of `stream-json`, in the
 /// shape Claude Code prints, plus our `terminal_reason`.
-pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant) -> Value {
+pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, api_ms: u64) -> Value {
     let subtype = match outcome.terminal {
         TerminalReason::Completed => "success",
         TerminalReason::MaxTurns => "error_max_turns",
@@ -351,6 +415,10 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant) -
         "subtype": subtype,
         "is_error": outcome.terminal != TerminalReason::Completed,
         "duration_ms": started.elapsed().as_millis() as u64,
+        "duration_api_ms": api_ms,
+        "stop_reason": stop_reason(outcome),
+        "uuid": crate::session::Uuid::new_v4().to_string(),
+        "permission_denials": [],
         "num_turns": outcome.turns,
         "result": outcome.final_text,
         "session_id": session_id,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{CliSink, result_object, stderr_is_terminal};
+use crate::cli::output::{CliSink, result_object, stderr_is_terminal, system_init};
 use crate::cli::session_args::{self, SessionArgs};
 use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
@@ -28,12 +28,20 @@ use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use tokio_util::sync::CancellationToken;
 
-/// `agentloop run` flags.
+/// `agentloop run`: `-p PROMPT` and the run flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// The prompt. With a scripted model it defaults to the scenario's `prompt`.
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// Everything else.
+    #[command(flatten)]
+    pub flags: RunFlags,
+}
+
+/// The flags of a run, shared by `agentloop run` and the top-level command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunFlags {
     /// `claude-…` for the Anthropic API, or `scripted:FILE` for a scenario file.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -49,9 +57,9 @@ pub struct RunArgs {
     /// Working directory for tools and hooks (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Claude Code settings file (hooks, permissions).
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
+    /// Claude Code settings (hooks, permissions): a file, or the JSON itself.
+    #[arg(long, value_name = "FILE_OR_JSON")]
+    pub settings: Option<String>,
     /// default, acceptEdits, plan or bypassPermissions.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
@@ -83,12 +91,115 @@ pub struct RunArgs {
     /// transitions/loop.toml). It is audited first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE")]
     pub table: Option<PathBuf>,
+    /// How the prompt arrives: `text` (the argument) or `stream-json` (NDJSON on stdin, with
+    /// the Claude Agent SDK's control protocol; see `agentloop --help`).
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+    /// With `--output-format stream-json`: also print each raw streaming event as a
+    /// `stream_event` line.
+    #[arg(long)]
+    pub include_partial_messages: bool,
+    /// Accepted for the Claude Agent SDK: stream-json output is always complete.
+    #[arg(long)]
+    pub verbose: bool,
+    /// The system prompt; an empty one means agentloop's default.
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
+    pub system_prompt: Option<String>,
+    /// Read the system prompt from a file.
+    #[arg(long, value_name = "FILE")]
+    pub system_prompt_file: Option<PathBuf>,
+    /// Text appended to the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+    /// The tools the model is offered: comma-separated names, `default` for all, "" for none.
+    #[arg(long, value_name = "NAMES")]
+    pub tools: Option<String>,
+    /// `stdio`: ask the Claude Agent SDK (a `can_use_tool` control request) when a permission
+    /// decision is "ask", instead of refusing.
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+    /// Flags of Claude Code's command line that agentloop accepts but does not honour yet.
+    #[command(flatten)]
+    pub unsupported: UnsupportedFlags,
     /// Session options.
     #[command(flatten)]
     pub session: SessionArgs,
     /// Trace options.
     #[command(flatten)]
     pub trace: TraceArgs,
+}
+
+/// How a run's prompt arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum InputFormat {
+    /// The prompt argument.
+    #[default]
+    Text,
+    /// Newline-delimited JSON on stdin: user messages and control requests (Claude Agent SDK).
+    StreamJson,
+}
+
+/// Claude Code flags agentloop accepts so that the Claude Agent SDK's command lines parse, but
+/// does not honour yet: each one given is named in a one-line warning on stderr.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UnsupportedFlags {
+    /// Not honoured yet: a spending cap in USD.
+    #[arg(long, value_name = "USD", hide = true)]
+    pub max_budget_usd: Option<f64>,
+    /// Not honoured yet: which settings files to read.
+    #[arg(long, value_name = "SOURCES", hide = true)]
+    pub setting_sources: Option<String>,
+    /// Not honoured yet: more directories tools may use.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub add_dir: Vec<PathBuf>,
+    /// Not honoured yet: MCP servers (a file or JSON).
+    #[arg(long, value_name = "CONFIG", hide = true)]
+    pub mcp_config: Vec<String>,
+    /// Not honoured yet.
+    #[arg(long, hide = true)]
+    pub strict_mcp_config: bool,
+    /// Not honoured yet.
+    #[arg(long, hide = true)]
+    pub include_hook_events: bool,
+    /// Not honoured yet.
+    #[arg(long, value_name = "BETAS", hide = true)]
+    pub betas: Option<String>,
+    /// Not honoured yet.
+    #[arg(long, value_name = "ID", hide = true)]
+    pub resume_session_at: Option<String>,
+    /// Not honoured yet.
+    #[arg(long, hide = true)]
+    pub session_mirror: bool,
+    /// Not honoured yet.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub plugin_dir: Vec<PathBuf>,
+    /// Not honoured yet.
+    #[arg(long, value_name = "TOKENS", hide = true)]
+    pub task_budget: Option<u64>,
+}
+
+impl UnsupportedFlags {
+    /// The flags given, as typed.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut note = |on: bool, name: &'static str| {
+            if on {
+                out.push(name);
+            }
+        };
+        note(self.max_budget_usd.is_some(), "--max-budget-usd");
+        note(self.setting_sources.is_some(), "--setting-sources");
+        note(!self.add_dir.is_empty(), "--add-dir");
+        note(!self.mcp_config.is_empty(), "--mcp-config");
+        note(self.strict_mcp_config, "--strict-mcp-config");
+        note(self.include_hook_events, "--include-hook-events");
+        note(self.betas.is_some(), "--betas");
+        note(self.resume_session_at.is_some(), "--resume-session-at");
+        note(self.session_mirror, "--session-mirror");
+        note(!self.plugin_dir.is_empty(), "--plugin-dir");
+        note(self.task_budget.is_some(), "--task-budget");
+        out
+    }
 }
 
 /// A resolved run, ready for the engine.
@@ -115,11 +226,13 @@ pub struct RunSpec {
     pub cancel: CancellationToken,
     /// The session the prompt runs on (its id is `options.run_id`).
     pub session: Session,
+    /// The tools offered to the model.
+    pub tools: Registry,
 }
 
 /// Run `agentloop run`.
 pub async fn command(args: RunArgs) -> u8 {
-    match resolve(args) {
+    match resolve(args.prompt, &args.flags) {
         Ok(spec) => execute(spec).await,
         Err(message) => {
             eprintln!("agentloop: {message}");
@@ -128,7 +241,15 @@ pub async fn command(args: RunArgs) -> u8 {
     }
 }
 
-fn resolve(args: RunArgs) -> Result<RunSpec, String> {
+/// Resolve a run's prompt and flags into a [`RunSpec`] (the session opened, settings read,
+/// the policy built).
+///
+/// # Errors
+/// A message for the user.
+pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, String> {
+    for flag in args.unsupported.given() {
+        eprintln!("agentloop: warning: {flag} is not supported yet and is ignored");
+    }
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
@@ -144,19 +265,22 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
             scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
             spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?
         }
-        None => spec_for_api(&args, cwd, cancel)?,
+        None => spec_for_api(args, cwd, cancel)?,
     };
-    if let Some(prompt) = args.prompt.clone() {
+    if let Some(prompt) = prompt {
         spec.prompt = prompt;
     }
-    if spec.prompt.trim().is_empty() {
+    if spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
         return Err("no prompt: pass -p PROMPT".into());
     }
-    apply_flags(&mut spec.options, &args);
+    apply_flags(&mut spec.options, args)?;
+    if let Some(names) = &args.tools {
+        spec.tools = tool_subset(names)?;
+    }
     spec.options.table = table;
     spec.options.validate()?;
-    if let Some(path) = &args.settings {
-        spec.settings = Settings::load(path).map_err(|e| e.to_string())?;
+    if let Some(settings) = &args.settings {
+        spec.settings = load_settings(settings)?;
     }
     spec.policy = policy(
         &spec.settings.permissions,
@@ -174,7 +298,7 @@ fn resolve(args: RunArgs) -> Result<RunSpec, String> {
 }
 
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
-fn spec_for_api(args: &RunArgs, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, String> {
+fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, String> {
     let name = match args.model.as_deref() {
         Some(name) if name.starts_with("claude") => name.to_owned(),
         Some(other) => {
@@ -194,6 +318,7 @@ fn spec_for_api(args: &RunArgs, cwd: PathBuf, cancel: CancellationToken) -> Resu
     Ok(RunSpec {
         prompt: String::new(),
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
+        tools: Registry::standard(),
         cwd,
         options,
         model: Arc::new(model),
@@ -209,7 +334,46 @@ fn spec_for_api(args: &RunArgs, cwd: PathBuf, cancel: CancellationToken) -> Resu
 /// The model `run` uses when `--model` is not given and an API key is set.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
-fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
+/// `--settings`: a file, or the settings JSON itself (the Claude Agent SDK passes it inline).
+fn load_settings(value: &str) -> Result<Settings, String> {
+    if value.trim_start().starts_with('{') {
+        let json: serde_json::Value =
+            serde_json::from_str(value).map_err(|e| format!("--settings: not valid JSON: {e}"))?;
+        Settings::from_value("--settings", &json).map_err(|e| e.to_string())
+    } else {
+        Settings::load(Path::new(value)).map_err(|e| e.to_string())
+    }
+}
+
+/// `--tools`: the standard tools named (comma-separated), `default` for all, "" for none.
+fn tool_subset(names: &str) -> Result<Registry, String> {
+    let all = Registry::standard();
+    if names.trim() == "default" {
+        return Ok(all);
+    }
+    let mut chosen = Registry::new();
+    for name in names.split([',', ' ']).map(str::trim).filter(|n| !n.is_empty()) {
+        let tool = all.get(name).ok_or_else(|| {
+            let known: Vec<String> = all.definitions().into_iter().map(|d| d.name).collect();
+            format!("--tools: unknown tool `{name}` (tools: {})", known.join(", "))
+        })?;
+        chosen.register(tool);
+    }
+    Ok(chosen)
+}
+
+fn apply_flags(options: &mut EngineOptions, args: &RunFlags) -> Result<(), String> {
+    match (&args.system_prompt, &args.system_prompt_file) {
+        (Some(text), _) if !text.is_empty() => options.system = text.clone(),
+        (_, Some(path)) => {
+            options.system =
+                std::fs::read_to_string(path).map_err(|e| format!("--system-prompt-file {}: {e}", path.display()))?;
+        }
+        _ => {}
+    }
+    if let Some(extra) = &args.append_system_prompt {
+        options.system = format!("{}\n\n{extra}", options.system);
+    }
     if let Some(n) = args.max_turns {
         options.max_turns = Some(n);
     }
@@ -231,6 +395,7 @@ fn apply_flags(options: &mut EngineOptions, args: &RunArgs) {
     if let Some(ms) = args.retry_max_delay_ms {
         options.retry_max_delay = Duration::from_millis(ms);
     }
+    Ok(())
 }
 
 /// Split rule lists given as `"Bash(git log:*) Edit"` or `Read,Grep` into rules, keeping
@@ -280,6 +445,7 @@ pub fn spec_for_scenario(
     Ok(RunSpec {
         prompt: scenario.prompt.clone(),
         session: Session::in_memory(id, cwd.clone()),
+        tools: Registry::standard(),
         cwd,
         options,
         model: scripted.clone(),
@@ -327,6 +493,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
     let stdout = Stdout::new();
     let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
+    sink.model = spec.options.model.clone();
+    let api_ms = sink.api_ms.clone();
     // The pretty trace already shows each tool's start and end; don't print them twice.
     sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
     sink.show_tools &= !sink.pretty_trace_on_stderr;
@@ -335,15 +503,11 @@ pub async fn execute(spec: RunSpec) -> u8 {
         sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
         sink.on_stop_hooks = Some(Arc::new(move || at_stop_hooks.stop_hooks_started()));
     }
-    let tools = Registry::standard();
+    let tools = spec.tools.clone();
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-        stdout.line(
-            &serde_json::json!({"type": "system", "subtype": "init", "session_id": session_id,
-                "cwd": spec.cwd, "model": spec.options.model, "tools": names,
-                "permissionMode": spec.policy.mode().as_str()})
-            .to_string(),
-        );
+        let init = system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str());
+        stdout.line(&init.to_string());
     }
     let deps = Deps {
         model: spec.model,
@@ -368,7 +532,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     match spec.format {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            stdout.line(&result_object(&outcome, &session_id, started).to_string());
+            let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
+            stdout.line(&result_object(&outcome, &session_id, started, api).to_string());
         }
     }
     let stop = stop.or(stdout.is_closed().then_some(Stop::ClosedStdout));

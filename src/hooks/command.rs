@@ -13,22 +13,52 @@ use futures::future::{BoxFuture, join_all};
 use serde_json::{Value, json};
 
 use super::run::{self, Ending, Ran};
-use super::settings::{HookCommand, HookMatcher, HookTable};
+use super::settings::{HookCommand, HookKind, HookMatcher, HookTable};
 use super::{HookEnv, Hooks, PostToolDecision, PreToolDecision, StopDecision};
 
 /// Seconds a hook may run when its entry gives no `timeout`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
-/// Runs the hook commands of a [`HookTable`] as shell processes.
-#[derive(Debug, Clone, Default)]
+/// Calls the hooks that live in another process: the Claude Agent SDK's callbacks, sent as
+/// `hook_callback` control requests. The reply is the JSON a command hook would print.
+pub trait HookCallbacks: Send + Sync {
+    /// Call callback `id` with the hook's JSON input; the callback's JSON output, or why there
+    /// is none.
+    fn call<'a>(
+        &'a self,
+        id: &'a str,
+        input: &'a Value,
+        tool_use_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// Runs the hook commands of a [`HookTable`] as shell processes, and its callbacks through
+/// [`HookCallbacks`].
+#[derive(Clone, Default)]
 pub struct CommandHooks {
     table: HookTable,
+    callbacks: Option<std::sync::Arc<dyn HookCallbacks>>,
+}
+
+impl std::fmt::Debug for CommandHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandHooks")
+            .field("table", &self.table)
+            .field("callbacks", &self.callbacks.is_some())
+            .finish()
+    }
 }
 
 impl CommandHooks {
     /// Hooks from a settings file's `hooks` table.
     pub fn new(settings: HookTable) -> Self {
-        CommandHooks { table: settings }
+        CommandHooks { table: settings, callbacks: None }
+    }
+
+    /// Hooks whose [`HookKind::Callback`](super::settings::HookKind::Callback) entries are
+    /// answered by `callbacks`.
+    pub fn with_callbacks(settings: HookTable, callbacks: std::sync::Arc<dyn HookCallbacks>) -> Self {
+        CommandHooks { table: settings, callbacks: Some(callbacks) }
     }
 
     /// The table these hooks run.
@@ -41,10 +71,23 @@ impl CommandHooks {
         let mut bytes = input.to_string().into_bytes();
         // A trailing newline lets a plain `read line` in a hook see the whole input.
         bytes.push(b'\n');
+        let tool_use_id = input.get("tool_use_id").and_then(Value::as_str);
         let runs = hooks.into_iter().map(|hook| {
-            let bytes = &bytes;
+            let (bytes, input) = (&bytes, &input);
             async move {
                 let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+                if hook.kind == HookKind::Callback {
+                    let name = format!("{} callback `{}`", event.name(), hook.command);
+                    let Some(callbacks) = &self.callbacks else {
+                        return Verdict::warn(format!("{name} has nobody to answer it"));
+                    };
+                    let call = callbacks.call(&hook.command, input, tool_use_id);
+                    return match tokio::time::timeout(Duration::from_secs(secs), call).await {
+                        Ok(Ok(output)) => Verdict::from_stdout(event, &name, &output.to_string()),
+                        Ok(Err(e)) => Verdict::warn(format!("{name} failed: {e}")),
+                        Err(_) => Verdict::warn(format!("{name} did not answer within {secs}s")),
+                    };
+                }
                 let ran = run::run(&hook.command, &env.cwd, &env.shell_env, bytes, Duration::from_secs(secs)).await;
                 Verdict::read(event, &hook.command, secs, ran)
             }

@@ -79,6 +79,10 @@ pub enum HookKind {
     /// A shell command.
     #[serde(rename = "command")]
     Command,
+    /// A callback registered by the Claude Agent SDK in `initialize`; `command` holds its
+    /// callback id. Never read from a settings file.
+    #[serde(skip)]
+    Callback,
 }
 
 /// The `permissions` block, kept as written for the permission layer.

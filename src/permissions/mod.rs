@@ -185,8 +185,13 @@ impl Policy {
         Ok(self)
     }
 
-    /// Let read-only tools read below `root` even though it is outside the working directory
-    /// (the run's temp directory, where cut tool results are saved).
+    /// The same policy in another permission mode (the SDK's `set_permission_mode`).
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The same policy with `root` readable by read-only tools (the spill directory).
     pub fn with_readable_root(mut self, root: PathBuf) -> Self {
         self.readable_roots.push(root.canonicalize().unwrap_or(root));
         self

@@ -1,0 +1,242 @@
+//! The Claude Agent SDK mode: `agentloop --input-format stream-json --output-format
+//! stream-json`, the command line the SDK launches its CLI with.
+//!
+//! Both directions are newline-delimited JSON. From the SDK: `initialize` (which registers its
+//! hook callbacks), user messages — each one a prompt on the same session, run one after the
+//! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`; any other
+//! gets an error answer, never silence). To the SDK: the answers, `system/init`, the
+//! conversation's messages, one `result` per prompt, and agentloop's own control requests
+//! (`hook_callback`, `can_use_tool`), whose answers [`control::Controller`] routes back.
+//!
+//! An interrupt cancels the current prompt through the engine's abort edges; the process
+//! stays up for the next one. After stdin closes, the prompts already received run to their
+//! end and the process exits.
+
+pub mod control;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::interrupt::{Stdout, stderr_line};
+use crate::cli::output::{CliSink, result_object, system_init};
+use crate::cli::run::{RunFlags, RunSpec};
+use crate::cli::{EXIT_INTERNAL, OutputFormat};
+use crate::engine::clock::SystemClock;
+use crate::engine::machine::Deps;
+use crate::engine::run::{RunOutcome, run_prompt};
+use crate::engine::session::Session;
+use crate::hooks::command::CommandHooks;
+use crate::hooks::settings::{HookCommand, HookKind, HookMatcher, HookTable, ToolMatcher};
+use crate::permissions::Mode;
+use crate::tools::shell_env::ShellEnv;
+use control::Controller;
+use wire::Inbound;
+
+/// The Claude Code version whose stream-json protocol this mode speaks, reported as
+/// `claude_code_version` so the SDK's version checks pass (agentloop's own version is
+/// reported beside it as `agentloop_version`).
+pub const PROTOCOL_VERSION: &str = "2.1.332";
+
+type Running =
+    Pin<Box<dyn Future<Output = (Session, Result<RunOutcome, String>, Instant, Arc<std::sync::atomic::AtomicU64>)>>>;
+
+/// Serve the SDK on stdin and stdout until stdin closes and every prompt received has run.
+/// Returns the exit status: 0, or [`EXIT_INTERNAL`] when the engine failed.
+pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
+    if spec.format != OutputFormat::StreamJson {
+        eprintln!(
+            "agentloop: warning: --input-format stream-json answers in stream-json whatever --output-format says"
+        );
+    }
+    let stdout = Stdout::new();
+    let controller = Arc::new(Controller::new(stdout.clone()));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(read_stdin(tx));
+
+    let RunSpec { cwd, mut options, model, mut settings, mut policy, session, tools, .. } = spec;
+    let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
+    let _ = flags;
+    let mut session = Some(session);
+    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut input_open = true;
+    let mut running: Option<Running> = None;
+    let mut cancel = CancellationToken::new();
+    let mut failed = false;
+
+    loop {
+        if running.is_none() {
+            if let Some(prompt) = queue.pop_front() {
+                let mut current = session.take().expect("the session is back whenever no prompt runs");
+                cancel = CancellationToken::new();
+                let hooks = Arc::new(CommandHooks::with_callbacks(settings.hooks.clone(), controller.clone()));
+                let deps = Deps {
+                    model: model.clone(),
+                    tools: tools.clone(),
+                    hooks,
+                    clock: Arc::new(SystemClock::new()),
+                    cancel: cancel.clone(),
+                    cwd: cwd.clone(),
+                    policy: Arc::new(policy.clone()),
+                    shell_env: shell_env.clone(),
+                };
+                let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
+                stdout.line(
+                    &system_init(&current.id.to_string(), &cwd, &options.model, &names, policy.mode().as_str())
+                        .to_string(),
+                );
+                let mut sink = CliSink::new(None, OutputFormat::StreamJson, current.id.to_string(), stdout.clone());
+                sink.model = options.model.clone();
+                sink.skip_prompt_line = true;
+                let api_ms = sink.api_ms.clone();
+                let run_options = options.clone();
+                running = Some(Box::pin(async move {
+                    let started = Instant::now();
+                    let result = run_prompt(&mut current, deps, run_options, &prompt, Box::new(sink)).await;
+                    (current, result.map_err(|e| e.to_string()), started, api_ms)
+                }));
+            } else if !input_open {
+                break;
+            }
+        }
+        tokio::select! {
+            frame = rx.recv(), if input_open => match frame {
+                None => {
+                    input_open = false;
+                    controller.close();
+                }
+                Some(Inbound::User(prompt)) => queue.push_back(prompt),
+                Some(Inbound::Response(response)) => {
+                    if !controller.answer(&response) {
+                        stderr_line("agentloop: warning: a control_response answers no request of ours");
+                    }
+                }
+                Some(Inbound::Request { id, request }) => {
+                    let answer = match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
+                        "initialize" => match register_callbacks(&mut settings.hooks, &request["hooks"]) {
+                            Ok(()) => wire::success(&id, initialize_response()),
+                            Err(message) => wire::error(&id, &message),
+                        },
+                        "interrupt" => {
+                            cancel.cancel();
+                            wire::success(&id, json!({}))
+                        }
+                        "set_permission_mode" => match request.get("mode").and_then(Value::as_str).map(str::parse::<Mode>) {
+                            Some(Ok(mode)) => {
+                                policy = policy.with_mode(mode);
+                                wire::success(&id, json!({}))
+                            }
+                            Some(Err(e)) => wire::error(&id, &e.to_string()),
+                            None => wire::error(&id, "set_permission_mode needs a `mode`"),
+                        },
+                        "set_model" => match request.get("model") {
+                            Some(Value::String(name)) if name.starts_with("claude") => {
+                                options.model = name.clone();
+                                wire::success(&id, json!({}))
+                            }
+                            None | Some(Value::Null) => {
+                                options.model = crate::cli::run::DEFAULT_MODEL.to_owned();
+                                wire::success(&id, json!({}))
+                            }
+                            Some(other) => wire::error(&id, &format!("unknown model {other}: use a claude-… model")),
+                        },
+                        other => wire::error(&id, &format!("agentloop does not support the `{other}` control request")),
+                    };
+                    stdout.line(&answer.to_string());
+                }
+                Some(Inbound::Ignored(_)) => {}
+                Some(Inbound::Bad(why)) => stderr_line(&format!("agentloop: warning: ignored a line of stdin: {why}")),
+            },
+            (done, result, started, api_ms) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
+                running = None;
+                session = Some(done);
+                match result {
+                    Ok(outcome) => {
+                        let id = session.as_ref().map(|s| s.id.to_string()).unwrap_or_default();
+                        let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
+                        stdout.line(&result_object(&outcome, &id, started, api).to_string());
+                    }
+                    Err(e) => {
+                        stderr_line(&format!("agentloop: internal error: {e}"));
+                        failed = true;
+                    }
+                }
+            }
+        }
+    }
+    if failed { EXIT_INTERNAL } else { 0 }
+}
+
+/// Read stdin line by line into frames; `None` (the channel closing) means EOF.
+async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>) {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if tx.send(wire::parse(&line)).is_err() {
+            break;
+        }
+    }
+}
+
+/// What `initialize` answers: no slash commands or output styles of Claude Code's, the hooks
+/// registered, and who answers.
+fn initialize_response() -> Value {
+    json!({
+        "commands": [],
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": [],
+        "account": {},
+        "pid": std::process::id(),
+        "hooks_applied": true,
+        "hook_on_failure_supported": false,
+        "claude_code_version": PROTOCOL_VERSION,
+        "agentloop_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Add the hook callbacks `initialize` registers (`{"PreToolUse": [{"matcher": …,
+/// "hookCallbackIds": [...], "timeout": …}]}`) to the hook table, after the settings' hooks.
+fn register_callbacks(table: &mut HookTable, hooks: &Value) -> Result<(), String> {
+    let Some(events) = hooks.as_object() else { return Ok(()) };
+    for (event, matchers) in events {
+        let groups = match event.as_str() {
+            "PreToolUse" => &mut table.pre_tool_use,
+            "PostToolUse" => &mut table.post_tool_use,
+            "Stop" => &mut table.stop,
+            other => {
+                stderr_line(&format!(
+                    "agentloop: warning: {other} hook callbacks are not run (only PreToolUse, PostToolUse and Stop)"
+                ));
+                continue;
+            }
+        };
+        for m in matchers.as_array().into_iter().flatten() {
+            let matcher = match m.get("matcher").and_then(Value::as_str) {
+                Some(text) => Some(ToolMatcher::new(text).map_err(|e| format!("hook matcher `{text}`: {e}"))?),
+                None => None,
+            };
+            let timeout = m.get("timeout").and_then(Value::as_u64);
+            let hooks = m
+                .get("hookCallbackIds")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|id| HookCommand { kind: HookKind::Callback, command: id.to_owned(), timeout })
+                .collect();
+            groups.push(HookMatcher { matcher, hooks });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The frames of the Claude Agent SDK's stream-json protocol, as agentloop reads them from
+//! stdin: user messages (each one a prompt), control requests the SDK sends, and the answers
+//! to agentloop's own control requests.
+
+use serde_json::{Value, json};
+
+/// One line of stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// `{"type": "user", "message": {"content": …}}`: a prompt for the session.
+    User(String),
+    /// `{"type": "control_request", "request_id": …, "request": {"subtype": …}}`.
+    Request {
+        /// The id to answer with.
+        id: String,
+        /// The `request` object.
+        request: Value,
+    },
+    /// `{"type": "control_response", "response": {…}}`: the answer to one of ours.
+    Response(Value),
+    /// A frame agentloop has nothing to do with (`control_cancel_request`, `keep_alive`, …).
+    Ignored(String),
+    /// A line that is not a frame: the reason, for a warning.
+    Bad(String),
+}
+
+/// Read one line of stdin.
+pub fn parse(line: &str) -> Inbound {
+    let value: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Inbound::Bad(format!("not JSON ({e})")),
+    };
+    match value.get("type").and_then(Value::as_str) {
+        Some("user") => match prompt_text(&value["message"]["content"]) {
+            Some(text) => Inbound::User(text),
+            None => Inbound::Bad("a user message without text content".into()),
+        },
+        Some("control_request") => match value.get("request_id").and_then(Value::as_str) {
+            Some(id) => Inbound::Request { id: id.to_owned(), request: value["request"].clone() },
+            None => Inbound::Bad("a control_request without request_id".into()),
+        },
+        Some("control_response") => Inbound::Response(value["response"].clone()),
+        Some(other) => Inbound::Ignored(other.to_owned()),
+        None => Inbound::Bad("a frame without `type`".into()),
+    }
+}
+
+/// The text of a user message's content: a string, or the text blocks joined.
+fn prompt_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// A success answer to the SDK's request `id`.
+pub fn success(id: &str, response: Value) -> Value {
+    json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": response}})
+}
+
+/// An error answer to the SDK's request `id`.
+pub fn error(id: &str, message: &str) -> Value {
+    json!({"type": "control_response", "response": {"subtype": "error", "request_id": id, "error": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The frames the SDK wrote in the recorded session parse as what they are.
+    #[test]
+    fn the_recorded_sdk_frames_parse() {
+        let path =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/claude-code-protocol/sdk-to-cli.stdin.jsonl");
+        let text = std::fs::read_to_string(path).expect("the shared fixtures are checked out beside the repository");
+        let frames: Vec<Inbound> = text.lines().map(parse).collect();
+        assert_eq!(frames.len(), 4);
+        match &frames[0] {
+            Inbound::Request { id, request } => {
+                assert_eq!(id, "req_1_6bee0082");
+                assert_eq!(request["subtype"], "initialize");
+                assert_eq!(request["hooks"]["PreToolUse"][0]["hookCallbackIds"][0], "hook_0");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(frames[1], Inbound::User("Read greeting.txt and tell me what it says".into()));
+        let Inbound::Response(answer) = &frames[3] else { panic!("{:?}", frames[3]) };
+        assert_eq!(answer["request_id"], "f3e25be8-c2e2-415c-9a8e-1a1bdc67c745");
+        assert_eq!(answer["response"]["behavior"], "allow");
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        assert_eq!(parse("{"), Inbound::Bad("not JSON (EOF while parsing an object at line 1 column 1)".into()));
+        assert_eq!(
+            parse(r#"{"type":"user","message":{"content":[{"type":"image"}]}}"#),
+            Inbound::Bad("a user message without text content".into())
+        );
+        assert_eq!(parse(r#"{"type":"keep_alive"}"#), Inbound::Ignored("keep_alive".into()));
+        assert_eq!(
+            parse(r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#),
+            Inbound::User("a\nb".into())
+        );
+    }
+}
