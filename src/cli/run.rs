@@ -338,6 +338,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         cwd: spec.cwd,
         policy: Arc::new(spec.policy),
         shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
+        approver: Arc::new(crate::permissions::Unattended),
     };
     let (result, stop) = supervise(run(deps, spec.options, &spec.prompt, Box::new(sink)), &spec.cancel, &stdout).await;
     let outcome = match result {

@@ -1,10 +1,22 @@
 //! What the engine tells its caller while it runs.
+//!
+//! Every [`EngineEvent`] serializes to one JSON object a frontend can forward as a JSON line:
+//! `type` names the variant in snake_case, durations are milliseconds (`duration_ms`,
+//! `delay_ms`, to the microsecond), and a variant that wraps one value puts it under a field
+//! (`text`, `record`, `message`, `warning`):
+//!
+//! ```json
+//! {"type":"text_delta","text":"Hel"}
+//! {"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.5}
+//! ```
 
 use std::time::Duration;
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::engine::trace::TraceRecord;
+use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
 
 /// One thing that happened in a run, streamed to the caller as it happens.
@@ -70,8 +82,104 @@ pub enum EngineEvent {
         /// The failure being retried.
         error: String,
     },
+    /// The run's approver was asked whether a call may run, and answered (sent when the call
+    /// finishes, before its [`EngineEvent::ToolFinished`]).
+    ApprovalAnswered {
+        /// The question.
+        request: ApprovalRequest,
+        /// The answer.
+        approval: Approval,
+    },
     /// Something the user should know that does not end the run.
     Warning(String),
+}
+
+/// The JSON form of an [`EngineEvent`].
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Wire<'a> {
+    Transition {
+        record: &'a TraceRecord,
+    },
+    TextDelta {
+        text: &'a str,
+    },
+    ThinkingDelta {
+        thinking: &'a str,
+    },
+    Message {
+        message: &'a Message,
+    },
+    StopHooksStarted,
+    ToolPhaseStarted {
+        calls: usize,
+    },
+    ToolStarted {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+        running: &'a [String],
+        early: bool,
+    },
+    ToolFinished {
+        id: &'a str,
+        name: &'a str,
+        is_error: bool,
+        #[serde(serialize_with = "millis")]
+        duration_ms: Duration,
+    },
+    Usage {
+        model: &'a str,
+        usage: &'a crate::protocol::Usage,
+        cost_usd: Option<f64>,
+    },
+    Retrying {
+        attempt: u32,
+        max: u32,
+        #[serde(serialize_with = "millis")]
+        delay_ms: Duration,
+        error: &'a str,
+    },
+    ApprovalAnswered {
+        #[serde(flatten)]
+        request: &'a ApprovalRequest,
+        #[serde(flatten)]
+        approval: &'a Approval,
+    },
+    Warning {
+        warning: &'a str,
+    },
+}
+
+/// A duration as milliseconds, to the microsecond.
+fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e3)
+}
+
+impl Serialize for EngineEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let wire = match self {
+            EngineEvent::Transition(record) => Wire::Transition { record },
+            EngineEvent::TextDelta(text) => Wire::TextDelta { text },
+            EngineEvent::ThinkingDelta(thinking) => Wire::ThinkingDelta { thinking },
+            EngineEvent::Message(message) => Wire::Message { message },
+            EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
+            EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
+            EngineEvent::ToolStarted { id, name, input, running, early } => {
+                Wire::ToolStarted { id, name, input, running, early: *early }
+            }
+            EngineEvent::ToolFinished { id, name, is_error, duration } => {
+                Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration }
+            }
+            EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
+            EngineEvent::Retrying { attempt, max, delay, error } => {
+                Wire::Retrying { attempt: *attempt, max: *max, delay_ms: *delay, error }
+            }
+            EngineEvent::ApprovalAnswered { request, approval } => Wire::ApprovalAnswered { request, approval },
+            EngineEvent::Warning(warning) => Wire::Warning { warning },
+        };
+        wire.serialize(s)
+    }
 }
 
 /// Receives [`EngineEvent`]s. Closures `FnMut(&EngineEvent)` are sinks.

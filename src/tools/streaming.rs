@@ -134,7 +134,7 @@ impl Executor {
         let mut result = joined.unwrap_or_else(|e| {
             // A tool task panicked: answer the call anyway, never lose it.
             let output = ToolOutput::error(format!("the tool failed internally: {e}"));
-            CallResult { output, stop: None, warnings: Vec::new(), duration: Duration::ZERO }
+            CallResult { output, stop: None, warnings: Vec::new(), duration: Duration::ZERO, approval: None }
         });
         let entry = &self.entries[index];
         if self.sibling_failed && result.output.is_error && !self.base.cancel.is_cancelled() {
@@ -143,7 +143,13 @@ impl Executor {
             self.sibling_failed = true;
             self.siblings.cancel();
         }
-        let mut events: Vec<EngineEvent> = result.warnings.iter().cloned().map(EngineEvent::Warning).collect();
+        let mut events: Vec<EngineEvent> = result
+            .approval
+            .take()
+            .map(|(request, approval)| EngineEvent::ApprovalAnswered { request, approval })
+            .into_iter()
+            .collect();
+        events.extend(result.warnings.iter().cloned().map(EngineEvent::Warning));
         events.push(EngineEvent::ToolFinished {
             id: entry.call.id.clone(),
             name: entry.call.name.clone(),
@@ -314,6 +320,7 @@ mod tests {
             policy: Arc::new(Policy::new(Mode::BypassPermissions, dir.clone())),
             result_cap: 1000,
             spill_dir: dir.clone(),
+            approvals: crate::tools::orchestrate::Approvals::unattended(),
         };
         Rig { executor: Executor::new(Arc::new(toolbox), ToolContext::new(dir), limit), log, max }
     }
