@@ -182,36 +182,30 @@ impl Policy {
 }
 
 /// The rule a person could allow for the rest of the session instead of this one line, if a
-/// narrow one exists: the line must be one plain simple command (no hazard, no assignment, no
+/// narrow one exists: the line must be one simple command (no hazard, no assignment, no
 /// wrapper such as `sudo` or `xargs`, only literal words). Then `Tool(program subcommand:*)`
-/// (`Bash(git commit:*)`) when the first argument reads like a subcommand, else the exact
-/// command (`Bash(make)`, `Bash(rm -rf build)`). Never the bare tool name: that would allow
-/// every command. The rule is checked to parse and to allow this very command.
+/// (`Bash(git commit:*)`) when the first argument reads like a subcommand (a plain word
+/// starting with a letter, not a path), else the exact command when every word is plain
+/// (`Bash(make)`, `Bash(rm -rf build)`). Never the bare tool name: that would allow every
+/// command. The rule is checked to parse and to allow this very command.
 fn suggestion(tool: &str, analysis: &Analysis, cwd: &std::path::Path) -> Option<String> {
     let [cmd] = analysis.commands.as_slice() else { return None };
-    let plain = |w: &shell::Word| {
-        w.kind == shell::WordKind::Literal
-            && !w.text.is_empty()
-            && w.text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
-    };
     if !analysis.is_clean()
         || analysis.all_commands().count() != 1
         || !cmd.assignments.is_empty()
         || cmd.wrapper != Wrapper::None
         || !cmd.runs.is_empty()
-        || cmd.words.is_empty()
-        || !cmd.words.iter().all(plain)
+        || !cmd.words.iter().all(|w| w.kind == shell::WordKind::Literal)
     {
         return None;
     }
+    let plain = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    let subcommand = |w: &str| plain(w) && w.starts_with(|c: char| c.is_ascii_alphabetic()) && !w.contains(['/', '=']);
     let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
     let text = match words.as_slice() {
-        [program, sub, ..]
-            if sub.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && !sub.contains(['/', '=']) =>
-        {
-            format!("{tool}({program} {sub}:*)")
-        }
-        _ => format!("{tool}({})", words.join(" ")),
+        [program, sub, ..] if plain(program) && subcommand(sub) => format!("{tool}({program} {sub}:*)"),
+        _ if !words.is_empty() && words.iter().all(|w| plain(w)) => format!("{tool}({})", words.join(" ")),
+        _ => return None,
     };
     let rule = Rule::parse(&text, cwd).ok()?;
     matches!(&rule.spec, Spec::Command(p) if p.allows(cmd)).then_some(text)
