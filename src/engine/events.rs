@@ -209,6 +209,100 @@ pub fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn line(event: &EngineEvent) -> String {
+        serde_json::to_string(event).unwrap()
+    }
+
+    #[test]
+    fn events_serialize_as_tagged_json_lines() {
+        assert_eq!(line(&EngineEvent::TextDelta("Hel".into())), r#"{"type":"text_delta","text":"Hel"}"#);
+        let started = EngineEvent::ToolStarted {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a.txt"}),
+            running: vec!["Grep".into()],
+            early: true,
+        };
+        assert_eq!(
+            line(&started),
+            r#"{"type":"tool_started","id":"toolu_1","name":"Read","input":{"file_path":"a.txt"},"running":["Grep"],"early":true}"#
+        );
+        let finished = EngineEvent::ToolFinished {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            is_error: false,
+            duration: Duration::from_micros(12_345),
+        };
+        assert_eq!(
+            line(&finished),
+            r#"{"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.345}"#
+        );
+        let record = TraceRecord {
+            record_type: "transition",
+            seq: 3,
+            t_ms: 1.5,
+            turn: 1,
+            from: "Consume",
+            to: "ExecuteTools",
+            edge: "consume.tools".into(),
+            kind: "internal",
+            reason: None,
+            event: "reply_done".into(),
+            guards: [("has_tool_use".to_owned(), crate::engine::guard::FactValue::Bool(true))].into(),
+            counters: [("turn".to_owned(), 1)].into(),
+            delay_ms: None,
+            detail: None,
+        };
+        assert_eq!(
+            line(&EngineEvent::Transition(record)),
+            r#"{"type":"transition","record":{"type":"transition","seq":3,"t_ms":1.5,"turn":1,"from":"Consume","to":"ExecuteTools","edge":"consume.tools","kind":"internal","reason":null,"event":"reply_done","guards":{"has_tool_use":true},"counters":{"turn":1}}}"#
+        );
+        let retrying = EngineEvent::Retrying {
+            attempt: 1,
+            max: 10,
+            delay: Duration::from_millis(500),
+            error: "overloaded".into(),
+        };
+        assert_eq!(
+            line(&retrying),
+            r#"{"type":"retrying","attempt":1,"max":10,"delay_ms":500.0,"error":"overloaded"}"#
+        );
+        let usage = EngineEvent::Usage {
+            model: "claude-sonnet-4-5".into(),
+            usage: crate::protocol::Usage { input_tokens: Some(10), output_tokens: Some(2), ..Default::default() },
+            cost_usd: Some(0.5),
+        };
+        assert_eq!(
+            line(&usage),
+            r#"{"type":"usage","model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}"#
+        );
+        assert_eq!(line(&EngineEvent::StopHooksStarted), r#"{"type":"stop_hooks_started"}"#);
+        assert_eq!(line(&EngineEvent::Warning("careful".into())), r#"{"type":"warning","warning":"careful"}"#);
+    }
+
+    #[test]
+    fn approval_events_carry_the_question_and_the_answer() {
+        let request = ApprovalRequest {
+            tool_use_id: "toolu_2".into(),
+            tool: "Bash".into(),
+            input: json!({"command": "git commit -m x"}),
+            reason: "no allow rule covers `git commit -m x`".into(),
+            suggestion: Some("Bash(git commit:*)".into()),
+        };
+        let event = |approval| EngineEvent::ApprovalAnswered { request: request.clone(), approval };
+        let head = r#"{"type":"approval_answered","tool_use_id":"toolu_2","tool":"Bash","input":{"command":"git commit -m x"},"reason":"no allow rule covers `git commit -m x`","suggestion":"Bash(git commit:*)","#;
+        assert_eq!(line(&event(Approval::AllowOnce)), format!(r#"{head}"answer":"allow_once"}}"#));
+        assert_eq!(
+            line(&event(Approval::AllowForSession { rule: "Bash(git commit:*)".into() })),
+            format!(r#"{head}"answer":"allow_for_session","rule":"Bash(git commit:*)"}}"#)
+        );
+        assert_eq!(
+            line(&event(Approval::DenyAndInterrupt { message: "stop".into() })),
+            format!(r#"{head}"answer":"deny_and_interrupt","message":"stop"}}"#)
+        );
+    }
 
     #[test]
     fn human_durations() {
