@@ -82,7 +82,7 @@ pub struct CallResult {
     /// How long the call took.
     pub duration: Duration,
     /// The question put to the approver for this call and its answer, if one was asked.
-    pub approval: Option<(ApprovalRequest, Approval)>,
+    pub approval: Option<Box<(ApprovalRequest, Approval)>>,
 }
 
 impl Toolbox {
@@ -112,7 +112,7 @@ impl Toolbox {
         mut ctx: ToolContext,
         warnings: &mut Vec<String>,
         stop: &mut Option<String>,
-        approval: &mut Option<(ApprovalRequest, Approval)>,
+        approval: &mut Option<Box<(ApprovalRequest, Approval)>>,
     ) -> ToolOutput {
         let Some(tool) = self.registry.get(&call.name) else {
             return ToolOutput::error(format!(
@@ -188,7 +188,7 @@ impl Toolbox {
         tool: &dyn Tool,
         cancel: &CancellationToken,
         warnings: &mut Vec<String>,
-        record: &mut Option<(ApprovalRequest, Approval)>,
+        record: &mut Option<Box<(ApprovalRequest, Approval)>>,
     ) -> Result<Decision, ToolOutput> {
         let approvals = &self.approvals;
         let _turn = tokio::select! {
@@ -228,7 +228,7 @@ impl Toolbox {
                 Err(ToolOutput::error(message.clone()))
             }
         };
-        *record = Some((request, answer));
+        *record = Some(Box::new((request, answer)));
         decided
     }
 
@@ -314,6 +314,39 @@ mod tests {
         cancelled.cancel.cancel();
         let read = ToolCall { id: "t".into(), name: "Read".into(), input: json!({"file_path": "x"}) };
         assert_eq!(tb.run_call(&read, cancelled).await.output, ToolOutput::error(INTERRUPTED_RESULT));
+    }
+
+    /// Never answers; counts the questions.
+    struct Silent(std::sync::atomic::AtomicUsize);
+
+    impl Approver for Silent {
+        fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> futures::future::BoxFuture<'a, Approval> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(futures::future::pending())
+        }
+    }
+
+    /// An interrupt drops the pending question: the call is answered as interrupted and the
+    /// file is not written.
+    #[tokio::test]
+    async fn an_interrupt_drops_a_pending_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let silent = Arc::new(Silent(Default::default()));
+        let mut tb = toolbox(dir.path(), 1000);
+        tb.approvals = Approvals::new(silent.clone(), CancellationToken::new());
+        let call =
+            ToolCall { id: "w".into(), name: "Write".into(), input: json!({"file_path": "a.txt", "content": "x"}) };
+        let ctx = ToolContext::new(dir.path());
+        let cancel = ctx.cancel.clone();
+        let interrupt = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(tb.run_call(&call, ctx), interrupt);
+        assert_eq!(result.output, ToolOutput::error(INTERRUPTED_RESULT));
+        assert_eq!(result.approval, None);
+        assert_eq!(silent.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(!dir.path().join("a.txt").exists());
     }
 
     /// A PostToolUse hook that blocks with 5 MB on stderr: its feedback is cut to the head and

@@ -146,7 +146,10 @@ impl Executor {
         let mut events: Vec<EngineEvent> = result
             .approval
             .take()
-            .map(|(request, approval)| EngineEvent::ApprovalAnswered { request, approval })
+            .map(|answered| {
+                let (request, approval) = *answered;
+                EngineEvent::ApprovalAnswered { request, approval }
+            })
             .into_iter()
             .collect();
         events.extend(result.warnings.iter().cloned().map(EngineEvent::Warning));
