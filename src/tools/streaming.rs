@@ -127,7 +127,8 @@ impl Executor {
         self.entries.iter().filter(|e| !matches!(e.status, Status::Queued)).count()
     }
 
-    /// Wait for one running call to finish; returns its finish event and any start events.
+    /// Wait for one running call to finish; returns its approval and warning events, its
+    /// finish event and any start events.
     /// Returns nothing at once when no call runs.
     pub async fn next(&mut self) -> Vec<EngineEvent> {
         let Some((index, joined)) = self.running.next().await else { return Vec::new() };
