@@ -15,7 +15,7 @@ use crate::engine::run::{EngineError, RunOutcome, run};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::{Permissions, Settings};
 use crate::model::scripted::ScriptedModel;
-use crate::permissions::{Mode, PermissionError, Policy};
+use crate::permissions::{Approver, Mode, PermissionError, Policy, Unattended};
 use crate::scenario::Scenario;
 use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
@@ -130,6 +130,22 @@ pub async fn run_scenario_with(
     tools: Registry,
     options: EngineOptions,
 ) -> Result<ScenarioRun, HarnessError> {
+    run_scenario_approved(scenario, dir, clock, tools, options, Arc::new(Unattended)).await
+}
+
+/// [`run_scenario_with`] with an [`Approver`] answering the calls the policy cannot decide
+/// alone (tests script a person's answers).
+///
+/// # Errors
+/// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
+pub async fn run_scenario_approved(
+    scenario: &Scenario,
+    dir: &Path,
+    clock: Arc<dyn Clock>,
+    tools: Registry,
+    options: EngineOptions,
+    approver: Arc<dyn Approver>,
+) -> Result<ScenarioRun, HarnessError> {
     scenario.write_files(dir)?;
     let settings = scenario_settings(scenario).map_err(HarnessError::Settings)?;
     let cancel = CancellationToken::new();
@@ -143,6 +159,7 @@ pub async fn run_scenario_with(
         cwd: dir.to_path_buf(),
         policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir).map_err(HarnessError::Settings)?),
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
+        approver,
     };
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink_events = events.clone();

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use agentloop::permissions::{Decision, Mode, Policy};
+use agentloop::permissions::{Decision, Mode, Policy, unattended_message};
 use agentloop::tools::bash::Bash;
 use agentloop::tools::{Subject, Tool, ToolContext, ToolKind, ToolOutput};
 use futures::future::BoxFuture;
@@ -61,6 +61,8 @@ fn verdict(policy: &Policy, command: &str) -> (&'static str, Decision) {
     let decision = policy.decide(&Bash, &input);
     let word = match &decision {
         Decision::Allow { .. } => "allow",
+        Decision::Ask { .. } => "ask",
+        // Plan mode never asks: what would be a question there is today's unattended denial.
         Decision::Deny(m) if m.contains("was not granted") => "ask",
         Decision::Deny(_) => "deny",
     };
@@ -121,9 +123,10 @@ fn messages_name_the_rule_and_the_reason() {
         )
     );
     let ls = policy(dir.path(), "allow-ls-git-status");
-    let Decision::Deny(message) = verdict(&ls, "ls $(touch X)").1 else { panic!("allowed") };
+    let Decision::Ask { reason, suggestion } = verdict(&ls, "ls $(touch X)").1 else { panic!("not a question") };
+    assert_eq!(suggestion, None);
     assert_eq!(
-        message,
+        unattended_message("Bash", &reason),
         "Permission to use Bash was not granted: it contains a command substitution, and this run cannot ask anyone. \
 Allow it with --allowedTools (e.g. `Bash` or a narrower rule) or a permission mode."
     );
@@ -230,7 +233,10 @@ fn a_new_editing_tool_plugs_in_by_its_kind() {
     let default = rules(Mode::Default, &["Edit(src/**)"], &[]);
     assert_eq!(default.decide(&scribe, &source), Decision::ALLOW);
     let asked = default.decide(&scribe, &json!({"target": "README.md"}));
-    assert!(matches!(&asked, Decision::Deny(m) if m.contains("was not granted")), "{asked:?}");
+    assert_eq!(
+        asked,
+        Decision::Ask { reason: "it changes things and no rule allows it".into(), suggestion: Some("Scribe".into()) }
+    );
 
     // A reading tool falls under `Read(…)` deny rules; a command tool under `Bash(…)` rules,
     // its command line analysed like Bash's.

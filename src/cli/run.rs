@@ -518,6 +518,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         cwd: spec.cwd,
         policy: Arc::new(spec.policy),
         shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
+        approver: Arc::new(crate::permissions::Unattended),
     };
     let mut session = spec.session;
     let running = run_prompt(&mut session, deps, spec.options, &spec.prompt, Box::new(sink));

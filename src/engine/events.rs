@@ -1,10 +1,22 @@
 //! What the engine tells its caller while it runs.
+//!
+//! Every [`EngineEvent`] serializes to one JSON object a frontend can forward as a JSON line:
+//! `type` names the variant in snake_case, durations are milliseconds (`duration_ms`,
+//! `delay_ms`, to the microsecond), and a variant that wraps one value puts it under a field
+//! (`text`, `record`, `message`, `warning`):
+//!
+//! ```json
+//! {"type":"text_delta","text":"Hel"}
+//! {"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.5}
+//! ```
 
 use std::time::Duration;
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::engine::trace::TraceRecord;
+use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
 
 /// One thing that happened in a run, streamed to the caller as it happens.
@@ -70,8 +82,104 @@ pub enum EngineEvent {
         /// The failure being retried.
         error: String,
     },
+    /// The run's approver was asked whether a call may run, and answered (sent when the call
+    /// finishes, before its [`EngineEvent::ToolFinished`]).
+    ApprovalAnswered {
+        /// The question.
+        request: ApprovalRequest,
+        /// The answer.
+        approval: Approval,
+    },
     /// Something the user should know that does not end the run.
     Warning(String),
+}
+
+/// The JSON form of an [`EngineEvent`].
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Wire<'a> {
+    Transition {
+        record: &'a TraceRecord,
+    },
+    TextDelta {
+        text: &'a str,
+    },
+    ThinkingDelta {
+        thinking: &'a str,
+    },
+    Message {
+        message: &'a Message,
+    },
+    StopHooksStarted,
+    ToolPhaseStarted {
+        calls: usize,
+    },
+    ToolStarted {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+        running: &'a [String],
+        early: bool,
+    },
+    ToolFinished {
+        id: &'a str,
+        name: &'a str,
+        is_error: bool,
+        #[serde(serialize_with = "millis")]
+        duration_ms: Duration,
+    },
+    Usage {
+        model: &'a str,
+        usage: &'a crate::protocol::Usage,
+        cost_usd: Option<f64>,
+    },
+    Retrying {
+        attempt: u32,
+        max: u32,
+        #[serde(serialize_with = "millis")]
+        delay_ms: Duration,
+        error: &'a str,
+    },
+    ApprovalAnswered {
+        #[serde(flatten)]
+        request: &'a ApprovalRequest,
+        #[serde(flatten)]
+        approval: &'a Approval,
+    },
+    Warning {
+        warning: &'a str,
+    },
+}
+
+/// A duration as milliseconds, to the microsecond.
+fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e3)
+}
+
+impl Serialize for EngineEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let wire = match self {
+            EngineEvent::Transition(record) => Wire::Transition { record },
+            EngineEvent::TextDelta(text) => Wire::TextDelta { text },
+            EngineEvent::ThinkingDelta(thinking) => Wire::ThinkingDelta { thinking },
+            EngineEvent::Message(message) => Wire::Message { message },
+            EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
+            EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
+            EngineEvent::ToolStarted { id, name, input, running, early } => {
+                Wire::ToolStarted { id, name, input, running, early: *early }
+            }
+            EngineEvent::ToolFinished { id, name, is_error, duration } => {
+                Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration }
+            }
+            EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
+            EngineEvent::Retrying { attempt, max, delay, error } => {
+                Wire::Retrying { attempt: *attempt, max: *max, delay_ms: *delay, error }
+            }
+            EngineEvent::ApprovalAnswered { request, approval } => Wire::ApprovalAnswered { request, approval },
+            EngineEvent::Warning(warning) => Wire::Warning { warning },
+        };
+        wire.serialize(s)
+    }
 }
 
 /// Receives [`EngineEvent`]s. Closures `FnMut(&EngineEvent)` are sinks.
@@ -101,6 +209,100 @@ pub fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn line(event: &EngineEvent) -> String {
+        serde_json::to_string(event).unwrap()
+    }
+
+    #[test]
+    fn events_serialize_as_tagged_json_lines() {
+        assert_eq!(line(&EngineEvent::TextDelta("Hel".into())), r#"{"type":"text_delta","text":"Hel"}"#);
+        let started = EngineEvent::ToolStarted {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a.txt"}),
+            running: vec!["Grep".into()],
+            early: true,
+        };
+        assert_eq!(
+            line(&started),
+            r#"{"type":"tool_started","id":"toolu_1","name":"Read","input":{"file_path":"a.txt"},"running":["Grep"],"early":true}"#
+        );
+        let finished = EngineEvent::ToolFinished {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            is_error: false,
+            duration: Duration::from_micros(12_345),
+        };
+        assert_eq!(
+            line(&finished),
+            r#"{"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.345}"#
+        );
+        let record = TraceRecord {
+            record_type: "transition",
+            seq: 3,
+            t_ms: 1.5,
+            turn: 1,
+            from: "Consume",
+            to: "ExecuteTools",
+            edge: "consume.tools".into(),
+            kind: "internal",
+            reason: None,
+            event: "reply_done".into(),
+            guards: [("has_tool_use".to_owned(), crate::engine::guard::FactValue::Bool(true))].into(),
+            counters: [("turn".to_owned(), 1)].into(),
+            delay_ms: None,
+            detail: None,
+        };
+        assert_eq!(
+            line(&EngineEvent::Transition(record)),
+            r#"{"type":"transition","record":{"type":"transition","seq":3,"t_ms":1.5,"turn":1,"from":"Consume","to":"ExecuteTools","edge":"consume.tools","kind":"internal","reason":null,"event":"reply_done","guards":{"has_tool_use":true},"counters":{"turn":1}}}"#
+        );
+        let retrying = EngineEvent::Retrying {
+            attempt: 1,
+            max: 10,
+            delay: Duration::from_millis(500),
+            error: "overloaded".into(),
+        };
+        assert_eq!(
+            line(&retrying),
+            r#"{"type":"retrying","attempt":1,"max":10,"delay_ms":500.0,"error":"overloaded"}"#
+        );
+        let usage = EngineEvent::Usage {
+            model: "claude-sonnet-4-5".into(),
+            usage: crate::protocol::Usage { input_tokens: Some(10), output_tokens: Some(2), ..Default::default() },
+            cost_usd: Some(0.5),
+        };
+        assert_eq!(
+            line(&usage),
+            r#"{"type":"usage","model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}"#
+        );
+        assert_eq!(line(&EngineEvent::StopHooksStarted), r#"{"type":"stop_hooks_started"}"#);
+        assert_eq!(line(&EngineEvent::Warning("careful".into())), r#"{"type":"warning","warning":"careful"}"#);
+    }
+
+    #[test]
+    fn approval_events_carry_the_question_and_the_answer() {
+        let request = ApprovalRequest {
+            tool_use_id: "toolu_2".into(),
+            tool: "Bash".into(),
+            input: json!({"command": "git commit -m x"}),
+            reason: "no allow rule covers `git commit -m x`".into(),
+            suggestion: Some("Bash(git commit:*)".into()),
+        };
+        let event = |approval| EngineEvent::ApprovalAnswered { request: request.clone(), approval };
+        let head = r#"{"type":"approval_answered","tool_use_id":"toolu_2","tool":"Bash","input":{"command":"git commit -m x"},"reason":"no allow rule covers `git commit -m x`","suggestion":"Bash(git commit:*)","#;
+        assert_eq!(line(&event(Approval::AllowOnce)), format!(r#"{head}"answer":"allow_once"}}"#));
+        assert_eq!(
+            line(&event(Approval::AllowForSession { rule: "Bash(git commit:*)".into() })),
+            format!(r#"{head}"answer":"allow_for_session","rule":"Bash(git commit:*)"}}"#)
+        );
+        assert_eq!(
+            line(&event(Approval::DenyAndInterrupt { message: "stop".into() })),
+            format!(r#"{head}"answer":"deny_and_interrupt","message":"stop"}}"#)
+        );
+    }
 
     #[test]
     fn human_durations() {

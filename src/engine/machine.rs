@@ -28,7 +28,7 @@ use crate::engine::table::Table;
 use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
-use crate::permissions::Policy;
+use crate::permissions::{Approver, Policy};
 use crate::tools::Registry;
 use crate::tools::orchestrate::Toolbox;
 use crate::tools::shell_env::ShellEnv;
@@ -52,6 +52,9 @@ pub struct Deps {
     pub policy: Arc<Policy>,
     /// The environment of Bash commands and hook commands.
     pub shell_env: Arc<ShellEnv>,
+    /// Who is asked when the policy cannot decide a call alone
+    /// ([`crate::permissions::Unattended`] when nobody can be).
+    pub approver: Arc<dyn Approver>,
 }
 
 /// The statig context: dependencies, the caller's sink, the table and the trace.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
-use crate::tools::orchestrate::Toolbox;
+use crate::tools::orchestrate::{Approvals, Toolbox};
 use crate::tools::spill::SpillDir;
 
 /// Dispatches after which a run is declared stuck (far above any bounded run).
@@ -140,6 +140,7 @@ pub async fn run_prompt(
         policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
         result_cap: st.options.tool_result_cap,
         spill_dir,
+        approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),
     });
     let transcript = TranscriptLog::new(session.transcript.take());
     let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript };

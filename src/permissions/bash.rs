@@ -47,10 +47,9 @@ impl Policy {
             return Decision::Deny(denial);
         }
         if let Some(rule) = self.matching(tool, &self.ask, &analysis) {
-            return self.unanswered(tool, &format!("the rule `{}` asks for it", rule.as_str()));
+            return self.ask(tool, format!("the rule `{}` asks for it", rule.as_str()), None);
         }
-        if self.mode != Mode::Plan && self.allow.iter().any(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any))
-        {
+        if self.mode != Mode::Plan && self.allowed_by(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any)) {
             return Decision::ALLOW;
         }
         let mut guard_git = false;
@@ -79,7 +78,10 @@ impl Policy {
             (None, _) => Decision::Allow { outside: false, guard_git },
             (Some(_), Mode::BypassPermissions) => Decision::ALLOW,
             (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message(tool))),
-            (Some(why), Mode::Default | Mode::AcceptEdits) => self.unanswered(tool, &why),
+            (Some(why), Mode::Default | Mode::AcceptEdits) => {
+                let suggestion = suggestion(tool, &analysis, &self.cwd);
+                self.ask(tool, why, suggestion)
+            }
         }
     }
 
@@ -171,12 +173,42 @@ impl Policy {
     /// allow rules cover.
     fn allowed_by_rule(&self, tool: &str, cmd: &SimpleCommand) -> bool {
         let direct =
-            self.allow.iter().any(|r| covers_commands(r, tool) && matches!(&r.spec, Spec::Command(p) if p.allows(cmd)));
+            self.allowed_by(|r| covers_commands(r, tool) && matches!(&r.spec, Spec::Command(p) if p.allows(cmd)));
         direct
             || (cmd.wrapper == Wrapper::Transparent
                 && !cmd.runs.is_empty()
                 && cmd.runs.iter().all(|inner| self.allowed_by_rule(tool, inner)))
     }
+}
+
+/// The rule a person could allow for the rest of the session instead of this one line, if a
+/// narrow one exists: the line must be one simple command (no hazard, no assignment, no
+/// wrapper such as `sudo` or `xargs`, only literal words). Then `Tool(program subcommand:*)`
+/// (`Bash(git commit:*)`) when the first argument reads like a subcommand (a plain word
+/// starting with a letter, not a path), else the exact command when every word is plain
+/// (`Bash(make)`, `Bash(rm -rf build)`). Never the bare tool name: that would allow every
+/// command. The rule is checked to parse and to allow this very command.
+fn suggestion(tool: &str, analysis: &Analysis, cwd: &std::path::Path) -> Option<String> {
+    let [cmd] = analysis.commands.as_slice() else { return None };
+    if !analysis.is_clean()
+        || analysis.all_commands().count() != 1
+        || !cmd.assignments.is_empty()
+        || cmd.wrapper != Wrapper::None
+        || !cmd.runs.is_empty()
+        || !cmd.words.iter().all(|w| w.kind == shell::WordKind::Literal)
+    {
+        return None;
+    }
+    let plain = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    let subcommand = |w: &str| plain(w) && w.starts_with(|c: char| c.is_ascii_alphabetic()) && !w.contains(['/', '=']);
+    let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
+    let text = match words.as_slice() {
+        [program, sub, ..] if plain(program) && subcommand(sub) => format!("{tool}({program} {sub}:*)"),
+        _ if !words.is_empty() && words.iter().all(|w| plain(w)) => format!("{tool}({})", words.join(" ")),
+        _ => return None,
+    };
+    let rule = Rule::parse(&text, cwd).ok()?;
+    matches!(&rule.spec, Spec::Command(p) if p.allows(cmd)).then_some(text)
 }
 
 /// Whether `rule` is about the command-running tool named `tool`.

@@ -6,13 +6,19 @@
 //! that changes anything, whatever the allow rules say. Bash commands are judged on a real
 //! parse ([`crate::shell`]): an allow rule must cover every simple command and nothing may be
 //! unproven; a deny rule catches its command at any depth ([`bash`]). File tools stay inside
-//! the working directory unless a rule names the outside path. In a non-interactive run an
-//! "ask" is a denial the model can read.
+//! the working directory unless a rule names the outside path.
+//!
+//! A call no rule or mode settles is [`Decision::Ask`]: the tool pipeline puts the question to
+//! the run's [`Approver`] ([`approver`]). The default approver, [`Unattended`], answers with a
+//! denial the model can read, so a non-interactive run behaves as if it could not ask. An
+//! answer "allow for this session" adds a rule to the policy's [`Grants`], which later calls
+//! are judged by like allow rules (deny rules still win; plan mode never asks).
 //!
 //! The policy never matches on a tool's name: what it needs to know about a tool — its
 //! [`ToolKind`] (which rule family covers it), the [`Subject`] of a call and whether the call
 //! only reads — comes from the [`Tool`] itself, so a new tool plugs in without a change here.
 
+pub mod approver;
 pub mod bash;
 pub mod git;
 mod paths;
@@ -21,10 +27,11 @@ pub mod rule;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
+pub use approver::{Approval, ApprovalRequest, Approver, Unattended};
 pub use rule::Rule;
 use rule::Spec;
 
@@ -101,15 +108,59 @@ pub enum Decision {
     },
     /// Refuse it; the reason goes to the model as an error result.
     Deny(String),
+    /// Nothing settles it: a person (the run's [`Approver`]) must be asked. Never returned in
+    /// plan mode.
+    Ask {
+        /// Why the call is not allowed on its own, e.g. ``no allow rule covers `git push` ``.
+        reason: String,
+        /// A rule that would allow this call (and others like it) for the rest of the
+        /// session, when a safe one is known: the tool's name for file tools, `Bash(git
+        /// commit:*)` for a Bash line that is one plain command. `None` when an ask rule
+        /// matched (it wants to be asked every time) or no narrow rule would do.
+        suggestion: Option<String>,
+    },
 }
 
 impl Decision {
     /// An allowed call inside the working directory, on a rule or the mode.
     pub const ALLOW: Decision = Decision::Allow { outside: false, guard_git: false };
 
-    /// Whether the call may run.
+    /// Whether the call may run without asking.
     pub fn is_allowed(&self) -> bool {
         matches!(self, Decision::Allow { .. })
+    }
+}
+
+/// What the model reads when a call of `tool` needed a person's approval (for `reason`) and
+/// nobody could be asked: the answer of the default approver, [`Unattended`].
+pub fn unattended_message(tool: &str, reason: &str) -> String {
+    format!(
+        "Permission to use {tool} was not granted: {reason}, and this run cannot ask anyone. \
+Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission mode."
+    )
+}
+
+/// Rules a person allowed for the rest of the session ([`Approval::AllowForSession`]). Clones
+/// share the same list, so every clone of a [`Policy`] sees what any of them was granted.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    rules: Arc<RwLock<Vec<Rule>>>,
+}
+
+impl Grants {
+    /// Add a parsed rule.
+    pub fn add(&self, rule: Rule) {
+        self.rules.write().unwrap_or_else(PoisonError::into_inner).push(rule);
+    }
+
+    /// The granted rules as written, in the order they were granted.
+    pub fn rules(&self) -> Vec<String> {
+        self.rules.read().unwrap_or_else(PoisonError::into_inner).iter().map(|r| r.as_str().to_owned()).collect()
+    }
+
+    /// Whether any granted rule satisfies `pred`.
+    fn any(&self, pred: impl Fn(&Rule) -> bool) -> bool {
+        self.rules.read().unwrap_or_else(PoisonError::into_inner).iter().any(pred)
     }
 }
 
@@ -142,6 +193,7 @@ pub struct Policy {
     cwd: PathBuf,
     readable_roots: Vec<PathBuf>,
     read_deny: Arc<ReadDeny>,
+    grants: Grants,
 }
 
 impl Default for Policy {
@@ -162,6 +214,7 @@ impl Policy {
             cwd,
             readable_roots: Vec::new(),
             read_deny: Arc::default(),
+            grants: Grants::default(),
         }
     }
 
@@ -195,6 +248,26 @@ impl Policy {
     pub fn with_readable_root(mut self, root: PathBuf) -> Self {
         self.readable_roots.push(root.canonicalize().unwrap_or(root));
         self
+    }
+
+    /// Allow `rule` (Claude Code syntax, paths against the working directory) for the rest of
+    /// the session: every clone of this policy judges later calls by it like an allow rule.
+    ///
+    /// # Errors
+    /// [`PermissionError::Rule`] when the rule does not parse; nothing is granted.
+    pub fn grant(&self, rule: &str) -> Result<(), PermissionError> {
+        self.grants.add(Rule::parse(rule, &self.cwd)?);
+        Ok(())
+    }
+
+    /// The rules granted so far (shared by every clone of this policy).
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// Whether an allow rule or a granted rule satisfies `pred`.
+    fn allowed_by(&self, pred: impl Fn(&Rule) -> bool) -> bool {
+        self.allow.iter().any(&pred) || self.grants.any(&pred)
     }
 
     /// The mode.
@@ -240,7 +313,7 @@ impl Policy {
         if self.mode == Mode::Plan && !read_only {
             return plan_refusal(tool);
         }
-        let allowed_by_rule = self.allow.iter().any(|r| r.applies_to(tool, kind) && covers(r));
+        let allowed_by_rule = self.allowed_by(|r| r.applies_to(tool, kind) && covers(r));
         let outside = path.as_ref().is_some_and(|p| !p.starts_with(&self.cwd));
         if outside && !allowed_by_rule {
             let readable =
@@ -260,7 +333,7 @@ impl Policy {
             return Decision::Allow { outside, guard_git: false };
         }
         if let Some(rule) = self.ask.iter().find(|r| r.applies_to(tool, kind) && covers(r)) {
-            return self.unanswered(tool, &format!("the rule `{}` asks for it", rule.as_str()));
+            return self.ask(tool, format!("the rule `{}` asks for it", rule.as_str()), None);
         }
         let edit = kind == ToolKind::EditsFiles;
         let allow = Decision::Allow { outside, guard_git: false };
@@ -269,15 +342,18 @@ impl Policy {
             Mode::Plan | Mode::Default if read_only => allow,
             Mode::AcceptEdits if read_only || edit => allow,
             Mode::Plan => plan_refusal(tool),
-            Mode::AcceptEdits | Mode::Default => self.unanswered(tool, "it changes things and no rule allows it"),
+            Mode::AcceptEdits | Mode::Default => {
+                self.ask(tool, "it changes things and no rule allows it".into(), Some(tool.to_owned()))
+            }
         }
     }
 
-    fn unanswered(&self, tool: &str, why: &str) -> Decision {
-        Decision::Deny(format!(
-            "Permission to use {tool} was not granted: {why}, and this run cannot ask anyone. \
-Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission mode."
-        ))
+    /// A question for a person; in plan mode, which never asks, today's unattended denial.
+    fn ask(&self, tool: &str, reason: String, suggestion: Option<String>) -> Decision {
+        if self.mode == Mode::Plan {
+            return Decision::Deny(unattended_message(tool, &reason));
+        }
+        Decision::Ask { reason, suggestion }
     }
 
     fn absolute(&self, path: &str) -> PathBuf {

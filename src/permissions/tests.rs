@@ -144,3 +144,77 @@ fn bad_rules_and_modes_are_named() {
         "unknown permission mode `sometimes` (expected default, acceptEdits, plan or bypassPermissions)"
     );
 }
+
+/// The question for a Bash line: its reason and the session rule offered, if any.
+fn bash_question(p: &Policy, command: &str) -> (String, Option<String>) {
+    match decide(p, "Bash", &json!({ "command": command })) {
+        Decision::Ask { reason, suggestion } => (reason, suggestion),
+        other => panic!("{command}: not a question but {other:?}"),
+    }
+}
+
+#[test]
+fn questions_suggest_a_narrow_rule_or_none() {
+    let (_d, p) = policy(Mode::Default, &[], &[]);
+    let suggested = |command: &str| bash_question(&p, command).1;
+    assert_eq!(
+        bash_question(&p, "git commit -m 'fix it'"),
+        ("no allow rule covers `git commit -m fix it`".into(), Some("Bash(git commit:*)".into()))
+    );
+    assert_eq!(suggested("cargo build --release"), Some("Bash(cargo build:*)".into()));
+    assert_eq!(suggested("make"), Some("Bash(make)".into()));
+    assert_eq!(suggested("npm run 'build prod'"), Some("Bash(npm run:*)".into()));
+    // A first argument that is an option or a path is no subcommand: only the exact line.
+    assert_eq!(suggested("rm -rf build"), Some("Bash(rm -rf build)".into()));
+    assert_eq!(suggested("touch src/a.rs"), Some("Bash(touch src/a.rs)".into()));
+    // Never the bare tool: more than one command, a wrapper, a variable, a substitution.
+    for command in [
+        "git add . && git commit -m x",
+        "sudo make install",
+        "xargs rm < list",
+        "FOO=1 make",
+        "rm $X",
+        "echo $(date) > out",
+        "chmod +x 'a b'",
+    ] {
+        assert_eq!(suggested(command), None, "{command}");
+    }
+    // File tools: the tool's name; an ask rule wants to be asked every time.
+    let edit = decide(&p, "Edit", &json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"}));
+    assert_eq!(
+        edit,
+        Decision::Ask { reason: "it changes things and no rule allows it".into(), suggestion: Some("Edit".into()) }
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let asks = Policy::new(Mode::AcceptEdits, dir.path().into()).with_rules(&[], &[], &["Bash(npm:*)".into()]).unwrap();
+    assert_eq!(bash_question(&asks, "npm test"), ("the rule `Bash(npm:*)` asks for it".into(), None));
+}
+
+#[test]
+fn grants_work_like_allow_rules_and_are_shared_by_clones() {
+    let (_d, p) = policy(Mode::Default, &[], &["Bash(git push:*)"]);
+    let clone = p.clone();
+    p.grant("Bash(git commit:*)").unwrap();
+    p.grant("Bash").unwrap();
+    assert_eq!(clone.grants().rules(), ["Bash(git commit:*)", "Bash"]);
+    assert!(decide(&clone, "Bash", &json!({"command": "git commit -m x"})).is_allowed());
+    // Deny rules still win over a grant.
+    assert_eq!(
+        decide(&clone, "Bash", &json!({"command": "git push"})),
+        Decision::Deny("Permission to use Bash was denied by the rule `Bash(git push:*)` (it runs `git push`).".into())
+    );
+    assert!(matches!(p.grant("Bash(ls"), Err(PermissionError::Rule { .. })));
+    assert_eq!(p.grants().rules().len(), 2);
+    // A file-tool grant; plan mode still refuses what it covers.
+    let (_d, p) = policy(Mode::Default, &[], &[]);
+    p.grant("Write").unwrap();
+    assert!(decide(&p, "Write", &json!({"file_path": "src/a.rs", "content": ""})).is_allowed());
+    let (_d, plan) = policy(Mode::Plan, &[], &[]);
+    plan.grant("Write").unwrap();
+    plan.grant("Bash").unwrap();
+    assert_eq!(
+        decide(&plan, "Write", &json!({"file_path": "src/a.rs", "content": ""})),
+        Decision::Deny("Write is not allowed in plan mode: only read-only tools run.".into())
+    );
+    assert!(!decide(&plan, "Bash", &json!({"command": "touch x"})).is_allowed());
+}

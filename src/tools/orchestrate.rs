@@ -1,16 +1,19 @@
 //! One tool call, start to finish: the pipeline every call goes through, whether it starts
 //! while the reply is still streaming or after it.
 //!
-//! unknown tool → interrupted? → PreToolUse hooks → permission → the tool → PostToolUse hooks
-//! (their feedback appended) → result budget. Every step that refuses produces an `is_error` result the model reads.
+//! unknown tool → interrupted? → PreToolUse hooks → permission (asking the [`Approver`] when
+//! the policy says [`Decision::Ask`]) → the tool → PostToolUse hooks (their feedback appended)
+//! → result budget. Every step that refuses produces an `is_error` result the model reads.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::hooks::{HookEnv, Hooks};
-use crate::permissions::{Decision, Policy};
-use crate::tools::{Registry, ToolCall, ToolContext, ToolOutput};
+use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Policy, Unattended};
+use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolOutput};
 
 /// Default cap on one tool result, in characters.
 pub const DEFAULT_RESULT_CAP: usize = 30_000;
@@ -38,6 +41,33 @@ pub struct Toolbox {
     pub result_cap: usize,
     /// Where cut results are saved (the run's temp directory).
     pub spill_dir: PathBuf,
+    /// Who is asked when the policy cannot decide a call alone.
+    pub approvals: Approvals,
+}
+
+/// The run's [`Approver`], asked one question at a time.
+///
+/// Approvals are serialized: a call that needs one waits until no other call of the run is
+/// being asked, so a person answers one question at a time, in the order the calls got there.
+/// Once it holds the turn the call is judged again, so an "allow for this session" answer given
+/// to another call meanwhile lets it run without a question.
+pub struct Approvals {
+    approver: Arc<dyn Approver>,
+    interrupt: CancellationToken,
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Approvals {
+    /// Ask `approver`; a [`Approval::DenyAndInterrupt`] answer cancels `interrupt`, the run's
+    /// interrupt token.
+    pub fn new(approver: Arc<dyn Approver>, interrupt: CancellationToken) -> Self {
+        Approvals { approver, interrupt, turn: tokio::sync::Mutex::new(()) }
+    }
+
+    /// Nobody to ask ([`Unattended`]), and a token nothing else watches.
+    pub fn unattended() -> Self {
+        Approvals::new(Arc::new(Unattended), CancellationToken::new())
+    }
 }
 
 /// The result of one call.
@@ -51,6 +81,8 @@ pub struct CallResult {
     pub warnings: Vec<String>,
     /// How long the call took.
     pub duration: Duration,
+    /// The question put to the approver for this call and its answer, if one was asked.
+    pub approval: Option<Box<(ApprovalRequest, Approval)>>,
 }
 
 impl Toolbox {
@@ -69,8 +101,9 @@ impl Toolbox {
         let began = Instant::now();
         let mut warnings = Vec::new();
         let mut stop = None;
-        let output = self.pipeline(call, ctx, &mut warnings, &mut stop).await;
-        CallResult { output, stop, warnings, duration: began.elapsed() }
+        let mut approval = None;
+        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval).await;
+        CallResult { output, stop, warnings, duration: began.elapsed(), approval }
     }
 
     async fn pipeline(
@@ -79,6 +112,7 @@ impl Toolbox {
         mut ctx: ToolContext,
         warnings: &mut Vec<String>,
         stop: &mut Option<String>,
+        approval: &mut Option<Box<(ApprovalRequest, Approval)>>,
     ) -> ToolOutput {
         let Some(tool) = self.registry.get(&call.name) else {
             return ToolOutput::error(format!(
@@ -106,12 +140,20 @@ impl Toolbox {
         if let Some(reason) = pre.deny {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
-        match self.policy.decide(tool.as_ref(), &call.input) {
+        let mut decision = self.policy.decide(tool.as_ref(), &call.input);
+        if let Decision::Ask { .. } = decision {
+            decision = match self.ask(call, tool.as_ref(), &ctx.cancel, warnings, approval).await {
+                Ok(decision) => decision,
+                Err(refusal) => return refusal,
+            };
+        }
+        match decision {
             Decision::Allow { outside, guard_git } => {
                 ctx.allow_outside = outside;
                 ctx.guard_git = guard_git;
             }
             Decision::Deny(reason) => return ToolOutput::error(reason),
+            Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
         }
         let cancel = ctx.cancel.clone();
         let mut output = tool.call(call.input.clone(), ctx).await;
@@ -136,6 +178,58 @@ impl Toolbox {
         // The budget covers the feedback too: a hook's output is part of what the model reads.
         self.apply_budget(&call.id, &mut output);
         output
+    }
+
+    /// Put a call the policy cannot decide to the approver, one question at a time. `Ok` with
+    /// the decision to go on with (never [`Decision::Ask`]), or `Err` with the call's result.
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        cancel: &CancellationToken,
+        warnings: &mut Vec<String>,
+        record: &mut Option<Box<(ApprovalRequest, Approval)>>,
+    ) -> Result<Decision, ToolOutput> {
+        let approvals = &self.approvals;
+        let _turn = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ToolOutput::error(INTERRUPTED_RESULT)),
+            turn = approvals.turn.lock() => turn,
+        };
+        // Judged again: an answer to another call may have granted a rule meanwhile.
+        let (reason, suggestion) = match self.policy.decide(tool, &call.input) {
+            Decision::Ask { reason, suggestion } => (reason, suggestion),
+            settled => return Ok(settled),
+        };
+        let request = ApprovalRequest {
+            tool_use_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            reason,
+            suggestion,
+        };
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ToolOutput::error(INTERRUPTED_RESULT)),
+            answer = approvals.approver.approve(&request) => answer,
+        };
+        tracing::debug!(tool = %call.name, id = %call.id, ?answer, "approval");
+        let decided = match &answer {
+            Approval::AllowOnce => Ok(Decision::ALLOW),
+            Approval::AllowForSession { rule } => {
+                if let Err(e) = self.policy.grant(rule) {
+                    warnings.push(format!("{e}; the call of {} {} was allowed once", call.name, call.id));
+                }
+                Ok(Decision::ALLOW)
+            }
+            Approval::Deny { message } => Err(ToolOutput::error(message.clone())),
+            Approval::DenyAndInterrupt { message } => {
+                approvals.interrupt.cancel();
+                Err(ToolOutput::error(message.clone()))
+            }
+        };
+        *record = Some(Box::new((request, answer)));
+        decided
     }
 
     /// Cut a result over the cap, saving the whole text where the note says.
@@ -180,6 +274,7 @@ mod tests {
             policy: Arc::new(Policy::new(Mode::Default, dir.to_path_buf())),
             result_cap: cap,
             spill_dir: dir.join("spill"),
+            approvals: Approvals::unattended(),
         }
     }
 
@@ -219,6 +314,39 @@ mod tests {
         cancelled.cancel.cancel();
         let read = ToolCall { id: "t".into(), name: "Read".into(), input: json!({"file_path": "x"}) };
         assert_eq!(tb.run_call(&read, cancelled).await.output, ToolOutput::error(INTERRUPTED_RESULT));
+    }
+
+    /// Never answers; counts the questions.
+    struct Silent(std::sync::atomic::AtomicUsize);
+
+    impl Approver for Silent {
+        fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> futures::future::BoxFuture<'a, Approval> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(futures::future::pending())
+        }
+    }
+
+    /// An interrupt drops the pending question: the call is answered as interrupted and the
+    /// file is not written.
+    #[tokio::test]
+    async fn an_interrupt_drops_a_pending_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let silent = Arc::new(Silent(Default::default()));
+        let mut tb = toolbox(dir.path(), 1000);
+        tb.approvals = Approvals::new(silent.clone(), CancellationToken::new());
+        let call =
+            ToolCall { id: "w".into(), name: "Write".into(), input: json!({"file_path": "a.txt", "content": "x"}) };
+        let ctx = ToolContext::new(dir.path());
+        let cancel = ctx.cancel.clone();
+        let interrupt = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(tb.run_call(&call, ctx), interrupt);
+        assert_eq!(result.output, ToolOutput::error(INTERRUPTED_RESULT));
+        assert_eq!(result.approval, None);
+        assert_eq!(silent.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(!dir.path().join("a.txt").exists());
     }
 
     /// A PostToolUse hook that blocks with 5 MB on stderr: its feedback is cut to the head and

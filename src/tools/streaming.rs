@@ -127,14 +127,15 @@ impl Executor {
         self.entries.iter().filter(|e| !matches!(e.status, Status::Queued)).count()
     }
 
-    /// Wait for one running call to finish; returns its finish event and any start events.
+    /// Wait for one running call to finish; returns its approval and warning events, its
+    /// finish event and any start events.
     /// Returns nothing at once when no call runs.
     pub async fn next(&mut self) -> Vec<EngineEvent> {
         let Some((index, joined)) = self.running.next().await else { return Vec::new() };
         let mut result = joined.unwrap_or_else(|e| {
             // A tool task panicked: answer the call anyway, never lose it.
             let output = ToolOutput::error(format!("the tool failed internally: {e}"));
-            CallResult { output, stop: None, warnings: Vec::new(), duration: Duration::ZERO }
+            CallResult { output, stop: None, warnings: Vec::new(), duration: Duration::ZERO, approval: None }
         });
         let entry = &self.entries[index];
         if self.sibling_failed && result.output.is_error && !self.base.cancel.is_cancelled() {
@@ -143,7 +144,16 @@ impl Executor {
             self.sibling_failed = true;
             self.siblings.cancel();
         }
-        let mut events: Vec<EngineEvent> = result.warnings.iter().cloned().map(EngineEvent::Warning).collect();
+        let mut events: Vec<EngineEvent> = result
+            .approval
+            .take()
+            .map(|answered| {
+                let (request, approval) = *answered;
+                EngineEvent::ApprovalAnswered { request, approval }
+            })
+            .into_iter()
+            .collect();
+        events.extend(result.warnings.iter().cloned().map(EngineEvent::Warning));
         events.push(EngineEvent::ToolFinished {
             id: entry.call.id.clone(),
             name: entry.call.name.clone(),
@@ -314,6 +324,7 @@ mod tests {
             policy: Arc::new(Policy::new(Mode::BypassPermissions, dir.clone())),
             result_cap: 1000,
             spill_dir: dir.clone(),
+            approvals: crate::tools::orchestrate::Approvals::unattended(),
         };
         Rig { executor: Executor::new(Arc::new(toolbox), ToolContext::new(dir), limit), log, max }
     }
