@@ -12,6 +12,7 @@
 //! stays up for the next one. After stdin closes, the prompts already received run to their
 //! end and the process exits.
 
+pub mod approver;
 pub mod control;
 pub mod wire;
 
@@ -64,7 +65,15 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
 
     let RunSpec { cwd, mut options, model, mut settings, mut policy, session, tools, .. } = spec;
     let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
-    let _ = flags;
+    // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
+    let approver: Arc<dyn crate::permissions::approver::Approver> = match flags.permission_prompt_tool.as_deref() {
+        Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
+        Some(other) => {
+            stderr_line(&format!("agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"));
+            Arc::new(crate::permissions::Unattended)
+        }
+        None => Arc::new(crate::permissions::Unattended),
+    };
     let mut session = Some(session);
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut input_open = true;
@@ -87,6 +96,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     cwd: cwd.clone(),
                     policy: Arc::new(policy.clone()),
                     shell_env: shell_env.clone(),
+                    approver: approver.clone(),
                 };
                 let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
                 stdout.line(
