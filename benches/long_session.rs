@@ -4,7 +4,8 @@
 //! The scenario is generated here: every reply but the last is one `tool_use` of Read on a
 //! small file, the last one ends the turn; `max_turns` is set above the number of turns. For
 //! each size the benchmark prints the wall time (spawn to exit) and the peak resident set size
-//! read with `wait4` (the child's own `ru_maxrss`, as `run_e2e` does), then the ratios
+//! read with `wait4` (the child's own `ru_maxrss`, as `run_e2e` does) and its CPU time (user +
+//! system, from the same `wait4`), then the ratios
 //! 1000/100. Targets: 1000 turns in at most 1.5 s and 64 MB, wall ratio at most 15 (linear is
 //! 10). Every run is checked to have ended with the final answer.
 
@@ -16,6 +17,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agentloop");
+
+/// The binary to run: `AGENTLOOP_BENCH_BINARY` when set (to compare another build in the
+/// same sitting), else the one cargo built for this benchmark.
+fn binary() -> String {
+    std::env::var("AGENTLOOP_BENCH_BINARY").unwrap_or_else(|_| BINARY.to_owned())
+}
 const ANSWER: &str = "Read every file; all is well.";
 
 /// A scenario of `turns` Read tool turns followed by a final answer.
@@ -38,9 +45,9 @@ fn scenario(turns: usize) -> Value {
     })
 }
 
-/// One run of `turns` turns: wall time and peak RSS in KiB.
+/// One run of `turns` turns: wall time, CPU time (user + system) and peak RSS in KiB.
 #[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also reports its usage")]
-fn once(turns: usize) -> (Duration, u64) {
+fn once(turns: usize) -> (Duration, Duration, u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("scenario.json");
     std::fs::write(&file, serde_json::to_vec(&scenario(turns)).expect("serialize")).expect("write scenario");
@@ -48,7 +55,7 @@ fn once(turns: usize) -> (Duration, u64) {
     std::fs::create_dir(&work).expect("work dir");
     let out_path = dir.path().join("out.txt");
     let out = std::fs::File::create(&out_path).expect("output file");
-    let mut command = Command::new(BINARY);
+    let mut command = Command::new(binary());
     command
         .arg("run")
         .arg("--model")
@@ -64,33 +71,40 @@ fn once(turns: usize) -> (Duration, u64) {
     let wall = start.elapsed();
     let printed = std::fs::read_to_string(&out_path).expect("read output");
     assert!(status == 0 && printed.contains(ANSWER), "the run of {turns} turns failed (status {status}): {printed}");
-    // ru_maxrss is in KiB on Linux.
-    (wall, usage.ru_maxrss as u64)
+    (wall, common::child::cpu_time(&usage), common::child::peak_rss_kib(&usage))
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs a short session once as a smoke test.
     if !std::env::args().any(|a| a == "--bench") {
-        let (wall, rss) = once(10);
-        eprintln!("long_session smoke run (10 turns): {:.1} ms, {:.1} MiB", ms(wall), mib(rss));
+        let (wall, cpu, rss) = once(10);
+        eprintln!("long_session smoke run (10 turns): {:.1} ms, CPU {:.1} ms, {:.1} MiB", ms(wall), ms(cpu), mib(rss));
         return;
     }
-    println!("binary: {BINARY}");
+    println!("binary: {}", binary());
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average before: {}", loadavg.trim());
-    let (wall_100, rss_100) = once(100);
-    let (wall_1000, rss_1000) = once(1000);
-    println!("100 Read turns: wall {:.1} ms, peak RSS {:.1} MiB", ms(wall_100), mib(rss_100));
+    let (wall_100, cpu_100, rss_100) = once(100);
+    let (wall_1000, cpu_1000, rss_1000) = once(1000);
     println!(
-        "1000 Read turns: wall {:.1} ms (target <= 1500 ms), peak RSS {:.1} MiB (target <= 64 MB)",
+        "100 Read turns: wall {:.1} ms, CPU {:.1} ms, peak RSS {:.1} MiB",
+        ms(wall_100),
+        ms(cpu_100),
+        mib(rss_100)
+    );
+    println!(
+        "1000 Read turns: wall {:.1} ms (target <= 1500 ms), CPU {:.1} ms, peak RSS {:.1} MiB (target <= 64 MB)",
         ms(wall_1000),
+        ms(cpu_1000),
         mib(rss_1000)
     );
     println!(
-        "ratio 1000/100: wall {:.1} (target <= 15; linear is 10), peak RSS {:.1}",
+        "ratio 1000/100: wall {:.1} (target <= 15; linear is 10), CPU {:.1}, peak RSS {:.1}",
         wall_1000.as_secs_f64() / wall_100.as_secs_f64(),
+        cpu_1000.as_secs_f64() / cpu_100.as_secs_f64(),
         rss_1000 as f64 / rss_100 as f64
     );
+    println!("load average after: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }
 
 fn ms(d: Duration) -> f64 {

@@ -25,6 +25,12 @@ const RUNS: usize = 21;
 const WARMUP: usize = 3;
 const BINARY: &str = env!("CARGO_BIN_EXE_agentloop");
 
+/// The binary to run: `AGENTLOOP_BENCH_BINARY` when set (to compare another build in the
+/// same sitting), else the one cargo built for this benchmark.
+fn binary() -> String {
+    std::env::var("AGENTLOOP_BENCH_BINARY").unwrap_or_else(|_| BINARY.to_owned())
+}
+
 fn work_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("greeting.txt"), "Hello from the greeting file!\n").expect("write greeting.txt");
@@ -36,10 +42,10 @@ fn task(launcher: &[&str], api: &MockApi, dir: &Path) -> Command {
     let mut command = match launcher {
         [program, args @ ..] => {
             let mut c = Command::new(program);
-            c.args(args).arg(BINARY);
+            c.args(args).arg(binary());
             c
         }
-        [] => Command::new(BINARY),
+        [] => Command::new(binary()),
     };
     command
         .env_remove("ANTHROPIC_AUTH_TOKEN")
@@ -89,8 +95,11 @@ fn startup_median() -> Duration {
     let mut walls: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let start = Instant::now();
-            let status =
-                Command::new(BINARY).arg("--version").stdout(Stdio::null()).status().expect("run agentloop --version");
+            let status = Command::new(binary())
+                .arg("--version")
+                .stdout(Stdio::null())
+                .status()
+                .expect("run agentloop --version");
             assert!(status.success());
             start.elapsed()
         })
@@ -112,7 +121,7 @@ fn main() {
     let (mut walls, mut rss): (Vec<Duration>, Vec<u64>) = (0..RUNS).map(|_| once()).unzip();
     walls.sort();
     rss.sort();
-    println!("binary: {BINARY}");
+    println!("binary: {}", binary());
     println!(
         "2-turn Read task, {RUNS} runs: wall median {:.1} ms (min {:.1}, max {:.1}; target < 50 ms); \
          peak RSS median {:.1} MiB (max {:.1}; target < 20 MB)",

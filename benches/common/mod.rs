@@ -6,6 +6,7 @@
 
 pub mod child;
 pub mod commands;
+pub mod turn_server;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
