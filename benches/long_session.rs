@@ -45,9 +45,15 @@ fn scenario(turns: usize) -> Value {
     })
 }
 
-/// One run of `turns` turns: wall time, CPU time (user + system) and peak RSS in KiB.
-#[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also reports its usage")]
+/// One run of `turns` turns, writing its session transcript: wall time, CPU time (user +
+/// system) and peak RSS in KiB.
 fn once(turns: usize) -> (Duration, Duration, u64) {
+    run(turns, true)
+}
+
+/// One run of `turns` turns, with or without its session transcript.
+#[expect(clippy::zombie_processes, reason = "the child is reaped by `wait4`, which also reports its usage")]
+fn run(turns: usize, transcript: bool) -> (Duration, Duration, u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("scenario.json");
     std::fs::write(&file, serde_json::to_vec(&scenario(turns)).expect("serialize")).expect("write scenario");
@@ -57,6 +63,7 @@ fn once(turns: usize) -> (Duration, Duration, u64) {
     let out = std::fs::File::create(&out_path).expect("output file");
     let mut command = Command::new(binary());
     command
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
         .arg("run")
         .arg("--model")
         .arg(format!("scripted:{}", file.display()))
@@ -65,6 +72,9 @@ fn once(turns: usize) -> (Duration, Duration, u64) {
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(Stdio::null());
+    if !transcript {
+        command.arg("--no-session-persistence");
+    }
     let start = Instant::now();
     let child = command.spawn().expect("spawn agentloop");
     let (status, usage) = common::child::wait4(child.id());
@@ -104,8 +114,33 @@ fn main() {
         cpu_1000.as_secs_f64() / cpu_100.as_secs_f64(),
         rss_1000 as f64 / rss_100 as f64
     );
+    // Issue 12: what writing the session transcript (one line per message, one `write` each)
+    // adds to the 1000-turn run, in interleaved pairs; target under 5%.
+    let mut ratios = Vec::new();
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        let (wall_on, cpu_on, _) = run(1000, true);
+        let (wall_off, cpu_off, _) = run(1000, false);
+        ratios.push(cpu_on.as_secs_f64() / cpu_off.as_secs_f64());
+        with.push(ms(wall_on));
+        without.push(ms(wall_off));
+    }
+    ratios.sort_by(f64::total_cmp);
+    with.sort_by(f64::total_cmp);
+    without.sort_by(f64::total_cmp);
+    println!(
+        "transcript on/off at 1000 turns, {PAIRS} interleaved pairs: median CPU ratio {:.3} (target < 1.05; range {:.3}-{:.3}), median wall {:.1} vs {:.1} ms",
+        ratios[PAIRS / 2],
+        ratios[0],
+        ratios[PAIRS - 1],
+        with[PAIRS / 2],
+        without[PAIRS / 2]
+    );
     println!("load average after: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }
+
+/// Interleaved pairs of 1000-turn runs with and without the transcript.
+const PAIRS: usize = 7;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3

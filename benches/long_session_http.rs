@@ -102,6 +102,7 @@ fn once(turns: usize) -> Run {
         .env_remove("ANTHROPIC_AUTH_TOKEN")
         .env("ANTHROPIC_BASE_URL", server.base_url())
         .env("ANTHROPIC_API_KEY", "test")
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
         .args(["run", "-p", PROMPT, "--model", MODEL, "--max-turns"])
         .arg((turns + 10).to_string())
         .arg("--cwd")

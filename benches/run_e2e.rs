@@ -51,6 +51,8 @@ fn task(launcher: &[&str], api: &MockApi, dir: &Path) -> Command {
         .env_remove("ANTHROPIC_AUTH_TOKEN")
         .env("ANTHROPIC_BASE_URL", api.base_url())
         .env("ANTHROPIC_API_KEY", "x")
+        // The session transcript is written, as in every run, but not into the user's home.
+        .env("AGENTLOOP_HOME", dir.join(".agentloop-home"))
         .args(["run", "-p", "Read greeting.txt and tell me what it says", "--model", "claude-sonnet-4-5", "--cwd"])
         .arg(dir)
         .stdin(Stdio::null())

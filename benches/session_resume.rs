@@ -30,11 +30,17 @@ fn write_transcript(dir: &std::path::Path) -> std::path::PathBuf {
             name: "Read".into(),
             input: json!({"file_path": format!("notes/{}.txt", i % 10), "offset": 1, "limit": 200}),
         };
-        w.append(&Message { role: Role::Assistant, content: vec![ContentBlock::text(format!("Reading note {i}.")), call] })
-            .unwrap();
+        w.append(&Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(format!("Reading note {i}.")), call],
+        })
+        .unwrap();
         if i + 1 < ROUNDS {
-            w.append(&Message { role: Role::User, content: vec![ContentBlock::tool_result(&id, line.repeat(11), false)] })
-                .unwrap();
+            w.append(&Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result(&id, line.repeat(11), false)],
+            })
+            .unwrap();
         }
     }
     path
