@@ -24,6 +24,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use agentloop::engine::state::pairing_violation;
 use agentloop::protocol::Message;
@@ -51,6 +52,17 @@ pub enum Reply {
         /// How many bytes of it are sent.
         sent: usize,
     },
+    /// `200 OK` announcing the whole of `body`, of which the first `at` bytes are written at
+    /// once and the rest only after `pause`: a slow reply, to interrupt while it streams. The
+    /// pause ends early if the client closes the connection.
+    Paused {
+        /// The whole SSE body.
+        body: String,
+        /// How many bytes are written before the pause.
+        at: usize,
+        /// How long the rest waits.
+        pause: Duration,
+    },
 }
 
 impl Reply {
@@ -75,6 +87,13 @@ impl Reply {
     pub fn dropped_before(body: String, marker: &str) -> Reply {
         let sent = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
         Reply::Dropped { body, sent }
+    }
+
+    /// `body` written up to just before the first occurrence of `marker`, the rest after
+    /// `pause`.
+    pub fn paused_before(body: String, marker: &str, pause: Duration) -> Reply {
+        let at = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
+        Reply::Paused { body, at, pause }
     }
 }
 
@@ -333,10 +352,49 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
                 let _ = socket.shutdown(Shutdown::Both);
                 return;
             }
+            Reply::Paused { body, at, pause } => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                let mut response = head.into_bytes();
+                response.extend_from_slice(&body.as_bytes()[..at]);
+                if socket.write_all(&response).and_then(|()| socket.flush()).is_err() {
+                    return;
+                }
+                if !wait_unless_closed(&socket, pause) {
+                    return;
+                }
+                socket.write_all(&body.as_bytes()[at..]).and_then(|()| socket.flush())
+            }
         };
         if written.is_err() {
             return;
         }
+    }
+}
+
+/// Sleep for `pause`, waking early if the client closes `socket` (or sends anything);
+/// whether the connection is still open.
+fn wait_unless_closed(socket: &TcpStream, pause: Duration) -> bool {
+    let end = Instant::now() + pause;
+    let mut probe = [0u8; 1];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        let _ = socket.set_read_timeout(Some(left.min(Duration::from_millis(100))));
+        match socket.peek(&mut probe) {
+            Ok(0) => return false,
+            Ok(_) => {
+                let _ = socket.set_read_timeout(None);
+                return true;
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return false,
+        }
+        let _ = socket.set_read_timeout(None);
     }
 }
 
