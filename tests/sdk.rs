@@ -284,6 +284,9 @@ fn one_shot_query_reads_a_file() {
     for message in of_type(messages, "assistant") {
         assert_eq!(message["session_id"], session_id);
     }
+    let init = &messages[0];
+    assert_eq!((&init["type"], &init["subtype"]), (&json!("system"), &json!("init")), "system/init comes first");
+    assert_eq!(init["session_id"], session_id);
 
     let bodies = conversation_bodies(&mock);
     assert_eq!(bodies.len(), 2);
@@ -425,7 +428,8 @@ fn interrupt_during_a_slow_reply_then_another_prompt() {
     assert_eq!(obs["interrupt_returned"], true);
     let interrupted = &obs["interrupted_turn"];
     let first = result(interrupted);
-    assert_ne!(first["subtype"], "success", "an interrupted turn is not a success: {first:#}");
+    assert_eq!(first["subtype"], "error_during_execution", "{first:#}");
+    assert_eq!(first["is_error"], true);
     let second = &obs["second_turn"];
     assert_eq!(assistant_texts(second), ["Hi!"]);
     let result = result(second);
@@ -455,6 +459,7 @@ fn resume_continues_an_earlier_session() {
     assert_eq!(second["subtype"], "success");
     assert_eq!(second["result"], "Your name is Ada.");
     assert!(is_uuid(first["session_id"].as_str().unwrap()));
+    assert_eq!(second["session_id"], first["session_id"], "resuming goes on in the same session");
 
     let bodies = conversation_bodies(&mock);
     assert_eq!(bodies.len(), 2);

@@ -57,6 +57,8 @@ def summarize(message: Any) -> dict[str, Any]:
         return {
             "type": "user",
             "text": content if isinstance(content, str) else None,
+            "texts": [b.text for b in (content if isinstance(content, list) else [])
+                      if isinstance(b, TextBlock)],
             "tool_results": [
                 {"tool_use_id": b.tool_use_id, "is_error": b.is_error, "content": b.content}
                 for b in (content if isinstance(content, list) else [])
