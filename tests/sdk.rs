@@ -178,10 +178,7 @@ fn assistant_texts(messages: &Value) -> Vec<String> {
 
 /// The names of every tool the assistant called, in order.
 fn tool_calls(messages: &Value) -> Vec<Value> {
-    of_type(messages, "assistant")
-        .iter()
-        .flat_map(|m| m["tool_uses"].as_array().unwrap().clone())
-        .collect()
+    of_type(messages, "assistant").iter().flat_map(|m| m["tool_uses"].as_array().unwrap().clone()).collect()
 }
 
 fn of_type<'a>(messages: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -198,8 +195,7 @@ fn result(messages: &Value) -> &Value {
 
 fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
-    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
-        && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// A request's messages as (role, text) pairs: a string content, or every text block and
@@ -396,7 +392,10 @@ fn can_use_tool_denial_reaches_the_model() {
     let mock = mock(vec![bash_call(BASH_COMMAND), text_reply("Understood, I will not run it.")]);
     let obs = run_script("deny_bash.py", &mock, &dirs);
 
-    assert_eq!(obs["asked"], json!([{"tool_name": "Bash", "input": {"command": BASH_COMMAND, "description": "write a file"}}]));
+    assert_eq!(
+        obs["asked"],
+        json!([{"tool_name": "Bash", "input": {"command": BASH_COMMAND, "description": "write a file"}}])
+    );
     assert!(!dirs.cwd.join("made_by_bash.txt").exists(), "a denied command does not run");
     let messages = &obs["messages"];
     assert_eq!(assistant_texts(messages), ["I'll run a command.", "Understood, I will not run it."]);
@@ -419,10 +418,8 @@ fn can_use_tool_denial_reaches_the_model() {
 fn interrupt_during_a_slow_reply_then_another_prompt() {
     let dirs = dirs();
     let slow = Sse::new(MODEL, 1000).text("Once upon a time, ").stop("end_turn");
-    let mock = mock(vec![
-        Reply::paused_before(slow, "event: message_delta", Duration::from_secs(60)),
-        text_reply("Hi!"),
-    ]);
+    let mock =
+        mock(vec![Reply::paused_before(slow, "event: message_delta", Duration::from_secs(60)), text_reply("Hi!")]);
     let obs = run_script("interrupt.py", &mock, &dirs);
 
     assert_eq!(obs["interrupt_returned"], true);
