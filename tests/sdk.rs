@@ -225,10 +225,20 @@ fn content_text(content: &Value) -> String {
     }
 }
 
-/// Whether `haystack` holds each of `needles` (role, text fragment) in this order.
+/// Whether `haystack` holds each of `needles` (role, text fragment) in this order; successive
+/// fragments may be in the same message (two prompts a CLI merged into one user message).
 fn in_order(haystack: &[(String, String)], needles: &[(&str, &str)]) -> bool {
-    let mut rest = haystack.iter();
-    needles.iter().all(|(role, fragment)| rest.any(|(r, text)| r == role && text.contains(fragment)))
+    let (mut message, mut offset) = (0, 0);
+    needles.iter().all(|(role, fragment)| {
+        while let Some((r, text)) = haystack.get(message) {
+            if let Some(at) = text.get(offset..).filter(|_| r == role).and_then(|rest| rest.find(fragment)) {
+                offset += at + fragment.len();
+                return true;
+            }
+            (message, offset) = (message + 1, 0);
+        }
+        false
+    })
 }
 
 /// The tool_result blocks of a request's last message.
@@ -473,6 +483,15 @@ fn resume_continues_an_earlier_session() {
         ),
         "{history:#?}"
     );
+}
+
+#[test]
+fn in_order_finds_fragments_in_order() {
+    let history = [("user".to_owned(), "one two".to_owned()), ("assistant".to_owned(), "three".to_owned())];
+    assert!(in_order(&history, &[("user", "one"), ("user", "two"), ("assistant", "three")]));
+    assert!(!in_order(&history, &[("user", "two"), ("user", "one")]));
+    assert!(!in_order(&history, &[("assistant", "three"), ("user", "one")]));
+    assert!(!in_order(&history, &[("user", "three")]));
 }
 
 #[test]
