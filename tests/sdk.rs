@@ -7,12 +7,13 @@
 //! The CLI under test is the built `agentloop`, or `$AGENTLOOP_SDK_CLI_OVERRIDE` when set:
 //! pointing that at the `claude` binary the SDK bundles checks that every script and assertion
 //! is about behaviour Claude Code really has. Claude Code sends requests of its own beside
-//! the conversation (e.g. a session title), so the mock answers any request that carries no
-//! tools with a short text reply of its own, outside the script.
+//! the conversation (`HEAD /api/hello`, a session title with no tools), which the mock
+//! answers outside the script, and `system` role messages, which the mock then accepts.
 
 #[path = "common/mock_api.rs"]
 mod mock_api;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -39,7 +40,9 @@ fn sdk_python() -> PathBuf {
     let ready = READY.get_or_init(|| {
         let python = repo().join(".ci/cache/sdk-venv/bin/python");
         if !python.exists() {
-            eprintln!(
+            // Straight to stderr, past the test harness's capture: this takes a minute.
+            let _ = writeln!(
+                std::io::stderr(),
                 "sdk tests: {} is missing: running .ci/install-sdk to install claude-agent-sdk from PyPI",
                 python.display()
             );
