@@ -24,6 +24,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use agentloop::engine::state::pairing_violation;
 use agentloop::protocol::Message;
@@ -51,6 +52,17 @@ pub enum Reply {
         /// How many bytes of it are sent.
         sent: usize,
     },
+    /// `200 OK` announcing the whole of `body`, of which the first `at` bytes are written at
+    /// once and the rest only after `pause`: a slow reply, to interrupt while it streams. The
+    /// pause ends early if the client closes the connection.
+    Paused {
+        /// The whole SSE body.
+        body: String,
+        /// How many bytes are written before the pause.
+        at: usize,
+        /// How long the rest waits.
+        pause: Duration,
+    },
 }
 
 impl Reply {
@@ -75,6 +87,13 @@ impl Reply {
     pub fn dropped_before(body: String, marker: &str) -> Reply {
         let sent = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
         Reply::Dropped { body, sent }
+    }
+
+    /// `body` written up to just before the first occurrence of `marker`, the rest after
+    /// `pause`.
+    pub fn paused_before(body: String, marker: &str, pause: Duration) -> Reply {
+        let at = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
+        Reply::Paused { body, at, pause }
     }
 }
 
@@ -188,18 +207,39 @@ impl Recorded {
     }
 }
 
-#[derive(Debug, Default)]
+/// Answers some requests outside the script (see [`MockApi::answer_side_requests`]).
+type SideRequests = Box<dyn Fn(&Recorded) -> Option<Reply> + Send>;
+
+#[derive(Default)]
 struct Shared {
     script: VecDeque<Reply>,
     requests: Vec<Recorded>,
     problems: Vec<String>,
+    side: Option<SideRequests>,
+    other_roles: bool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("script", &self.script)
+            .field("requests", &self.requests)
+            .field("problems", &self.problems)
+            .field("side", &self.side.as_ref().map(|_| "answer_side_requests"))
+            .field("other_roles", &self.other_roles)
+            .finish()
+    }
 }
 
 impl Shared {
     /// Record a request, check it, and choose its answer.
     fn answer(&mut self, request: Recorded) -> Reply {
+        if let Some(reply) = self.side.as_ref().and_then(|side| side(&request)) {
+            self.requests.push(request);
+            return reply;
+        }
         let n = self.requests.len() + 1;
-        let refusal = check(&request).map(|problem| format!("request {n}: {problem}"));
+        let refusal = check(&request, self.other_roles).map(|problem| format!("request {n}: {problem}"));
         self.requests.push(request);
         if let Some(problem) = refusal {
             self.problems.push(problem.clone());
@@ -216,15 +256,22 @@ impl Shared {
     }
 }
 
-/// What is wrong with a request, if anything: the endpoint, the JSON, and tool pairing.
-fn check(request: &Recorded) -> Option<String> {
-    if request.request_line != "POST /v1/messages HTTP/1.1" {
+/// What is wrong with a request, if anything: the endpoint, the JSON, and tool pairing;
+/// with `other_roles`, messages whose role is neither user nor assistant are left out.
+fn check(request: &Recorded, other_roles: bool) -> Option<String> {
+    // A query string is fine (Claude Code sends `?beta=true`).
+    let path = request.request_line.strip_prefix("POST ").and_then(|rest| rest.strip_suffix(" HTTP/1.1"));
+    if path.and_then(|path| path.split('?').next()) != Some("/v1/messages") {
         return Some(format!("unexpected request line {:?}", request.request_line));
     }
     let Some(messages) = request.body.get("messages") else {
         return Some("the body has no `messages`".into());
     };
-    match serde_json::from_value::<Vec<Message>>(messages.clone()) {
+    let mut messages = messages.clone();
+    if let (true, Some(list)) = (other_roles, messages.as_array_mut()) {
+        list.retain(|m| matches!(m["role"].as_str(), Some("user" | "assistant")));
+    }
+    match serde_json::from_value::<Vec<Message>>(messages) {
         Ok(messages) => pairing_violation(&messages).map(|v| format!("tool_use/tool_result pairing broken: {v}")),
         Err(e) => Some(format!("`messages` do not parse: {e}")),
     }
@@ -259,6 +306,21 @@ impl MockApi {
             }
         });
         MockApi { address, shared, stop }
+    }
+
+    /// Answer each request for which `side` gives a reply with that reply, unchecked and
+    /// outside the script (it is still recorded): for a client that sends requests of its
+    /// own beside the conversation under test.
+    pub fn answer_side_requests(self, side: impl Fn(&Recorded) -> Option<Reply> + Send + 'static) -> MockApi {
+        self.lock().side = Some(Box::new(side));
+        self
+    }
+
+    /// Accept messages whose role is neither `user` nor `assistant` (Claude Code sends
+    /// `system` messages), leaving them out of the checks.
+    pub fn allow_other_roles(self) -> MockApi {
+        self.lock().other_roles = true;
+        self
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
@@ -333,10 +395,49 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
                 let _ = socket.shutdown(Shutdown::Both);
                 return;
             }
+            Reply::Paused { body, at, pause } => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                let mut response = head.into_bytes();
+                response.extend_from_slice(&body.as_bytes()[..at]);
+                if socket.write_all(&response).and_then(|()| socket.flush()).is_err() {
+                    return;
+                }
+                if !wait_unless_closed(&socket, pause) {
+                    return;
+                }
+                socket.write_all(&body.as_bytes()[at..]).and_then(|()| socket.flush())
+            }
         };
         if written.is_err() {
             return;
         }
+    }
+}
+
+/// Sleep for `pause`, waking early if the client closes `socket` (or sends anything);
+/// whether the connection is still open.
+fn wait_unless_closed(socket: &TcpStream, pause: Duration) -> bool {
+    let end = Instant::now() + pause;
+    let mut probe = [0u8; 1];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        let _ = socket.set_read_timeout(Some(left.min(Duration::from_millis(100))));
+        match socket.peek(&mut probe) {
+            Ok(0) => return false,
+            Ok(_) => {
+                let _ = socket.set_read_timeout(None);
+                return true;
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return false,
+        }
+        let _ = socket.set_read_timeout(None);
     }
 }
 

@@ -1,0 +1,505 @@
+//! agentloop driven by the real Claude Agent SDK (`claude-agent-sdk` from PyPI, no shim): each
+//! test starts the local Messages API mock, runs a Python script from `tests/sdk/` with the
+//! SDK's virtual environment (`.ci/cache/sdk-venv`, installed by `.ci/install-sdk` if it is
+//! missing), and asserts on the JSON line of observations the script prints (the messages the
+//! SDK's parser produced, what its callbacks saw) and on the request bodies the mock recorded.
+//!
+//! The CLI under test is the built `agentloop`, or `$AGENTLOOP_SDK_CLI_OVERRIDE` when set:
+//! pointing that at the `claude` binary the SDK bundles checks that every script and assertion
+//! is about behaviour Claude Code really has. Claude Code sends requests of its own beside
+//! the conversation (`HEAD /api/hello`, a session title with no tools), which the mock
+//! answers outside the script, and `system` role messages, which the mock then accepts.
+
+#[path = "common/mock_api.rs"]
+mod mock_api;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use mock_api::{MockApi, ROUND_TRIP_ANSWER, Recorded, Reply, Sse};
+use serde_json::{Value, json};
+
+const MODEL: &str = "claude-sonnet-4-5";
+
+/// A test that takes longer than this has hung: its script is killed.
+const SCRIPT_DEADLINE: Duration = Duration::from_secs(180);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The SDK venv's python, after `.ci/install-sdk` made sure it holds the pinned SDK (once per
+/// test binary; the script itself is a no-op when it does, and locks against other callers).
+fn sdk_python() -> PathBuf {
+    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let python = repo().join(".ci/cache/sdk-venv/bin/python");
+        if !python.exists() {
+            // Straight to stderr, past the test harness's capture: this takes a minute.
+            let _ = writeln!(
+                std::io::stderr(),
+                "sdk tests: {} is missing: running .ci/install-sdk to install claude-agent-sdk from PyPI",
+                python.display()
+            );
+        }
+        let status = Command::new("bash")
+            .arg(repo().join(".ci/install-sdk"))
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run .ci/install-sdk: {e}"))?;
+        if !status.success() {
+            return Err(format!(".ci/install-sdk failed ({status}): the SDK tests need PyPI access once"));
+        }
+        Ok(python)
+    });
+    ready.clone().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The CLI the SDK launches: `$AGENTLOOP_SDK_CLI_OVERRIDE`, else the built binary.
+fn cli_under_test() -> PathBuf {
+    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentloop")))
+}
+
+/// A scenario's scratch space: the CLI's home (agentloop's and Claude Code's config
+/// directory) and the working directory the SDK starts it in.
+struct Dirs {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    cwd: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let cwd = root.path().join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    // Canonical, so paths the CLI reports compare equal (e.g. /tmp behind a symlink).
+    let cwd = cwd.canonicalize().unwrap();
+    Dirs { _root: root, home, cwd }
+}
+
+/// Whether a request is one a CLI sends beside the conversation rather than a turn of it:
+/// Claude Code checks the server (`HEAD /api/hello`) and asks for a session title (no tools).
+fn is_side_request(request: &Recorded) -> bool {
+    let tools = request.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
+    !request.request_line.starts_with("POST /v1/messages") || tools == 0
+}
+
+/// The mock with the scenario's `script`, answering side requests outside it. Against the
+/// reference CLI it also accepts the `system` role messages Claude Code sends.
+fn mock(script: Vec<Reply>) -> MockApi {
+    let mock = MockApi::start(script).answer_side_requests(|request| {
+        is_side_request(request).then(|| {
+            if request.request_line.starts_with("POST ") {
+                Reply::Sse(Sse::new(MODEL, 100).text("Side request answered.").stop("end_turn"))
+            } else {
+                Reply::Sse(String::new())
+            }
+        })
+    });
+    if std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some() { mock.allow_other_roles() } else { mock }
+}
+
+/// Run `tests/sdk/{script}` against `mock` in `dirs`; the JSON observations it printed.
+fn run_script(script: &str, mock: &MockApi, dirs: &Dirs) -> Value {
+    let mut command = Command::new(sdk_python());
+    command.arg(repo().join("tests/sdk").join(script)).current_dir(&dirs.cwd);
+    for name in ["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDECODE"] {
+        command.env_remove(name);
+    }
+    command
+        .env("AGENTLOOP_SDK_CLI", cli_under_test())
+        .env("AGENTLOOP_SDK_CWD", &dirs.cwd)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "test")
+        .env("AGENTLOOP_HOME", &dirs.home)
+        .env("CLAUDE_CONFIG_DIR", dirs.home.join("claude"))
+        .env("HOME", &dirs.home)
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
+    let pid = child.id();
+    let (done, finished) = mpsc::channel::<()>();
+    let watchdog = thread::spawn(move || {
+        if finished.recv_timeout(SCRIPT_DEADLINE).is_err() {
+            // SAFETY: kill(2) on the pid of our own child, which has not been reaped yet.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("--- {script} stderr ---\n{stderr}--- {script} stdout ---\n{stdout}--- requests ---");
+    for request in mock.requests() {
+        let tools = request.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
+        let messages = request.body.get("messages").and_then(Value::as_array).map_or(0, Vec::len);
+        let side = if is_side_request(&request) { ", side request" } else { "" };
+        eprintln!("{} ({tools} tools, {messages} messages{side})", request.request_line);
+        if std::env::var_os("AGENTLOOP_SDK_SHOW_BODIES").is_some() {
+            eprintln!("{}", request.body);
+        }
+    }
+    let observations: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("{script} printed no observations ({}); stderr above", output.status));
+    assert!(
+        output.status.success() && observations.get("error").is_none(),
+        "{script} failed ({}): {}\nstderr:\n{stderr}",
+        output.status,
+        observations.get("error").unwrap_or(&Value::Null)
+    );
+    observations
+}
+
+/// The bodies of the conversation's requests (not side requests), in order.
+fn conversation_bodies(mock: &MockApi) -> Vec<Value> {
+    mock.requests().into_iter().filter(|r| !is_side_request(r)).map(|r| r.body).collect()
+}
+
+/// Every text of every assistant message, in order (a CLI may send one message per block or
+/// one per reply: the texts are the same).
+fn assistant_texts(messages: &Value) -> Vec<String> {
+    of_type(messages, "assistant")
+        .iter()
+        .flat_map(|m| m["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// The names of every tool the assistant called, in order.
+fn tool_calls(messages: &Value) -> Vec<Value> {
+    of_type(messages, "assistant").iter().flat_map(|m| m["tool_uses"].as_array().unwrap().clone()).collect()
+}
+
+fn of_type<'a>(messages: &'a Value, kind: &str) -> Vec<&'a Value> {
+    messages.as_array().expect("a list of messages").iter().filter(|m| m["type"] == kind).collect()
+}
+
+/// The one result message of a turn, which is its last message.
+fn result(messages: &Value) -> &Value {
+    let results = of_type(messages, "result");
+    assert_eq!(results.len(), 1, "one result per turn: {messages:#}");
+    assert_eq!(messages.as_array().unwrap().last(), Some(results[0]), "the result ends the turn");
+    results[0]
+}
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// A request's messages as (role, text) pairs: a string content, or every text block and
+/// tool result (its content's text) joined by newlines.
+fn transcript(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), content_text(&m["content"])))
+        .collect()
+}
+
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b["type"].as_str() {
+                Some("text") => b["text"].as_str().unwrap_or_default().to_owned(),
+                Some("tool_result") => content_text(&b["content"]),
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Whether `haystack` holds each of `needles` (role, text fragment) in this order; successive
+/// fragments may be in the same message (two prompts a CLI merged into one user message).
+fn in_order(haystack: &[(String, String)], needles: &[(&str, &str)]) -> bool {
+    let (mut message, mut offset) = (0, 0);
+    needles.iter().all(|(role, fragment)| {
+        while let Some((r, text)) = haystack.get(message) {
+            if let Some(at) = text.get(offset..).filter(|_| r == role).and_then(|rest| rest.find(fragment)) {
+                offset += at + fragment.len();
+                return true;
+            }
+            (message, offset) = (message + 1, 0);
+        }
+        false
+    })
+}
+
+/// The tool_result blocks of a request's last message.
+fn last_tool_results(body: &Value) -> Vec<Value> {
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "user");
+    last["content"]
+        .as_array()
+        .map(|blocks| blocks.iter().filter(|b| b["type"] == "tool_result").cloned().collect())
+        .unwrap_or_default()
+}
+
+fn text_reply(text: &str) -> Reply {
+    Reply::Sse(Sse::new(MODEL, 1000).text(text).stop("end_turn"))
+}
+
+/// (a) A one-shot `query()` of a Read round trip.
+#[test]
+fn one_shot_query_reads_a_file() {
+    let dirs = dirs();
+    std::fs::write(dirs.cwd.join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
+    let file = dirs.cwd.join("greeting.txt");
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200)
+                .text("Reading it.")
+                .tool_use("toolu_01", "Read", &json!({"file_path": file}))
+                .stop("tool_use"),
+        ),
+        text_reply(ROUND_TRIP_ANSWER),
+    ]);
+    let obs = run_script("one_shot.py", &mock, &dirs);
+    let messages = &obs["messages"];
+
+    assert_eq!(assistant_texts(messages), ["Reading it.", ROUND_TRIP_ANSWER]);
+    assert_eq!(tool_calls(messages), [json!({"id": "toolu_01", "name": "Read", "input": {"file_path": file}})]);
+    let results: Vec<Value> =
+        of_type(messages, "user").iter().flat_map(|m| m["tool_results"].as_array().unwrap().clone()).collect();
+    assert_eq!(results.len(), 1, "{messages:#}");
+    assert_eq!(results[0]["tool_use_id"], "toolu_01");
+    assert_ne!(results[0]["is_error"], true);
+    let result = result(messages);
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(result["result"], ROUND_TRIP_ANSWER);
+    let session_id = result["session_id"].as_str().unwrap();
+    assert!(is_uuid(session_id), "session_id {session_id:?} is a UUID");
+    for message in of_type(messages, "assistant") {
+        assert_eq!(message["session_id"], session_id);
+    }
+    let init = &messages[0];
+    assert_eq!((&init["type"], &init["subtype"]), (&json!("system"), &json!("init")), "system/init comes first");
+    assert_eq!(init["session_id"], session_id);
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    assert!(in_order(&transcript(&bodies[0]), &[("user", "Read greeting.txt and tell me what it says")]));
+    let tool_results = last_tool_results(&bodies[1]);
+    assert_eq!(tool_results.len(), 1);
+    assert_eq!(tool_results[0]["tool_use_id"], "toolu_01");
+    assert_ne!(tool_results[0]["is_error"], true);
+    assert!(content_text(&tool_results[0]["content"]).contains("Hello from the greeting file!"));
+    assert_eq!(mock.unserved(), 0);
+}
+
+/// (b) A `ClaudeSDKClient` session with two prompts: the second request carries the first
+/// prompt's history.
+#[test]
+fn client_session_keeps_history_across_prompts() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("Nice to meet you, Ada."), text_reply("Your name is Ada.")]);
+    let obs = run_script("two_prompts.py", &mock, &dirs);
+    let turns = obs["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(assistant_texts(&turns[0]), ["Nice to meet you, Ada."]);
+    assert_eq!(assistant_texts(&turns[1]), ["Your name is Ada."]);
+    let (first, second) = (result(&turns[0]), result(&turns[1]));
+    for (result, text) in [(first, "Nice to meet you, Ada."), (second, "Your name is Ada.")] {
+        assert_eq!(result["subtype"], "success");
+        assert_eq!(result["is_error"], false);
+        assert_eq!(result["num_turns"], 1);
+        assert_eq!(result["result"], text);
+    }
+    assert!(is_uuid(first["session_id"].as_str().unwrap()));
+    assert_eq!(first["session_id"], second["session_id"], "one session");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let history = transcript(&bodies[1]);
+    assert!(
+        in_order(
+            &history,
+            &[
+                ("user", "My name is Ada. Please remember it."),
+                ("assistant", "Nice to meet you, Ada."),
+                ("user", "What is my name?")
+            ]
+        ),
+        "{history:#?}"
+    );
+    assert_eq!(history.last().unwrap().0, "user");
+    assert!(history.last().unwrap().1.contains("What is my name?"));
+}
+
+const BASH_COMMAND: &str = "echo hi > made_by_bash.txt && cat made_by_bash.txt";
+
+fn bash_call(command: &str) -> Reply {
+    Reply::Sse(
+        Sse::new(MODEL, 1200)
+            .text("I'll run a command.")
+            .tool_use("toolu_bash", "Bash", &json!({"command": command, "description": "write a file"}))
+            .stop("tool_use"),
+    )
+}
+
+/// (c) `can_use_tool` allows a Bash call in the default permission mode; a PreToolUse hook
+/// callback sees the call first.
+#[test]
+fn can_use_tool_allows_bash_and_a_hook_callback_sees_it() {
+    let dirs = dirs();
+    let mock = mock(vec![bash_call(BASH_COMMAND), text_reply("Done: the command printed hi.")]);
+    let obs = run_script("allow_bash.py", &mock, &dirs);
+    let input = json!({"command": BASH_COMMAND, "description": "write a file"});
+
+    let events = obs["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{events:#?}");
+    let (hook, asked) = (&events[0], &events[1]);
+    assert_eq!(hook["callback"], "hook", "the hook runs before the permission prompt");
+    assert_eq!(hook["hook_event_name"], "PreToolUse");
+    assert_eq!(hook["tool_name"], "Bash");
+    assert_eq!(hook["tool_input"], input);
+    assert_eq!(hook["tool_use_id"], "toolu_bash");
+    assert_eq!(hook["input_tool_use_id"], "toolu_bash");
+    assert_eq!(asked["callback"], "can_use_tool");
+    assert_eq!(asked["tool_name"], "Bash");
+    assert_eq!(asked["input"], input);
+    assert_eq!(asked["tool_use_id"], "toolu_bash");
+
+    assert_eq!(std::fs::read_to_string(dirs.cwd.join("made_by_bash.txt")).unwrap(), "hi\n");
+    let messages = &obs["messages"];
+    assert_eq!(assistant_texts(messages), ["I'll run a command.", "Done: the command printed hi."]);
+    let result = result(messages);
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(hook["session_id"], result["session_id"]);
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let tool_results = last_tool_results(&bodies[1]);
+    assert_eq!(tool_results.len(), 1);
+    assert_eq!(tool_results[0]["tool_use_id"], "toolu_bash");
+    assert_ne!(tool_results[0]["is_error"], true);
+    assert_eq!(content_text(&tool_results[0]["content"]).trim(), "hi");
+}
+
+/// (d) `can_use_tool` denies a Bash call: the model reads the denial as an error tool_result.
+#[test]
+fn can_use_tool_denial_reaches_the_model() {
+    let dirs = dirs();
+    let mock = mock(vec![bash_call(BASH_COMMAND), text_reply("Understood, I will not run it.")]);
+    let obs = run_script("deny_bash.py", &mock, &dirs);
+
+    assert_eq!(
+        obs["asked"],
+        json!([{"tool_name": "Bash", "input": {"command": BASH_COMMAND, "description": "write a file"}}])
+    );
+    assert!(!dirs.cwd.join("made_by_bash.txt").exists(), "a denied command does not run");
+    let messages = &obs["messages"];
+    assert_eq!(assistant_texts(messages), ["I'll run a command.", "Understood, I will not run it."]);
+    let result = result(messages);
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["num_turns"], 2);
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let tool_results = last_tool_results(&bodies[1]);
+    assert_eq!(tool_results.len(), 1);
+    assert_eq!(tool_results[0]["tool_use_id"], "toolu_bash");
+    assert_eq!(tool_results[0]["is_error"], true);
+    let text = content_text(&tool_results[0]["content"]);
+    assert!(text.contains("Not in this test: writing files is off limits"), "{text:?}");
+}
+
+/// (e) `client.interrupt()` while a reply is still streaming, then another prompt that works.
+#[test]
+fn interrupt_during_a_slow_reply_then_another_prompt() {
+    let dirs = dirs();
+    let slow = Sse::new(MODEL, 1000).text("Once upon a time, ").stop("end_turn");
+    let mock =
+        mock(vec![Reply::paused_before(slow, "event: message_delta", Duration::from_secs(60)), text_reply("Hi!")]);
+    let obs = run_script("interrupt.py", &mock, &dirs);
+
+    assert_eq!(obs["interrupt_returned"], true);
+    let interrupted = &obs["interrupted_turn"];
+    let first = result(interrupted);
+    assert_eq!(first["subtype"], "error_during_execution", "{first:#}");
+    assert_eq!(first["is_error"], true);
+    let second = &obs["second_turn"];
+    assert_eq!(assistant_texts(second), ["Hi!"]);
+    let result = result(second);
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["result"], "Hi!");
+    assert_eq!(result["session_id"], first["session_id"], "the same session goes on");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let history = transcript(&bodies[1]);
+    assert!(in_order(&history, &[("user", "Tell me a very long story"), ("user", "Say hi")]), "{history:#?}");
+    assert_eq!(history.last().unwrap().0, "user");
+}
+
+/// (f) `query(resume=<session id>)` sends the earlier session's conversation.
+#[test]
+fn resume_continues_an_earlier_session() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("Nice to meet you, Ada."), text_reply("Your name is Ada.")]);
+    let obs = run_script("resume.py", &mock, &dirs);
+
+    assert_eq!(assistant_texts(&obs["first"]), ["Nice to meet you, Ada."]);
+    assert_eq!(assistant_texts(&obs["second"]), ["Your name is Ada."]);
+    let (first, second) = (result(&obs["first"]), result(&obs["second"]));
+    assert_eq!(first["subtype"], "success");
+    assert_eq!(second["subtype"], "success");
+    assert_eq!(second["result"], "Your name is Ada.");
+    assert!(is_uuid(first["session_id"].as_str().unwrap()));
+    assert_eq!(second["session_id"], first["session_id"], "resuming goes on in the same session");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    assert!(!in_order(&transcript(&bodies[0]), &[("assistant", "Nice to meet you")]));
+    let history = transcript(&bodies[1]);
+    assert!(
+        in_order(
+            &history,
+            &[
+                ("user", "My name is Ada. Please remember it."),
+                ("assistant", "Nice to meet you, Ada."),
+                ("user", "What is my name?")
+            ]
+        ),
+        "{history:#?}"
+    );
+}
+
+#[test]
+fn in_order_finds_fragments_in_order() {
+    let history = [("user".to_owned(), "one two".to_owned()), ("assistant".to_owned(), "three".to_owned())];
+    assert!(in_order(&history, &[("user", "one"), ("user", "two"), ("assistant", "three")]));
+    assert!(!in_order(&history, &[("user", "two"), ("user", "one")]));
+    assert!(!in_order(&history, &[("assistant", "three"), ("user", "one")]));
+    assert!(!in_order(&history, &[("user", "three")]));
+}
+
+#[test]
+fn uuids_are_recognised() {
+    assert!(is_uuid("4bdf8843-6342-492b-befa-479c5e1777ac"));
+    assert!(!is_uuid("run-1"));
+    assert!(!is_uuid("4bdf8843-6342-492b-befa-479c5e1777ag"));
+}
