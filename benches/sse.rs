@@ -181,7 +181,7 @@ fn reply_and_assemble(bytes: &'static [u8]) -> usize {
             let Some(read) = reply::read(&mut reply, &mut assembler, &mut note).await else { break };
             read.unwrap();
             for seen in steps.take() {
-                if let Seen::Text(text) = seen {
+                if let Seen::Text { text, .. } = seen {
                     shown += black_box(text).len();
                 }
             }

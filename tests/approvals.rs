@@ -305,3 +305,25 @@ async fn concurrent_calls_are_asked_one_at_a_time() {
     assert_eq!(results(&run.outcome.messages).len(), 3);
     assert!(results(&run.outcome.messages).iter().all(|(_, text, is_error)| !is_error && text == "     1\talpha\n"));
 }
+
+/// An approval with a changed input (the SDK's `updatedInput`) runs the call with it, judged
+/// again: a deny rule still refuses the changed call, and nobody is asked twice.
+#[tokio::test]
+async fn an_allowed_change_runs_the_changed_input_and_deny_rules_still_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        scenario(json!({"deny": ["Write(secret.txt)"]}), vec![vec![write("w1", "b.txt")], vec![write("w2", "c.txt")]]);
+    let approver = Scripted::new([
+        Approval::AllowChanged { input: json!({"file_path": "b.txt", "content": "changed\n"}) },
+        Approval::AllowChanged { input: json!({"file_path": "secret.txt", "content": "leak\n"}) },
+    ]);
+    let run = run_with(&s, dir.path(), approver.clone()).await;
+    assert_eq!(run.outcome.terminal.as_str(), "completed");
+    assert_eq!(approver.asked().len(), 2);
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "changed\n");
+    assert!(!dir.path().join("secret.txt").exists(), "the deny rule holds for the changed call");
+    assert!(!dir.path().join("c.txt").exists(), "the model's own input did not run");
+    let r = results(&run.outcome.messages);
+    assert_eq!((r[0].0.as_str(), r[0].2), ("w1", false));
+    assert_eq!(r[1], ("w2".into(), "Permission to use Write was denied by the rule `Write(secret.txt)`.".into(), true));
+}

@@ -503,3 +503,24 @@ fn uuids_are_recognised() {
     assert!(!is_uuid("run-1"));
     assert!(!is_uuid("4bdf8843-6342-492b-befa-479c5e1777ag"));
 }
+
+/// (g) `include_partial_messages=True`: `StreamEvent`s carry the reply's text deltas between
+/// `message_start` and `message_stop`, and they add up to the assistant message's text.
+#[test]
+fn partial_messages_stream_the_text() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("Hello there, from a streamed reply!")]);
+    let obs = run_script("partial.py", &mock, &dirs);
+    assert_eq!(obs["result"], "success", "{obs:#}");
+    assert_eq!(obs["texts"], json!(["Hello there, from a streamed reply!"]));
+    let events = obs["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"message_start"), "{events:#?}");
+    assert!(kinds.contains(&"message_stop"), "{kinds:?}");
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta")
+        .map(|e| e["delta"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "Hello there, from a streamed reply!");
+}

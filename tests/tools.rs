@@ -43,7 +43,7 @@ async fn a_tool_starts_before_the_reply_ends() {
     let last_text = run
         .events
         .iter()
-        .rposition(|e| matches!(e, EngineEvent::TextDelta(t) if long_text.contains(t.as_str())))
+        .rposition(|e| matches!(e, EngineEvent::TextDelta { text: t, .. } if long_text.contains(t.as_str())))
         .unwrap();
     let reply_done = position(&|e| matches!(e, EngineEvent::Transition(r) if r.edge == "consume.tools"));
     assert!(started < last_text, "the Read started at event {started}, after the last text delta {last_text}");

@@ -42,6 +42,10 @@ pub struct CliSink {
     pub model: String,
     /// In stream-json, leave out the prompt's own user line (the Claude Agent SDK sent it).
     pub skip_prompt_line: bool,
+    /// In stream-json, also print the reply as it streams (`--include-partial-messages`):
+    /// `stream_event` lines with `message_start`, each text and thinking delta with its block
+    /// index, and `message_stop`.
+    pub partial_messages: bool,
     /// The trace is pretty and written to stderr: its tool lines share the screen with the
     /// model's text.
     pub pretty_trace_on_stderr: bool,
@@ -69,6 +73,7 @@ impl CliSink {
             session_id,
             model: String::new(),
             skip_prompt_line: false,
+            partial_messages: false,
             pretty_trace_on_stderr: false,
             stdout,
             api_ms: Arc::default(),
@@ -119,6 +124,12 @@ impl CliSink {
     fn stream_json(&self, value: Value) {
         self.stdout.line(&value.to_string());
     }
+
+    /// A `stream_event` line wrapping `event`.
+    fn stream_event(&self, event: Value) {
+        self.stream_json(json!({"type": "stream_event", "event": event, "session_id": self.session_id,
+            "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()}));
+    }
 }
 
 impl EventSink for CliSink {
@@ -126,6 +137,10 @@ impl EventSink for CliSink {
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
+                if self.partial_messages && record.to == "Consume" {
+                    self.stream_event(json!({"type": "message_start", "message": {"type": "message",
+                        "role": "assistant", "model": self.model, "content": []}}));
+                }
                 let calling = |state: &str| state == "Request" || state == "Consume";
                 match (calling(record.from), calling(record.to), self.api_since) {
                     (false, true, _) => self.api_since = Some(record.t_ms),
@@ -146,7 +161,15 @@ impl EventSink for CliSink {
                     self.trace = None;
                 }
             }
-            EngineEvent::TextDelta(text) if self.format == OutputFormat::Text => {
+            EngineEvent::TextDelta { index, text } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": text}}));
+            }
+            EngineEvent::ThinkingDelta { index, thinking } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": thinking}}));
+            }
+            EngineEvent::TextDelta { text, .. } if self.format == OutputFormat::Text => {
                 self.emit(|t, out| t.delta(out, text));
             }
             EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
@@ -159,6 +182,9 @@ impl EventSink for CliSink {
                 self.skip_prompt_line = false;
             }
             EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
+                if self.partial_messages && message.role == Role::Assistant {
+                    self.stream_event(json!({"type": "message_stop"}));
+                }
                 let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
                     "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()});
                 if message.role == Role::Assistant {

@@ -228,6 +228,8 @@ pub struct RunSpec {
     pub session: Session,
     /// The tools offered to the model.
     pub tools: Registry,
+    /// `--include-partial-messages`.
+    pub partial_messages: bool,
 }
 
 /// Run `agentloop run`.
@@ -277,6 +279,7 @@ pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, Strin
     if let Some(names) = &args.tools {
         spec.tools = tool_subset(names)?;
     }
+    spec.partial_messages = args.include_partial_messages;
     spec.options.table = table;
     spec.options.validate()?;
     if let Some(settings) = &args.settings {
@@ -319,6 +322,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         prompt: String::new(),
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         tools: Registry::standard(),
+        partial_messages: false,
         cwd,
         options,
         model: Arc::new(model),
@@ -446,6 +450,7 @@ pub fn spec_for_scenario(
         prompt: scenario.prompt.clone(),
         session: Session::in_memory(id, cwd.clone()),
         tools: Registry::standard(),
+        partial_messages: false,
         cwd,
         options,
         model: scripted.clone(),
@@ -494,6 +499,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
     let stdout = Stdout::new();
     let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
     sink.model = spec.options.model.clone();
+    sink.partial_messages = spec.format == OutputFormat::StreamJson && spec.partial_messages;
     let api_ms = sink.api_ms.clone();
     // The pretty trace already shows each tool's start and end; don't print them twice.
     sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);

@@ -24,10 +24,20 @@ use crate::protocol::Message;
 pub enum EngineEvent {
     /// The machine took an edge.
     Transition(TraceRecord),
-    /// Model text arrived.
-    TextDelta(String),
-    /// Model thinking arrived.
-    ThinkingDelta(String),
+    /// Model text arrived for block `index` of the reply.
+    TextDelta {
+        /// The reply's content block the text extends.
+        index: usize,
+        /// The text.
+        text: String,
+    },
+    /// Model thinking arrived for block `index` of the reply.
+    ThinkingDelta {
+        /// The reply's content block the thinking extends.
+        index: usize,
+        /// The thinking.
+        thinking: String,
+    },
     /// A message was appended to the conversation.
     Message(Message),
     /// The Stop hooks of an end of turn start running.
@@ -102,9 +112,11 @@ enum Wire<'a> {
         record: &'a TraceRecord,
     },
     TextDelta {
+        index: usize,
         text: &'a str,
     },
     ThinkingDelta {
+        index: usize,
         thinking: &'a str,
     },
     Message {
@@ -160,8 +172,8 @@ impl Serialize for EngineEvent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let wire = match self {
             EngineEvent::Transition(record) => Wire::Transition { record },
-            EngineEvent::TextDelta(text) => Wire::TextDelta { text },
-            EngineEvent::ThinkingDelta(thinking) => Wire::ThinkingDelta { thinking },
+            EngineEvent::TextDelta { index, text } => Wire::TextDelta { index: *index, text },
+            EngineEvent::ThinkingDelta { index, thinking } => Wire::ThinkingDelta { index: *index, thinking },
             EngineEvent::Message(message) => Wire::Message { message },
             EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
             EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
@@ -217,7 +229,10 @@ mod tests {
 
     #[test]
     fn events_serialize_as_tagged_json_lines() {
-        assert_eq!(line(&EngineEvent::TextDelta("Hel".into())), r#"{"type":"text_delta","text":"Hel"}"#);
+        assert_eq!(
+            line(&EngineEvent::TextDelta { index: 0, text: "Hel".into() }),
+            r#"{"type":"text_delta","index":0,"text":"Hel"}"#
+        );
         let started = EngineEvent::ToolStarted {
             id: "toolu_1".into(),
             name: "Read".into(),

@@ -11,10 +11,20 @@ use crate::protocol::ApiErrorBody;
 /// One thing a read changed that the engine acts on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Seen {
-    /// Text appended to the reply (consecutive pieces joined).
-    Text(String),
-    /// Thinking appended (consecutive pieces joined).
-    Thinking(String),
+    /// Text appended to block `index` (consecutive pieces of one block joined).
+    Text {
+        /// Block index.
+        index: usize,
+        /// The text.
+        text: String,
+    },
+    /// Thinking appended to block `index` (consecutive pieces of one block joined).
+    Thinking {
+        /// Block index.
+        index: usize,
+        /// The thinking.
+        text: String,
+    },
     /// Block `index` is complete.
     BlockDone(usize),
     /// `message_stop` arrived.
@@ -34,13 +44,13 @@ impl ReplySteps {
     pub fn note(&mut self, step: Step<'_>) {
         match step {
             Step::Quiet => {}
-            Step::Text { text, .. } => match self.seen.last_mut() {
-                Some(Seen::Text(joined)) => join(joined, &text),
-                _ => self.seen.push(Seen::Text(text.into_owned())),
+            Step::Text { index, text } => match self.seen.last_mut() {
+                Some(Seen::Text { index: last, text: joined }) if *last == index => join(joined, &text),
+                _ => self.seen.push(Seen::Text { index, text: text.into_owned() }),
             },
-            Step::Thinking { text } => match self.seen.last_mut() {
-                Some(Seen::Thinking(joined)) => join(joined, &text),
-                _ => self.seen.push(Seen::Thinking(text.into_owned())),
+            Step::Thinking { index, text } => match self.seen.last_mut() {
+                Some(Seen::Thinking { index: last, text: joined }) if *last == index => join(joined, &text),
+                _ => self.seen.push(Seen::Thinking { index, text: text.into_owned() }),
             },
             Step::BlockDone(index) => self.seen.push(Seen::BlockDone(index)),
             Step::Stopped => self.seen.push(Seen::Stopped),
@@ -73,8 +83,8 @@ mod tests {
     fn consecutive_pieces_join_and_everything_else_keeps_its_place() {
         let mut steps = ReplySteps::default();
         for step in [
-            Step::Thinking { text: Cow::Borrowed("hm") },
-            Step::Thinking { text: Cow::Owned("m".into()) },
+            Step::Thinking { index: 0, text: Cow::Borrowed("hm") },
+            Step::Thinking { index: 0, text: Cow::Owned("m".into()) },
             Step::Quiet,
             Step::Text { index: 1, text: Cow::Borrowed("a") },
             Step::Text { index: 1, text: Cow::Borrowed("b") },
@@ -88,10 +98,10 @@ mod tests {
         assert_eq!(
             seen,
             [
-                Seen::Thinking("hmm".into()),
-                Seen::Text("ab".into()),
+                Seen::Thinking { index: 0, text: "hmm".into() },
+                Seen::Text { index: 1, text: "ab".into() },
                 Seen::BlockDone(1),
-                Seen::Text("c".into()),
+                Seen::Text { index: 2, text: "c".into() },
                 Seen::Stopped
             ]
         );

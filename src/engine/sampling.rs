@@ -244,8 +244,8 @@ and nothing is left to compact",
             };
             for seen in steps.take() {
                 match seen {
-                    Seen::Text(text) => ctx.emit(EngineEvent::TextDelta(text)),
-                    Seen::Thinking(text) => ctx.emit(EngineEvent::ThinkingDelta(text)),
+                    Seen::Text { index, text } => ctx.emit(EngineEvent::TextDelta { index, text }),
+                    Seen::Thinking { index, text } => ctx.emit(EngineEvent::ThinkingDelta { index, thinking: text }),
                     Seen::BlockDone(index) if self.st.options.stream_tools => {
                         if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
                             for event in executor.add(ToolCall { id, name, input }) {

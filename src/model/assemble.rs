@@ -33,8 +33,10 @@ pub enum Step<'a> {
         /// The appended text.
         text: Cow<'a, str>,
     },
-    /// Thinking text appended.
+    /// Thinking text appended to block `index`.
     Thinking {
+        /// Block index.
+        index: usize,
         /// The appended thinking.
         text: Cow<'a, str>,
     },
@@ -333,7 +335,7 @@ impl Assembler {
 pub fn piece_step(index: usize, kind: TextKind, piece: Cow<'_, str>) -> Step<'_> {
     match kind {
         TextKind::Text => Step::Text { index, text: piece },
-        TextKind::Thinking => Step::Thinking { text: piece },
+        TextKind::Thinking => Step::Thinking { index, text: piece },
         TextKind::InputJson => Step::Quiet,
     }
 }
@@ -433,7 +435,10 @@ mod tests {
         assert_eq!(a.push(ev(json!({"type":"content_block_stop","index":0}))).unwrap(), Step::BlockDone(0));
         // A piece for a block that already stopped still lands in it.
         assert_eq!(a.push_text(0, TextKind::Text, "!").unwrap(), Step::Text { index: 0, text: Cow::Borrowed("!") });
-        assert_eq!(a.push_text(2, TextKind::Thinking, "f").unwrap(), Step::Thinking { text: Cow::Borrowed("f") });
+        assert_eq!(
+            a.push_text(2, TextKind::Thinking, "f").unwrap(),
+            Step::Thinking { index: 2, text: Cow::Borrowed("f") }
+        );
         let done = a.finish();
         assert_eq!(
             done.content,

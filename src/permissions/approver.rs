@@ -40,6 +40,13 @@ pub struct ApprovalRequest {
 pub enum Approval {
     /// Run this call; ask again next time.
     AllowOnce,
+    /// Run this call with `input` instead of the model's (the Claude Agent SDK's
+    /// `updatedInput`); ask again next time. The changed call is judged again: a deny rule or
+    /// plan mode still refuses it, and a path outside the working directory still needs a rule.
+    AllowChanged {
+        /// The input the call runs with.
+        input: Value,
+    },
     /// Run this call and allow `rule` for the rest of the session: later calls it covers run
     /// without asking (deny rules still win; plan mode still refuses calls that change
     /// anything). A rule that does not parse allows this call once, with a warning.

@@ -7,8 +7,8 @@
 //!   takes one rule per answer, and the SDK sends one).
 //! - `{"behavior": "deny", "message": …}` gives the model `message` as the call's error, and
 //!   with `"interrupt": true` also ends the prompt (`aborted_tools`).
-//! - An `updatedInput` that differs from the call's input is refused: the call runs as the
-//!   model wrote it or not at all (a changed input would need a fresh permission decision).
+//! - An `updatedInput` that differs from the call's input runs the call with it
+//!   ([`Approval::AllowChanged`]); the changed call is judged again by the permission rules.
 //! - An error answer (no callback, an exception) denies the call, saying why.
 
 use std::sync::Arc;
@@ -74,14 +74,8 @@ pub fn approval(request: &ApprovalRequest, answer: Result<Value, String>) -> App
     };
     match response.get("behavior").and_then(Value::as_str) {
         Some("allow") => {
-            if response.get("updatedInput").is_some_and(|u| *u != request.input) {
-                return Approval::Deny {
-                    message: format!(
-                        "The SDK allowed {} with a changed input, which agentloop does not run: it runs a call as \
-the model wrote it or not at all.",
-                        request.tool
-                    ),
-                };
+            if let Some(input) = response.get("updatedInput").filter(|u| **u != request.input && u.is_object()) {
+                return Approval::AllowChanged { input: input.clone() };
             }
             let granted = response
                 .get("updatedPermissions")
@@ -177,7 +171,7 @@ mod tests {
                     .into()
             }
         );
-        let changed = json!({"behavior": "allow", "updatedInput": {"command": "rm -rf /"}});
-        assert!(matches!(approval(&r, Ok(changed)), Approval::Deny { .. }));
+        let changed = json!({"behavior": "allow", "updatedInput": {"command": "git commit -m y"}});
+        assert_eq!(approval(&r, Ok(changed)), Approval::AllowChanged { input: json!({"command": "git commit -m y"}) });
     }
 }

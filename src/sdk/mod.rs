@@ -106,6 +106,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 let mut sink = CliSink::new(None, OutputFormat::StreamJson, current.id.to_string(), stdout.clone());
                 sink.model = options.model.clone();
                 sink.skip_prompt_line = true;
+                sink.partial_messages = flags.include_partial_messages;
                 let api_ms = sink.api_ms.clone();
                 let run_options = options.clone();
                 running = Some(Box::pin(async move {

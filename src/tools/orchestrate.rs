@@ -141,12 +141,28 @@ impl Toolbox {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let mut decision = self.policy.decide(tool.as_ref(), &call.input);
+        let mut changed = None;
         if let Decision::Ask { .. } = decision {
             decision = match self.ask(call, tool.as_ref(), &ctx.cancel, warnings, approval).await {
                 Ok(decision) => decision,
                 Err(refusal) => return refusal,
             };
+            if let Some(answer) = approval.as_deref()
+                && let Approval::AllowChanged { input } = &answer.1
+            {
+                // The person approved this input: judged again, it may still be refused, but
+                // it is not asked about a second time.
+                decision = match self.policy.decide(tool.as_ref(), input) {
+                    Decision::Ask { .. } => Decision::ALLOW,
+                    judged => judged,
+                };
+                changed = Some(input.clone());
+            }
         }
+        let call: std::borrow::Cow<'_, ToolCall> = match changed {
+            Some(input) => std::borrow::Cow::Owned(ToolCall { input, ..call.clone() }),
+            None => std::borrow::Cow::Borrowed(call),
+        };
         match decision {
             Decision::Allow { outside, guard_git } => {
                 ctx.allow_outside = outside;
@@ -215,7 +231,7 @@ impl Toolbox {
         };
         tracing::debug!(tool = %call.name, id = %call.id, ?answer, "approval");
         let decided = match &answer {
-            Approval::AllowOnce => Ok(Decision::ALLOW),
+            Approval::AllowOnce | Approval::AllowChanged { .. } => Ok(Decision::ALLOW),
             Approval::AllowForSession { rule } => {
                 if let Err(e) = self.policy.grant(rule) {
                     warnings.push(format!("{e}; the call of {} {} was allowed once", call.name, call.id));
