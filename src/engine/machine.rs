@@ -85,7 +85,13 @@ impl Ctx {
 
     /// The environment hooks run in.
     pub fn hook_env(&self, run_id: &str) -> HookEnv {
-        HookEnv { session_id: run_id.to_owned(), cwd: self.deps.cwd.clone(), shell_env: self.deps.shell_env.clone() }
+        HookEnv {
+            session_id: run_id.to_owned(),
+            cwd: self.deps.cwd.clone(),
+            shell_env: self.deps.shell_env.clone(),
+            transcript_path: self.transcript.path().map(std::path::Path::to_path_buf),
+            permission_mode: self.deps.policy.mode().as_str(),
+        }
     }
 }
 

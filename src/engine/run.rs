@@ -136,6 +136,8 @@ pub async fn run_prompt(
             session_id: st.options.run_id.clone(),
             cwd: deps.cwd.clone(),
             shell_env: deps.shell_env.clone(),
+            transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
+            permission_mode: deps.policy.mode().as_str(),
         },
         policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
         result_cap: st.options.tool_result_cap,

@@ -71,6 +71,11 @@ impl TranscriptLog {
         TranscriptLog { writer }
     }
 
+    /// The transcript file, while it is written.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.writer.as_ref().map(TranscriptWriter::path)
+    }
+
     /// Give the writer back (after the prompt).
     pub fn into_writer(self) -> Option<TranscriptWriter> {
         self.writer

@@ -242,7 +242,9 @@ impl Hooks for CommandHooks {
             let hooks = self.table.stop.iter().flat_map(|g| &g.hooks).collect();
             let input = json!({
                 "session_id": env.session_id,
+                "transcript_path": env.transcript_path,
                 "cwd": cwd_text(env),
+                "permission_mode": env.permission_mode,
                 "hook_event_name": Event::Stop.name(),
                 "stop_hook_active": stop_hook_active,
             });
@@ -262,7 +264,9 @@ impl Hooks for CommandHooks {
             let hooks = matching(&self.table.pre_tool_use, tool_name);
             let input = json!({
                 "session_id": env.session_id,
+                "transcript_path": env.transcript_path,
                 "cwd": cwd_text(env),
+                "permission_mode": env.permission_mode,
                 "hook_event_name": Event::PreToolUse.name(),
                 "tool_name": tool_name,
                 "tool_input": input,
@@ -286,7 +290,9 @@ impl Hooks for CommandHooks {
             let hooks = matching(&self.table.post_tool_use, tool_name);
             let input = json!({
                 "session_id": env.session_id,
+                "transcript_path": env.transcript_path,
                 "cwd": cwd_text(env),
+                "permission_mode": env.permission_mode,
                 "hook_event_name": Event::PostToolUse.name(),
                 "tool_name": tool_name,
                 "tool_input": input,

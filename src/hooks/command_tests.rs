@@ -114,14 +114,17 @@ async fn stdin_carries_stop_hook_active() {
 #[tokio::test]
 async fn inputs_are_the_documented_json() {
     let (dir, env) = setup();
+    let env = HookEnv { transcript_path: Some(dir.path().join("s1.jsonl")), permission_mode: "plan", ..env };
     let cwd = dir.path().to_str().unwrap();
+    let transcript = dir.path().join("s1.jsonl");
     let read_input =
         || serde_json::from_str::<Value>(&std::fs::read_to_string(dir.path().join("in")).unwrap()).unwrap();
 
     stop_hooks(&["cat > in"]).stop(&env, true).await;
     assert_eq!(
         read_input(),
-        json!({"session_id": "s1", "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": true})
+        json!({"session_id": "s1", "transcript_path": transcript, "cwd": cwd, "permission_mode": "plan",
+               "hook_event_name": "Stop", "stop_hook_active": true})
     );
 
     let h = hooks(json!({
@@ -132,13 +135,15 @@ async fn inputs_are_the_documented_json() {
     h.pre_tool_use(&env, "Bash", "toolu_1", &tool_input).await;
     assert_eq!(
         read_input(),
-        json!({"session_id": "s1", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        json!({"session_id": "s1", "transcript_path": transcript, "cwd": cwd, "permission_mode": "plan",
+               "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"})
     );
     h.post_tool_use(&env, "Bash", "toolu_1", &tool_input, "a\nb\n", true).await;
     assert_eq!(
         read_input(),
-        json!({"session_id": "s1", "cwd": cwd, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        json!({"session_id": "s1", "transcript_path": transcript, "cwd": cwd, "permission_mode": "plan",
+               "hook_event_name": "PostToolUse", "tool_name": "Bash",
                "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1", "tool_response": "a\nb\n",
                "tool_response_is_error": true})
     );

@@ -57,13 +57,23 @@ pub struct HookEnv {
     pub cwd: std::path::PathBuf,
     /// The environment hook commands run with (no model credentials, no secrets).
     pub shell_env: Arc<ShellEnv>,
+    /// The session's transcript, when it is written (`transcript_path` in the hook input).
+    pub transcript_path: Option<std::path::PathBuf>,
+    /// The permission mode in force (`permission_mode` in the hook input).
+    pub permission_mode: &'static str,
 }
 
 impl HookEnv {
     /// The environment of session `session_id` in `cwd`, with the default shell environment
     /// ([`ShellEnv::inherited_default`]).
     pub fn new(session_id: impl Into<String>, cwd: impl Into<std::path::PathBuf>) -> Self {
-        HookEnv { session_id: session_id.into(), cwd: cwd.into(), shell_env: ShellEnv::inherited_default() }
+        HookEnv {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            shell_env: ShellEnv::inherited_default(),
+            transcript_path: None,
+            permission_mode: "default",
+        }
     }
 }
 

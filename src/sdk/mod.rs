@@ -251,3 +251,88 @@ fn register_callbacks(table: &mut HookTable, hooks: &Value) -> Result<(), String
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::reason::TerminalReason;
+    use crate::engine::state::UsageTotals;
+
+    /// The recorded Claude Code frame of `type` (and `subtype`, for system frames).
+    fn recorded(kind: &str, subtype: Option<&str>) -> Value {
+        let path =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/claude-code-protocol/cli-to-sdk.stdout.jsonl");
+        let text = std::fs::read_to_string(path).expect("the shared fixtures are checked out beside the repository");
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|f| f["type"] == kind && subtype.is_none_or(|s| f["subtype"] == s))
+            .unwrap_or_else(|| panic!("no recorded {kind} frame"))
+    }
+
+    /// Every key of `keys` is in both the recorded frame and ours, with the same JSON type.
+    fn shares(ours: &Value, theirs: &Value, keys: &[&str]) {
+        for key in keys {
+            let (a, b) = (&ours[key], &theirs[key]);
+            assert!(!theirs.get(key).is_none(), "the recording has no `{key}`");
+            assert!(!ours.get(key).is_none(), "ours has no `{key}`: {ours}");
+            let kind = |v: &Value| std::mem::discriminant(v);
+            let both_numbers = a.is_number() && b.is_number();
+            assert!(both_numbers || kind(a) == kind(b), "`{key}`: ours {a}, recorded {b}");
+        }
+    }
+
+    /// `system/init` and `result` carry the keys Claude Code's do that the SDK reads, with the
+    /// same JSON types.
+    #[test]
+    fn our_frames_carry_the_recorded_frames_keys() {
+        let init = system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default");
+        let keys = [
+            "type",
+            "subtype",
+            "session_id",
+            "uuid",
+            "cwd",
+            "model",
+            "tools",
+            "mcp_servers",
+            "permissionMode",
+            "claude_code_version",
+            "apiKeySource",
+            "slash_commands",
+            "output_style",
+        ];
+        shares(&init, &recorded("system", Some("init")), &keys);
+
+        let outcome = RunOutcome {
+            terminal: TerminalReason::Completed,
+            error: None,
+            messages: Vec::new(),
+            final_text: "Done.".into(),
+            usage: UsageTotals::default(),
+            model_calls: 2,
+            cost_usd: 0.01,
+            turns: 2,
+            trace: Vec::new(),
+        };
+        let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
+        let keys = [
+            "type",
+            "subtype",
+            "duration_ms",
+            "duration_api_ms",
+            "is_error",
+            "num_turns",
+            "session_id",
+            "result",
+            "total_cost_usd",
+            "usage",
+            "stop_reason",
+            "uuid",
+            "permission_denials",
+            "terminal_reason",
+        ];
+        shares(&result, &recorded("result", None), &keys);
+        assert_eq!(result["stop_reason"], "end_turn");
+        assert_eq!(result["subtype"], "success");
+    }
+}
