@@ -21,5 +21,9 @@ fn main() -> ExitCode {
             return ExitCode::from(agentloop::cli::EXIT_INTERNAL);
         }
     };
-    runtime.block_on(agentloop::cli::main(cli))
+    let code = runtime.block_on(agentloop::cli::main(cli));
+    // A blocking read of stdin (the SDK mode's reader) may still wait for input nobody will
+    // send: do not wait for it on the way out.
+    runtime.shutdown_background();
+    code
 }

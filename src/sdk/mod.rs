@@ -80,6 +80,11 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let mut running: Option<Running> = None;
     let mut cancel = CancellationToken::new();
     let mut failed = false;
+    // A signal ends the current prompt through its abort edges (its tools' process groups are
+    // killed, its transcript stays consistent) and drops the prompts not yet started; a second
+    // one exits at once.
+    let mut signals = crate::cli::interrupt::Signals::install().ok();
+    let mut stopped: Option<crate::cli::interrupt::Stop> = None;
 
     loop {
         if running.is_none() {
@@ -119,6 +124,18 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             }
         }
         tokio::select! {
+            signal = async { signals.as_mut().expect("guarded").next().await }, if signals.is_some() => {
+                if stopped.is_some() {
+                    crate::process_group::kill_all();
+                    return signal.exit_code();
+                }
+                stderr_line(&format!("agentloop: {}", signal.describe()));
+                stopped = Some(signal);
+                cancel.cancel();
+                queue.clear();
+                input_open = false;
+                controller.close();
+            }
             frame = rx.recv(), if input_open => match frame {
                 None => {
                     input_open = false;
@@ -183,7 +200,11 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             }
         }
     }
-    if failed { EXIT_INTERNAL } else { 0 }
+    match (failed, stopped) {
+        (true, _) => EXIT_INTERNAL,
+        (false, Some(signal)) => signal.exit_code(),
+        (false, None) => 0,
+    }
 }
 
 /// Read stdin line by line into frames; `None` (the channel closing) means EOF.
