@@ -49,7 +49,7 @@ impl Policy {
         if let Some(rule) = self.matching(tool, &self.ask, &analysis) {
             return self.ask(tool, format!("the rule `{}` asks for it", rule.as_str()), None);
         }
-        if self.mode != Mode::Plan && self.allowed_by(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any)) {
+        if self.mode() != Mode::Plan && self.allowed_by(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any)) {
             return Decision::ALLOW;
         }
         let mut guard_git = false;
@@ -66,7 +66,7 @@ impl Policy {
                 break;
             }
             match self.approve(tool, cmd, &analysis, &read_only) {
-                Approval::Rule if self.mode == Mode::Plan => {
+                Approval::Rule if self.mode() == Mode::Plan => {
                     refusal = Some(format!("`{}` is not proven read-only", display(cmd)));
                 }
                 Approval::Rule => {}
@@ -74,7 +74,7 @@ impl Policy {
                 Approval::No(why) => refusal = Some(why),
             }
         }
-        match (refusal, self.mode) {
+        match (refusal, self.mode()) {
             (None, _) => Decision::Allow { outside: false, guard_git },
             (Some(_), Mode::BypassPermissions) => Decision::ALLOW,
             (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message(tool))),

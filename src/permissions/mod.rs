@@ -183,10 +183,34 @@ impl ReadDeny {
     }
 }
 
+/// The permission mode in force, shared by every clone of a [`Policy`]: a change (the Claude
+/// Agent SDK's `set_permission_mode`) applies at once, to the calls of a run already going.
+#[derive(Debug, Clone, Default)]
+struct SharedMode(Arc<std::sync::atomic::AtomicU8>);
+
+impl SharedMode {
+    const MODES: [Mode; 4] = [Mode::Default, Mode::AcceptEdits, Mode::Plan, Mode::BypassPermissions];
+
+    fn new(mode: Mode) -> SharedMode {
+        let shared = SharedMode::default();
+        shared.set(mode);
+        shared
+    }
+
+    fn get(&self) -> Mode {
+        Self::MODES[usize::from(self.0.load(std::sync::atomic::Ordering::Relaxed))]
+    }
+
+    fn set(&self, mode: Mode) {
+        let index = Self::MODES.iter().position(|m| *m == mode).expect("every mode is listed");
+        self.0.store(index as u8, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The permission policy of a run.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    mode: Mode,
+    mode: SharedMode,
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     ask: Vec<Rule>,
@@ -207,7 +231,7 @@ impl Policy {
     pub fn new(mode: Mode, cwd: PathBuf) -> Self {
         let cwd = cwd.canonicalize().unwrap_or(cwd);
         Policy {
-            mode,
+            mode: SharedMode::new(mode),
             allow: Vec::new(),
             deny: Vec::new(),
             ask: Vec::new(),
@@ -239,9 +263,14 @@ impl Policy {
     }
 
     /// The same policy in another permission mode (the SDK's `set_permission_mode`).
-    pub fn with_mode(mut self, mode: Mode) -> Self {
-        self.mode = mode;
+    pub fn with_mode(self, mode: Mode) -> Self {
+        self.set_mode(mode);
         self
+    }
+
+    /// Change the mode of this policy and of every clone of it, at once.
+    pub fn set_mode(&self, mode: Mode) {
+        self.mode.set(mode);
     }
 
     /// The same policy with `root` readable by read-only tools (the spill directory).
@@ -272,7 +301,7 @@ impl Policy {
 
     /// The mode.
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.mode.get()
     }
 
     /// What `Read(…)` deny rules hide from Grep and Glob.
@@ -310,7 +339,7 @@ impl Policy {
         if let Some(rule) = self.deny.iter().find(|r| r.applies_to(tool, kind) && covers(r)) {
             return Decision::Deny(format!("Permission to use {tool} was denied by the rule `{}`.", rule.as_str()));
         }
-        if self.mode == Mode::Plan && !read_only {
+        if self.mode.get() == Mode::Plan && !read_only {
             return plan_refusal(tool);
         }
         let allowed_by_rule = self.allowed_by(|r| r.applies_to(tool, kind) && covers(r));
@@ -337,7 +366,7 @@ impl Policy {
         }
         let edit = kind == ToolKind::EditsFiles;
         let allow = Decision::Allow { outside, guard_git: false };
-        match self.mode {
+        match self.mode.get() {
             Mode::BypassPermissions => allow,
             Mode::Plan | Mode::Default if read_only => allow,
             Mode::AcceptEdits if read_only || edit => allow,
@@ -350,7 +379,7 @@ impl Policy {
 
     /// A question for a person; in plan mode, which never asks, today's unattended denial.
     fn ask(&self, tool: &str, reason: String, suggestion: Option<String>) -> Decision {
-        if self.mode == Mode::Plan {
+        if self.mode.get() == Mode::Plan {
             return Decision::Deny(unattended_message(tool, &reason));
         }
         Decision::Ask { reason, suggestion }

@@ -218,3 +218,19 @@ fn grants_work_like_allow_rules_and_are_shared_by_clones() {
     );
     assert!(!decide(&plan, "Bash", &json!({"command": "touch x"})).is_allowed());
 }
+
+/// A mode change reaches every clone at once (the SDK's `set_permission_mode` during a run).
+#[test]
+fn a_mode_change_reaches_every_clone() {
+    let (_dir, policy) = policy(Mode::Default, &[], &[]);
+    let running = policy.clone();
+    policy.set_mode(Mode::Plan);
+    assert_eq!(running.mode(), Mode::Plan);
+    let edit = json!({"file_path": "a.txt", "old_string": "a", "new_string": "b"});
+    assert_eq!(
+        running.decide(&crate::tools::edit::Edit, &edit),
+        Decision::Deny("Edit is not allowed in plan mode: only read-only tools run.".into())
+    );
+    running.set_mode(Mode::BypassPermissions);
+    assert_eq!(policy.mode(), Mode::BypassPermissions);
+}

@@ -63,7 +63,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stdin(tx));
 
-    let RunSpec { cwd, mut options, model, mut settings, mut policy, session, tools, .. } = spec;
+    let RunSpec { cwd, mut options, model, mut settings, policy, session, tools, .. } = spec;
     let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
     // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
     let approver: Arc<dyn crate::permissions::approver::Approver> = match flags.permission_prompt_tool.as_deref() {
@@ -159,7 +159,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                         }
                         "set_permission_mode" => match request.get("mode").and_then(Value::as_str).map(str::parse::<Mode>) {
                             Some(Ok(mode)) => {
-                                policy = policy.with_mode(mode);
+                                // Shared by the running prompt's policy: it applies at once.
+                                policy.set_mode(mode);
                                 wire::success(&id, json!({}))
                             }
                             Some(Err(e)) => wire::error(&id, &e.to_string()),
