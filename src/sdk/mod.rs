@@ -33,11 +33,17 @@ use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
+use crate::engine::options::EngineOptions;
 use crate::engine::run::{RunOutcome, run_prompt};
 use crate::engine::session::Session;
 use crate::hooks::command::CommandHooks;
+use crate::hooks::settings::Settings;
 use crate::hooks::settings::{HookCommand, HookKind, HookMatcher, HookTable, ToolMatcher};
+use crate::model::Model;
 use crate::permissions::Mode;
+use crate::permissions::approver::Approver;
+use crate::permissions::{Policy, Unattended};
+use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use control::Controller;
 use wire::Inbound;
@@ -62,18 +68,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let controller = Arc::new(Controller::new(stdout.clone()));
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stdin(tx));
-
-    let RunSpec { cwd, mut options, model, mut settings, policy, session, tools, .. } = spec;
-    let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
-    // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
-    let approver: Arc<dyn crate::permissions::approver::Approver> = match flags.permission_prompt_tool.as_deref() {
-        Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
-        Some(other) => {
-            stderr_line(&format!("agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"));
-            Arc::new(crate::permissions::Unattended)
-        }
-        None => Arc::new(crate::permissions::Unattended),
-    };
+    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut input_open = true;
@@ -89,36 +84,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     loop {
         if running.is_none() {
             if let Some(prompt) = queue.pop_front() {
-                let mut current = session.take().expect("the session is back whenever no prompt runs");
+                let current = session.take().expect("the session is back whenever no prompt runs");
                 cancel = CancellationToken::new();
-                let hooks = Arc::new(CommandHooks::with_callbacks(settings.hooks.clone(), controller.clone()));
-                let deps = Deps {
-                    model: model.clone(),
-                    tools: tools.clone(),
-                    hooks,
-                    clock: Arc::new(SystemClock::new()),
-                    cancel: cancel.clone(),
-                    cwd: cwd.clone(),
-                    policy: Arc::new(policy.clone()),
-                    shell_env: shell_env.clone(),
-                    approver: approver.clone(),
-                };
-                let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-                stdout.line(
-                    &system_init(&current.id.to_string(), &cwd, &options.model, &names, policy.mode().as_str())
-                        .to_string(),
-                );
-                let mut sink = CliSink::new(None, OutputFormat::StreamJson, current.id.to_string(), stdout.clone());
-                sink.model = options.model.clone();
-                sink.skip_prompt_line = true;
-                sink.partial_messages = flags.include_partial_messages;
-                let api_ms = sink.api_ms.clone();
-                let run_options = options.clone();
-                running = Some(Box::pin(async move {
-                    let started = Instant::now();
-                    let result = run_prompt(&mut current, deps, run_options, &prompt, Box::new(sink)).await;
-                    (current, result.map_err(|e| e.to_string()), started, api_ms)
-                }));
+                running = Some(host.start(current, prompt, cancel.clone()));
             } else if !input_open {
                 break;
             }
@@ -148,56 +116,24 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     }
                 }
                 Some(Inbound::Request { id, request }) => {
-                    let answer = match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
-                        "initialize" => match register_callbacks(&mut settings.hooks, &request["hooks"]) {
-                            Ok(()) => wire::success(&id, initialize_response()),
-                            Err(message) => wire::error(&id, &message),
-                        },
-                        "interrupt" => {
-                            cancel.cancel();
-                            wire::success(&id, json!({}))
-                        }
-                        "set_permission_mode" => match request.get("mode").and_then(Value::as_str).map(str::parse::<Mode>) {
-                            Some(Ok(mode)) => {
-                                // Shared by the running prompt's policy: it applies at once.
-                                policy.set_mode(mode);
-                                wire::success(&id, json!({}))
-                            }
-                            Some(Err(e)) => wire::error(&id, &e.to_string()),
-                            None => wire::error(&id, "set_permission_mode needs a `mode`"),
-                        },
-                        "set_model" => match request.get("model") {
-                            Some(Value::String(name)) if name.starts_with("claude") => {
-                                options.model = name.clone();
-                                wire::success(&id, json!({}))
-                            }
-                            None | Some(Value::Null) => {
-                                options.model = crate::cli::run::DEFAULT_MODEL.to_owned();
-                                wire::success(&id, json!({}))
-                            }
-                            Some(other) => wire::error(&id, &format!("unknown model {other}: use a claude-… model")),
-                        },
-                        other => wire::error(&id, &format!("agentloop does not support the `{other}` control request")),
-                    };
-                    stdout.line(&answer.to_string());
+                    stdout.line(&host.answer(&id, &request, &cancel).to_string());
                 }
                 Some(Inbound::Ignored(_)) => {}
                 Some(Inbound::Bad(why)) => stderr_line(&format!("agentloop: warning: ignored a line of stdin: {why}")),
             },
             (done, result, started, api_ms) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
                 running = None;
-                session = Some(done);
                 match result {
                     Ok(outcome) => {
-                        let id = session.as_ref().map(|s| s.id.to_string()).unwrap_or_default();
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
-                        stdout.line(&result_object(&outcome, &id, started, api).to_string());
+                        stdout.line(&result_object(&outcome, &done.id.to_string(), started, api).to_string());
                     }
                     Err(e) => {
                         stderr_line(&format!("agentloop: internal error: {e}"));
                         failed = true;
                     }
                 }
+                session = Some(done);
             }
         }
     }
@@ -205,6 +141,121 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
         (true, _) => EXIT_INTERNAL,
         (false, Some(signal)) => signal.exit_code(),
         (false, None) => 0,
+    }
+}
+
+/// What every prompt of the SDK session runs with, and what the SDK's control requests
+/// change: the model, the hooks (callbacks registered by `initialize`), the permission mode.
+struct Host {
+    stdout: Stdout,
+    controller: Arc<Controller>,
+    cwd: std::path::PathBuf,
+    options: EngineOptions,
+    model: Arc<dyn Model>,
+    settings: Settings,
+    policy: Policy,
+    tools: Registry,
+    shell_env: Arc<ShellEnv>,
+    approver: Arc<dyn Approver>,
+    partial_messages: bool,
+}
+
+impl Host {
+    /// The host of `spec`'s run, and its session.
+    fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
+        let RunSpec { cwd, options, model, settings, policy, session, tools, .. } = spec;
+        // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
+        let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
+            Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
+            Some(other) => {
+                stderr_line(&format!(
+                    "agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"
+                ));
+                Arc::new(Unattended)
+            }
+            None => Arc::new(Unattended),
+        };
+        let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
+        let host = Host {
+            stdout,
+            controller,
+            cwd,
+            options,
+            model,
+            settings,
+            policy,
+            tools,
+            shell_env,
+            approver,
+            partial_messages: flags.include_partial_messages,
+        };
+        (host, session)
+    }
+
+    /// Print `system/init` and start `prompt` on `session`; the future gives the session back
+    /// with the outcome.
+    fn start(&self, mut session: Session, prompt: String, cancel: CancellationToken) -> Running {
+        let deps = Deps {
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            hooks: Arc::new(CommandHooks::with_callbacks(self.settings.hooks.clone(), self.controller.clone())),
+            clock: Arc::new(SystemClock::new()),
+            cancel,
+            cwd: self.cwd.clone(),
+            policy: Arc::new(self.policy.clone()),
+            shell_env: self.shell_env.clone(),
+            approver: self.approver.clone(),
+        };
+        let id = session.id.to_string();
+        let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
+        let init = system_init(&id, &self.cwd, &self.options.model, &names, self.policy.mode().as_str());
+        self.stdout.line(&init.to_string());
+        let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
+        sink.model = self.options.model.clone();
+        sink.skip_prompt_line = true;
+        sink.partial_messages = self.partial_messages;
+        let api_ms = sink.api_ms.clone();
+        let options = self.options.clone();
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = run_prompt(&mut session, deps, options, &prompt, Box::new(sink)).await;
+            (session, result.map_err(|e| e.to_string()), started, api_ms)
+        })
+    }
+
+    /// The answer to the SDK's control request `id`; `cancel` is the running prompt's.
+    fn answer(&mut self, id: &str, request: &Value, cancel: &CancellationToken) -> Value {
+        match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
+            "initialize" => match register_callbacks(&mut self.settings.hooks, &request["hooks"]) {
+                Ok(()) => wire::success(id, initialize_response()),
+                Err(message) => wire::error(id, &message),
+            },
+            "interrupt" => {
+                cancel.cancel();
+                wire::success(id, json!({}))
+            }
+            "set_permission_mode" => match request.get("mode").and_then(Value::as_str).map(str::parse::<Mode>) {
+                Some(Ok(mode)) => {
+                    // Shared by the running prompt's policy: it applies at once.
+                    self.policy.set_mode(mode);
+                    wire::success(id, json!({}))
+                }
+                Some(Err(e)) => wire::error(id, &e.to_string()),
+                None => wire::error(id, "set_permission_mode needs a `mode`"),
+            },
+            "set_model" => match request.get("model") {
+                Some(Value::String(name)) if name.starts_with("claude") => {
+                    self.options.model = name.clone();
+                    wire::success(id, json!({}))
+                }
+                None | Some(Value::Null) => {
+                    self.options.model = crate::cli::run::DEFAULT_MODEL.to_owned();
+                    wire::success(id, json!({}))
+                }
+                Some(other) => wire::error(id, &format!("unknown model {other}: use a claude-… model")),
+            },
+            other => wire::error(id, &format!("agentloop does not support the `{other}` control request")),
+        }
     }
 }
 
