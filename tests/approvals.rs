@@ -327,3 +327,45 @@ async fn an_allowed_change_runs_the_changed_input_and_deny_rules_still_hold() {
     assert_eq!((r[0].0.as_str(), r[0].2), ("w1", false));
     assert_eq!(r[1], ("w2".into(), "Permission to use Write was denied by the rule `Write(secret.txt)`.".into(), true));
 }
+
+/// A scenario whose settings carry `hooks` as well as permissions.
+fn scenario_with_hooks(permissions: Value, hooks: Value, replies: Vec<Vec<Value>>) -> Scenario {
+    let mut responses: Vec<Value> = replies.into_iter().map(|content| json!({"content": content})).collect();
+    responses.push(json!({"content": [{"type": "text", "text": "done"}]}));
+    let doc = json!({"prompt": "go", "files": {"a.txt": "alpha\n"},
+        "settings": {"permissions": permissions, "hooks": hooks}, "responses": responses});
+    Scenario::parse("test.json", &doc.to_string()).unwrap()
+}
+
+fn pre_hook(matcher: &str, decision: &str) -> Value {
+    let output = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision,
+        "permissionDecisionReason": format!("the hook says {decision}")}});
+    json!({"PreToolUse": [{"matcher": matcher, "hooks": [{"type": "command", "command": format!("echo '{output}'")}]}]})
+}
+
+/// A PreToolUse hook's `permissionDecision`: `allow` runs a call nobody was asked about,
+/// `ask` puts an allowed call to the approver, and a deny rule beats a hook's `allow`.
+#[tokio::test]
+async fn hook_permission_decisions_settle_or_raise_questions_and_deny_rules_still_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario_with_hooks(
+        json!({"deny": ["Write(c.txt)"]}),
+        pre_hook("Write", "allow"),
+        vec![vec![write("w1", "b.txt")], vec![write("w2", "c.txt")]],
+    );
+    let approver = Scripted::new([]);
+    let run = run_with(&s, dir.path(), approver.clone()).await;
+    assert_eq!(approver.asked(), vec![], "the hook's allow settled the question");
+    assert!(dir.path().join("b.txt").exists());
+    assert!(!dir.path().join("c.txt").exists(), "the deny rule wins over the hook");
+    let r = results(&run.outcome.messages);
+    assert_eq!(r[1], ("w2".into(), "Permission to use Write was denied by the rule `Write(c.txt)`.".into(), true));
+
+    let dir = tempfile::tempdir().unwrap();
+    let read = tool_use("r1", "Read", json!({"file_path": "a.txt"}));
+    let s = scenario_with_hooks(json!({}), pre_hook("Read", "ask"), vec![vec![read]]);
+    let approver = Scripted::new([Approval::Deny { message: "not that one".into() }]);
+    let run = run_with(&s, dir.path(), approver.clone()).await;
+    assert_eq!(approver.asked(), vec![request("r1", "Read", json!({"file_path": "a.txt"}), "the hook says ask", None)]);
+    assert_eq!(results(&run.outcome.messages), vec![("r1".into(), "not that one".into(), true)]);
+}

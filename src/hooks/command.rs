@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::run::{self, Ending, Ran};
 use super::settings::{HookCommand, HookKind, HookMatcher, HookTable};
-use super::{HookEnv, Hooks, PostToolDecision, PreToolDecision, StopDecision};
+use super::{HookEnv, HookPermission, Hooks, PostToolDecision, PreToolDecision, StopDecision};
 
 /// Seconds a hook may run when its entry gives no `timeout`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -123,6 +123,8 @@ struct Verdict {
     stop: Option<String>,
     /// Why the hook counted as no decision.
     warning: Option<String>,
+    /// A PreToolUse `permissionDecision` of `allow` or `ask`.
+    permission: Option<HookPermission>,
 }
 
 impl Verdict {
@@ -180,7 +182,15 @@ impl Verdict {
         } else {
             None
         };
-        Verdict { block, stop, warning: None }
+        let permission = match (event, permission) {
+            (Event::PreToolUse, Some("allow")) => Some(HookPermission::Allow),
+            (Event::PreToolUse, Some("ask")) => {
+                let reason = text(specific.and_then(|s| s.get("permissionDecisionReason")));
+                Some(HookPermission::Ask(reason.unwrap_or_else(|| format!("{hook} asks for it"))))
+            }
+            _ => None,
+        };
+        Verdict { block, stop, warning: None, permission }
     }
 }
 
@@ -210,7 +220,11 @@ fn stop_decision(verdicts: &[Verdict]) -> StopDecision {
 
 /// A hook that stops the run also denies the call, with its block reason if it gave one.
 fn pre_decision(verdicts: &[Verdict]) -> PreToolDecision {
+    // An `ask` wins over an `allow`: one hook wanting a person asked is enough.
+    let permission =
+        verdicts.iter().filter_map(|v| v.permission.clone()).max_by_key(|p| matches!(p, HookPermission::Ask(_)));
     PreToolDecision {
+        permission,
         deny: joined(verdicts.iter().filter_map(|v| v.block.as_ref().or(v.stop.as_ref()))),
         stop: first_stop(verdicts),
     }

@@ -178,11 +178,11 @@ async fn pre_matchers_select_hooks() {
     let (_dir, env) = setup();
     let h = tool_hooks("PreToolUse");
     let (write, _) = h.pre_tool_use(&env, "Write", "t1", &json!({})).await;
-    assert_eq!(write, PreToolDecision { deny: Some("edit-or-write\nany".into()), stop: None });
+    assert_eq!(write, PreToolDecision { deny: Some("edit-or-write\nany".into()), stop: None, permission: None });
     let (read, _) = h.pre_tool_use(&env, "Read", "t2", &json!({})).await;
-    assert_eq!(read, PreToolDecision { deny: Some("any".into()), stop: None });
+    assert_eq!(read, PreToolDecision { deny: Some("any".into()), stop: None, permission: None });
     let (grep, _) = h.pre_tool_use(&env, "Grep", "t3", &json!({})).await;
-    assert_eq!(grep, PreToolDecision { deny: Some("search\nany".into()), stop: None });
+    assert_eq!(grep, PreToolDecision { deny: Some("search\nany".into()), stop: None, permission: None });
 }
 
 #[tokio::test]
@@ -202,7 +202,7 @@ fn one_pre(command: &str) -> CommandHooks {
 #[tokio::test]
 async fn pre_denies_by_json() {
     let (_dir, env) = setup();
-    let deny = |reason: &str| (PreToolDecision { deny: Some(reason.into()), stop: None }, vec![]);
+    let deny = |reason: &str| (PreToolDecision { deny: Some(reason.into()), stop: None, permission: None }, vec![]);
     let specific = r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no rm -rf"}}'"#;
     assert_eq!(one_pre(specific).pre_tool_use(&env, "Bash", "t", &json!({})).await, deny("no rm -rf"));
     let plain = r#"echo '{"decision": "deny", "reason": "not here"}'"#;
@@ -210,18 +210,19 @@ async fn pre_denies_by_json() {
     let blocked = r#"echo '{"decision": "block", "reason": "blocked"}'"#;
     assert_eq!(one_pre(blocked).pre_tool_use(&env, "Bash", "t", &json!({})).await, deny("blocked"));
     let allow = r#"echo '{"hookSpecificOutput": {"permissionDecision": "allow"}, "decision": "approve"}'"#;
-    assert_eq!(one_pre(allow).pre_tool_use(&env, "Bash", "t", &json!({})).await, (PreToolDecision::default(), vec![]));
+    let allowed = PreToolDecision { permission: Some(HookPermission::Allow), ..PreToolDecision::default() };
+    assert_eq!(one_pre(allow).pre_tool_use(&env, "Bash", "t", &json!({})).await, (allowed, vec![]));
 }
 
 #[tokio::test]
 async fn pre_continue_false_denies_and_stops() {
     let (_dir, env) = setup();
     let h = one_pre(r#"echo '{"continue": false, "stopReason": "frozen"}'"#);
-    let expected = PreToolDecision { deny: Some("frozen".into()), stop: Some("frozen".into()) };
+    let expected = PreToolDecision { deny: Some("frozen".into()), stop: Some("frozen".into()), permission: None };
     assert_eq!(h.pre_tool_use(&env, "Bash", "t", &json!({})).await, (expected, vec![]));
     let h = one_pre(r#"echo '{"continue": false}'"#);
     let reason = "PreToolUse hook prevented continuation";
-    let expected = PreToolDecision { deny: Some(reason.into()), stop: Some(reason.into()) };
+    let expected = PreToolDecision { deny: Some(reason.into()), stop: Some(reason.into()), permission: None };
     assert_eq!(h.pre_tool_use(&env, "Bash", "t", &json!({})).await, (expected, vec![]));
 }
 
@@ -270,6 +271,7 @@ fn combination_rules() {
         block: block.map(str::to_owned),
         stop: stop.map(str::to_owned),
         warning: None,
+        permission: None,
     };
     let verdicts = [v(Some("a"), None), v(None, Some("first")), v(Some("b"), Some("second")), v(None, None)];
     assert_eq!(stop_decision(&verdicts), prevent("first"));
@@ -277,10 +279,26 @@ fn combination_rules() {
     assert_eq!(stop_decision(&verdicts[3..]), StopDecision::Pass);
     assert_eq!(
         pre_decision(&verdicts),
-        PreToolDecision { deny: Some("a\nfirst\nb".into()), stop: Some("first".into()) }
+        PreToolDecision { deny: Some("a\nfirst\nb".into()), stop: Some("first".into()), permission: None }
     );
     assert_eq!(
         post_decision(&verdicts),
         PostToolDecision { feedback: Some("a\nb".into()), stop: Some("first".into()) }
     );
+}
+
+#[tokio::test]
+async fn permission_decisions_allow_and_ask_are_read() {
+    let (_dir, env) = setup();
+    let allow = r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'"#;
+    let ask = r#"echo '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "check it"}}'"#;
+    let pre = |commands: &[&str]| {
+        let groups: Vec<Value> = commands.iter().map(|c| json!({"type": "command", "command": c})).collect();
+        hooks(json!({"PreToolUse": [{"hooks": groups}]}))
+    };
+    let input = json!({"command": "ls"});
+    let (d, _) = pre(&[allow]).pre_tool_use(&env, "Bash", "t1", &input).await;
+    assert_eq!(d, PreToolDecision { deny: None, stop: None, permission: Some(HookPermission::Allow) });
+    let (d, _) = pre(&[allow, ask]).pre_tool_use(&env, "Bash", "t1", &input).await;
+    assert_eq!(d.permission, Some(HookPermission::Ask("check it".into())), "an ask wins over an allow");
 }

@@ -37,6 +37,19 @@ pub struct PreToolDecision {
     pub deny: Option<String>,
     /// `Some(reason)`: the run ends as `hook_stopped` after this tool phase.
     pub stop: Option<String>,
+    /// A hook's `permissionDecision` of `allow` or `ask` (a `deny` is [`Self::deny`]).
+    pub permission: Option<HookPermission>,
+}
+
+/// What a PreToolUse hook's `hookSpecificOutput.permissionDecision` asks of the permission
+/// check (Claude Code's semantics, with agentloop's rules kept): deny rules and plan mode
+/// still refuse a call whatever a hook says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookPermission {
+    /// `allow`: the call runs without asking anyone.
+    Allow,
+    /// `ask`: a person is asked even if an allow rule covers the call; the reason is shown.
+    Ask(String),
 }
 
 /// What PostToolUse hooks decided for one call.

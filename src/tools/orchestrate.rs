@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::{HookEnv, Hooks};
+use crate::hooks::{HookEnv, HookPermission, Hooks};
 use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Policy, Unattended};
 use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolOutput};
 
@@ -141,9 +141,22 @@ impl Toolbox {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let mut decision = self.policy.decide(tool.as_ref(), &call.input);
+        // A hook's `permissionDecision`: `allow` settles a question, `ask` raises one; deny
+        // rules and plan mode refuse the call whatever the hook says.
+        let hook_asks = match (&pre.permission, &decision) {
+            (Some(HookPermission::Allow), Decision::Ask { .. }) => {
+                decision = Decision::ALLOW;
+                None
+            }
+            (Some(HookPermission::Ask(reason)), Decision::Allow { .. }) => {
+                decision = Decision::Ask { reason: reason.clone(), suggestion: None };
+                Some(reason.as_str())
+            }
+            _ => None,
+        };
         let mut changed = None;
         if let Decision::Ask { .. } = decision {
-            decision = match self.ask(call, tool.as_ref(), &ctx.cancel, warnings, approval).await {
+            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx.cancel, warnings, approval).await {
                 Ok(decision) => decision,
                 Err(refusal) => return refusal,
             };
@@ -202,6 +215,7 @@ impl Toolbox {
         &self,
         call: &ToolCall,
         tool: &dyn Tool,
+        hook_asks: Option<&str>,
         cancel: &CancellationToken,
         warnings: &mut Vec<String>,
         record: &mut Option<Box<(ApprovalRequest, Approval)>>,
@@ -213,9 +227,10 @@ impl Toolbox {
             turn = approvals.turn.lock() => turn,
         };
         // Judged again: an answer to another call may have granted a rule meanwhile.
-        let (reason, suggestion) = match self.policy.decide(tool, &call.input) {
-            Decision::Ask { reason, suggestion } => (reason, suggestion),
-            settled => return Ok(settled),
+        let (reason, suggestion) = match (self.policy.decide(tool, &call.input), hook_asks) {
+            (Decision::Ask { reason, suggestion }, _) => (reason, suggestion),
+            (Decision::Allow { .. }, Some(reason)) => (reason.to_owned(), None),
+            (settled, _) => return Ok(settled),
         };
         let request = ApprovalRequest {
             tool_use_id: call.id.clone(),
