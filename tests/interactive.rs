@@ -142,3 +142,94 @@ fn without_an_api_key_it_says_how_to_set_one() {
     pty.expect("agentloop demo", WAIT);
     assert_eq!(pty.wait(WAIT), 2);
 }
+
+#[test]
+fn n_denies_with_a_reason_and_a_allows_for_the_session() {
+    let bash = |id: &str, command: &str| {
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100).tool_use(id, "Bash", &json!({"command": command})).stop("tool_use"),
+        )
+    };
+    let api = MockApi::start(vec![
+        bash("toolu_01", "touch a.txt"),
+        bash("toolu_02", "touch b.txt"),
+        bash("toolu_03", "touch b.txt"),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Done.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make files\r");
+    pty.expect("? Bash(touch a.txt)", WAIT);
+    pty.expect("Esc deny and interrupt", WAIT);
+    pty.send("n");
+    pty.expect("reason for the model", WAIT);
+    pty.send("use b.txt\r");
+    pty.expect("⎿ Bash error", WAIT);
+    pty.expect("? Bash(touch b.txt)", WAIT);
+    let offer = pty.expect("for this session", WAIT);
+    assert!(offer.contains("a allow Bash("), "{offer}");
+    pty.send("a");
+    pty.expect("allowed for this session: Bash(", WAIT);
+    pty.expect("⎿ Bash ok", WAIT);
+    // The grant covers the same call again: it runs without a question.
+    let rest = pty.expect("Done.", WAIT);
+    assert!(!rest.contains("? Bash"), "{rest}");
+    assert!(rest.contains("⎿ Bash ok"), "{rest}");
+    pty.expect("> ", WAIT);
+    pty.send("/permissions\r");
+    pty.expect("mode: default", WAIT);
+    pty.expect("allowed for this session: Bash(", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert!(!dir.path().join("a.txt").exists());
+    assert!(dir.path().join("b.txt").exists());
+    let denied = &api.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(denied["is_error"], true, "{denied}");
+    assert!(denied["content"].to_string().contains("use b.txt"), "{denied}");
+}
+
+#[test]
+fn trace_shows_transitions_and_a_backslash_continues_the_line() {
+    let api = MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Two lines.").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/trace\r");
+    pty.expect("trace on", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("line one\\\rline two\r");
+    pty.expect("prepare.request", WAIT);
+    pty.expect("Two lines.", WAIT);
+    pty.expect("■ completed", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[0].body["messages"][0]["content"][0]["text"], "line one\nline two");
+}
+
+#[test]
+fn a_resumed_session_shows_its_last_exchanges() {
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &["first question"]);
+    pty.expect("First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let mut pty = session(&api, dir.path(), home.path(), &["--continue"]);
+    pty.expect("resumed session", WAIT);
+    pty.expect("> first question", WAIT);
+    pty.expect("  First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("second question\r");
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[1].body["messages"].as_array().unwrap().len(), 3);
+}

@@ -149,6 +149,7 @@ async fn top_level(top: TopArgs) -> u8 {
     let mut prompt = top.prompt;
     if top.flags.input_format == run::InputFormat::Text
         && !top.print
+        && top.flags.output_format == OutputFormat::Text
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal()
     {

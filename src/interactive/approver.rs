@@ -56,10 +56,9 @@ impl Approver for TerminalApprover {
         Box::pin(async move {
             let style = self.screen.style;
             let suggestion = request.suggestion.as_deref();
-            self.screen.pause_status(true);
-            self.screen.end_line();
-            self.screen.line(&permission_prompt(style, &request.tool, &request.input, &request.reason, suggestion));
-            self.screen.raw("  > ");
+            self.screen.begin_question();
+            self.screen.ask_line(&permission_prompt(style, &request.tool, &request.input, &request.reason, suggestion));
+            self.screen.ask_text("  > ");
             term::discard_typeahead();
             let choice = loop {
                 let key = term::on_thread(term::read_key).await.unwrap_or(Key::Closed);
@@ -69,24 +68,24 @@ impl Approver for TerminalApprover {
             };
             let approval = match choice {
                 KeyAnswer::Once => {
-                    self.screen.line("y — allowed once");
+                    self.screen.ask_finish("y — allowed once");
                     Approval::AllowOnce
                 }
                 KeyAnswer::Session(rule) => {
-                    self.screen.line(&format!("a — allowed for this session: {rule}"));
+                    self.screen.ask_finish(&format!("a — allowed for this session: {rule}"));
                     Approval::AllowForSession { rule }
                 }
                 KeyAnswer::Interrupt => {
-                    self.screen.line("Esc — denied; interrupting");
+                    self.screen.ask_finish("Esc — denied; interrupting");
                     Approval::DenyAndInterrupt { message: DENIED_AND_INTERRUPTED.into() }
                 }
                 KeyAnswer::Deny => {
-                    self.screen.line("n — denied");
-                    self.screen.raw(&style.paint(DIM, "  reason for the model (Enter to skip): "));
+                    self.screen.ask_finish("n — denied");
+                    self.screen.ask_text(&style.paint(DIM, "  reason for the model (Enter to skip): "));
                     self.terminal.line_mode();
                     let reason = term::on_thread(term::read_line).await.unwrap_or_default();
                     self.terminal.turn_mode();
-                    self.screen.end_line();
+                    self.screen.ask_line_ended();
                     let reason = reason.trim();
                     let message = if reason.is_empty() {
                         DENIED.to_owned()
@@ -96,7 +95,7 @@ impl Approver for TerminalApprover {
                     Approval::Deny { message }
                 }
             };
-            self.screen.pause_status(false);
+            self.screen.end_question();
             approval
         })
     }

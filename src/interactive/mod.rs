@@ -71,7 +71,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     };
     let terminal = term::Terminal::save();
     let screen = Screen::stdout(Style::detect());
-    let RunSpec { cwd, options, model, settings, policy, session, tools, .. } = spec;
+    let RunSpec { cwd, options, model, settings, policy, session, tools, trace, .. } = spec;
     let mut it = Interactive {
         approver: Arc::new(TerminalApprover::new(screen.clone(), terminal)),
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
@@ -88,7 +88,8 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         tools,
         session_flags,
         totals: Totals::default(),
-        trace: false,
+        // `--trace` starts with /trace on.
+        trace: trace.trace.is_some(),
     };
     it.banner();
     let code = it.main_loop(first).await;
@@ -314,7 +315,8 @@ impl Interactive {
                 }
             }
         };
-        self.screen.pause_status(false);
+        // An interrupt drops an open question unanswered: close it.
+        self.screen.end_question();
         self.screen.set_status(None);
         self.screen.end_line();
         self.terminal.restore();
@@ -429,6 +431,9 @@ impl PrettyTrace {
     }
 }
 
+/// Edges after which the reply being streamed is not kept.
+const ABANDONING_EDGES: &[&str] = &["consume.retry", "consume.prompt_too_long"];
+
 /// The sink of one turn: text and tool lines to the screen, the status line kept current.
 struct TurnSink {
     screen: Screen,
@@ -461,6 +466,11 @@ impl EventSink for TurnSink {
             }
             EngineEvent::Warning(warning) => self.screen.line(&style.paint(YELLOW, &format!("warning: {warning}"))),
             EngineEvent::Transition(record) => {
+                // A stream that failed is sent again: its partial text stays on screen, marked.
+                if ABANDONING_EDGES.contains(&record.edge.as_str()) && self.text_block.is_some() {
+                    self.text_block = None;
+                    self.screen.line(&style.paint(DIM, "  (cut off; the reply is asked for again)"));
+                }
                 if let Some(trace) = &mut self.trace {
                     let _ = trace.writer.record(record);
                     trace.flush(&self.screen);

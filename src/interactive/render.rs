@@ -54,8 +54,17 @@ struct Inner {
     out: Box<dyn Write + Send>,
     status: Option<String>,
     shown: bool,
-    paused: bool,
+    /// A question is open: other output waits in `held` until it is answered.
+    asking: bool,
+    held: Vec<Held>,
     at_line_start: bool,
+}
+
+/// Output that arrived while a question was open.
+enum Held {
+    Text(String),
+    EndLine,
+    Line(String),
 }
 
 impl Screen {
@@ -66,7 +75,7 @@ impl Screen {
 
     /// A screen writing to `out`.
     pub fn new(out: Box<dyn Write + Send>, style: Style) -> Screen {
-        let inner = Inner { out, status: None, shown: false, paused: false, at_line_start: true };
+        let inner = Inner { out, status: None, shown: false, asking: false, held: Vec::new(), at_line_start: true };
         Screen { inner: Arc::new(Mutex::new(inner)), style }
     }
 
@@ -76,38 +85,19 @@ impl Screen {
 
     /// Streamed text, as it arrives.
     pub fn text(&self, text: &str) {
-        if text.is_empty() {
-            return;
+        if !text.is_empty() {
+            self.lock().put(Held::Text(text.to_owned()));
         }
-        let mut s = self.lock();
-        s.hide();
-        let _ = s.out.write_all(text.as_bytes());
-        s.at_line_start = text.ends_with('\n');
-        s.draw();
     }
 
     /// End an open line of text, if any.
     pub fn end_line(&self) {
-        let mut s = self.lock();
-        if !s.at_line_start {
-            s.hide();
-            let _ = s.out.write_all(b"\n");
-            s.at_line_start = true;
-            s.draw();
-        }
+        self.lock().put(Held::EndLine);
     }
 
     /// One whole line (ending an open line of text first).
     pub fn line(&self, line: &str) {
-        let mut s = self.lock();
-        s.hide();
-        if !s.at_line_start {
-            let _ = s.out.write_all(b"\n");
-        }
-        let _ = s.out.write_all(line.as_bytes());
-        let _ = s.out.write_all(b"\n");
-        s.at_line_start = true;
-        s.draw();
+        self.lock().put(Held::Line(line.to_owned()));
     }
 
     /// Show `status` as the last line (or none).
@@ -118,25 +108,83 @@ impl Screen {
         s.draw();
     }
 
-    /// Stop drawing the status line (while a question is asked), or start again.
-    pub fn pause_status(&self, paused: bool) {
+    /// Open a question: the status line is hidden and other output is held until
+    /// [`Screen::end_question`]; the question writes with the `ask_` methods.
+    pub fn begin_question(&self) {
         let mut s = self.lock();
         s.hide();
-        s.paused = paused;
-        s.draw();
+        s.asking = true;
+        s.write(Held::EndLine);
     }
 
-    /// Write `text` as it is (a question waiting on the same line for its answer).
-    pub fn raw(&self, text: &str) {
+    /// A whole line of the question.
+    pub fn ask_line(&self, line: &str) {
+        self.lock().write(Held::Line(line.to_owned()));
+    }
+
+    /// Text of the question that waits on its line (`  > `).
+    pub fn ask_text(&self, text: &str) {
+        self.lock().write(Held::Text(text.to_owned()));
+    }
+
+    /// Finish the question's open line with `text` (the answer after `> `).
+    pub fn ask_finish(&self, text: &str) {
         let mut s = self.lock();
-        s.hide();
-        let _ = s.out.write_all(text.as_bytes());
-        let _ = s.out.flush();
-        s.at_line_start = text.ends_with('\n');
+        s.write(Held::Text(text.to_owned()));
+        s.write(Held::Text("\n".to_owned()));
+    }
+
+    /// The terminal itself ended the line (it echoed the Enter of a typed answer).
+    pub fn ask_line_ended(&self) {
+        self.lock().at_line_start = true;
+    }
+
+    /// Close the question: what was held is written, the status line comes back.
+    pub fn end_question(&self) {
+        let mut s = self.lock();
+        s.asking = false;
+        for held in std::mem::take(&mut s.held) {
+            s.write(held);
+        }
+        s.draw();
     }
 }
 
 impl Inner {
+    /// Write `what`, or hold it while a question is open.
+    fn put(&mut self, what: Held) {
+        if self.asking {
+            self.held.push(what);
+        } else {
+            self.write(what);
+            self.draw();
+        }
+    }
+
+    fn write(&mut self, what: Held) {
+        self.hide();
+        match what {
+            Held::Text(text) => {
+                let _ = self.out.write_all(text.as_bytes());
+                self.at_line_start = text.ends_with('\n');
+            }
+            Held::EndLine => {
+                if !self.at_line_start {
+                    let _ = self.out.write_all(b"\n");
+                    self.at_line_start = true;
+                }
+            }
+            Held::Line(line) => {
+                if !self.at_line_start {
+                    let _ = self.out.write_all(b"\n");
+                }
+                let _ = self.out.write_all(line.as_bytes());
+                let _ = self.out.write_all(b"\n");
+                self.at_line_start = true;
+            }
+        }
+    }
+
     fn hide(&mut self) {
         if self.shown {
             let _ = self.out.write_all(b"\r\x1b[K");
@@ -145,7 +193,7 @@ impl Inner {
     }
 
     fn draw(&mut self) {
-        if let (Some(status), false, true) = (&self.status, self.paused, self.at_line_start) {
+        if let (Some(status), false, true) = (&self.status, self.asking, self.at_line_start) {
             let width = super::term::columns().saturating_sub(1);
             let line: String = status.chars().take(width).collect();
             let _ = self.out.write_all(b"\r\x1b[K");
@@ -342,7 +390,17 @@ mod tests {
         screen.text("lo");
         screen.line("● Read(a)");
         screen.set_status(None);
-        let out = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let out = String::from_utf8(std::mem::take(&mut *buf.0.lock().unwrap())).unwrap();
         assert_eq!(out, "\r\x1b[KRequest · 0.1s\r\x1b[KHello\n● Read(a)\n\r\x1b[KRequest · 0.1s\r\x1b[K");
+
+        // Output that arrives while a question is open waits until it is answered.
+        screen.begin_question();
+        screen.ask_line("? Bash(ls)");
+        screen.ask_text("  > ");
+        screen.line("● Bash(ls)");
+        screen.ask_finish("y — allowed once");
+        screen.end_question();
+        let out = String::from_utf8(std::mem::take(&mut *buf.0.lock().unwrap())).unwrap();
+        assert_eq!(out, "? Bash(ls)\n  > y — allowed once\n● Bash(ls)\n");
     }
 }

@@ -36,6 +36,14 @@ impl Status {
                     Some(format!("retry {attempt}/{max} in {}: {}", human_duration(*delay), short_error(error)));
                 true
             }
+            EngineEvent::ThinkingDelta { .. } if self.note.is_none() => {
+                self.note = Some("thinking".into());
+                true
+            }
+            EngineEvent::TextDelta { .. } if self.note.as_deref() == Some("thinking") => {
+                self.note = None;
+                true
+            }
             EngineEvent::Usage { usage, .. } => {
                 self.output_tokens += usage.output_tokens.unwrap_or(0);
                 true
