@@ -229,7 +229,48 @@ fn a_resumed_session_shows_its_last_exchanges() {
     pty.send("second question\r");
     pty.expect("Second answer.", WAIT);
     pty.expect("> ", WAIT);
+    pty.send("/clear\r");
+    pty.expect("new session", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/resume\r");
+    pty.expect("1. ", WAIT);
+    pty.expect("first question", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/resume 2\r");
+    pty.expect("resumed session", WAIT);
+    pty.expect("> second question", WAIT);
+    pty.expect("  Second answer.", WAIT);
+    pty.expect("> ", WAIT);
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT), 0);
     assert_eq!(api.requests()[1].body["messages"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn esc_denies_and_interrupts_the_turn() {
+    let api = MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "Bash", &json!({"command": "touch nope.txt"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Understood.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make a file\r");
+    pty.expect("Esc deny and interrupt", WAIT);
+    pty.send("\x1b");
+    pty.expect("denied; interrupting", WAIT);
+    pty.expect("interrupted", WAIT);
+    pty.expect("> ", WAIT);
+    assert!(!dir.path().join("nope.txt").exists());
+    pty.send("ok, never mind\r");
+    pty.expect("Understood.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let result = &api.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(result["is_error"], true, "{result}");
 }

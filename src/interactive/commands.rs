@@ -15,6 +15,8 @@ pub enum Command {
     Model(Option<String>),
     /// `/permissions`: the rules in force.
     Permissions,
+    /// `/resume [N|ID]`: list this directory's sessions, or reopen one.
+    Resume(Option<String>),
     /// `/exit` (or `/quit`).
     Exit,
     /// Anything else starting with `/`.
@@ -29,6 +31,7 @@ pub const HELP: &str = "\
 /clear               start a new session
 /model [NAME]        show the model, or switch to NAME (claude-…)
 /permissions         the permission mode, the rules in force and this session's grants
+/resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
 /exit                leave (also Ctrl+D, or Ctrl+C twice)
 A line ending in \\ continues on the next; Ctrl+R searches the history; Ctrl+C interrupts a reply.";
 
@@ -46,6 +49,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "clear" | "new" => Command::Clear,
         "model" => Command::Model(arg),
         "permissions" => Command::Permissions,
+        "resume" => Command::Resume(arg),
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(other.to_owned()),
     })
@@ -62,6 +66,7 @@ mod tests {
         assert_eq!(parse("/model claude-opus-4-1"), Some(Command::Model(Some("claude-opus-4-1".into()))));
         assert_eq!(parse("/model"), Some(Command::Model(None)));
         assert_eq!(parse("/quit"), Some(Command::Exit));
+        assert_eq!(parse("/resume 2"), Some(Command::Resume(Some("2".into()))));
         assert_eq!(parse("/frobnicate"), Some(Command::Unknown("frobnicate".into())));
         assert_eq!(parse("hello /help"), None);
     }

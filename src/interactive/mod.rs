@@ -47,6 +47,9 @@ use editor::{Input, LineEditor};
 use render::{DIM, RED, Screen, Style, YELLOW};
 use status::Status;
 
+/// Sessions `/resume` lists.
+const RESUME_LIST: usize = 10;
+
 /// How often the status line's clock is redrawn.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -261,12 +264,62 @@ impl Interactive {
                 &style.paint(RED, &format!("unknown model `{name}`: use a claude-… model (default {DEFAULT_MODEL})")),
             ),
             Command::Permissions => self.screen.line(&permissions_text(&self.policy)),
+            Command::Resume(which) => self.resume(which.as_deref()),
             Command::Exit => return Next::Exit(0),
             Command::Unknown(name) => {
                 self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));
             }
         }
         Next::Continue
+    }
+
+    /// `/resume`: list this directory's sessions (numbered, newest first), or reopen one.
+    fn resume(&mut self, which: Option<&str>) {
+        let style = self.screen.style;
+        let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+        let listed = crate::session::SessionStore::from_env().and_then(|store| store.list(&cwd));
+        let sessions = match listed {
+            Ok(sessions) => sessions,
+            Err(e) => return self.screen.line(&style.paint(RED, &format!("cannot list the sessions: {e}"))),
+        };
+        let Some(which) = which else {
+            if sessions.is_empty() {
+                return self.screen.line("no sessions in this directory");
+            }
+            for (n, s) in sessions.iter().take(RESUME_LIST).enumerate() {
+                let prompt = s.first_prompt.as_deref().unwrap_or("").lines().next().unwrap_or("");
+                let current = if s.id == self.session.id { " (this session)" } else { "" };
+                self.screen.line(&format!(
+                    "{:>2}. {}  {} prompt(s)  {}{current}",
+                    n + 1,
+                    s.id,
+                    s.prompts,
+                    render::shorten(prompt, 50)
+                ));
+            }
+            return self.screen.line(&style.paint(DIM, "/resume N (or an id) reopens one"));
+        };
+        let id = match which.parse::<usize>() {
+            Ok(n) if (1..=sessions.len().min(RESUME_LIST)).contains(&n) => sessions[n - 1].id.to_string(),
+            Ok(n) => return self.screen.line(&style.paint(RED, &format!("no session number {n}; /resume lists them"))),
+            Err(_) => which.to_owned(),
+        };
+        let args = SessionArgs {
+            resume: Some(id),
+            no_session_persistence: self.session_flags.no_session_persistence,
+            ..SessionArgs::default()
+        };
+        match session_args::open(&args, &cwd) {
+            Ok(session) => {
+                self.options.run_id = session.id.to_string();
+                self.session = session;
+                self.screen.line(&format!("resumed session {} — the last exchanges:", self.session.id));
+                for line in last_exchanges(&self.session.messages.to_messages(), 3) {
+                    self.screen.line(&line);
+                }
+            }
+            Err(e) => self.screen.line(&style.paint(RED, &e)),
+        }
     }
 
     /// Run `prompt` on the session, streaming its output, until it ends or is interrupted.
