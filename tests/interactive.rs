@@ -101,14 +101,15 @@ fn a_bash_call_asks_and_runs_after_y() {
 fn ctrl_c_interrupts_a_slow_reply_and_the_next_prompt_is_answered() {
     let slow = Sse::new("claude-sonnet-4-5", 100).text("This will take a while.").stop("end_turn");
     let api = MockApi::start(vec![
-        Reply::paused_before(slow, "content_block_start", Duration::from_secs(60)),
+        Reply::paused_before(slow, "content_block_stop", Duration::from_secs(60)),
         Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
     ]);
     let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
     let mut pty = session(&api, dir.path(), home.path(), &[]);
     pty.expect("> ", WAIT);
     pty.send("take your time\r");
-    // The status line names the state the machine waits in.
+    // The text streams, and the status line under it names the state the machine is in.
+    pty.expect("This will take a while.", WAIT);
     pty.expect("Consume · ", WAIT);
     pty.send("\x03");
     pty.expect("interrupted", WAIT);
@@ -273,4 +274,17 @@ fn esc_denies_and_interrupts_the_turn() {
     assert_eq!(pty.wait(WAIT), 0);
     let result = &api.requests()[1].body["messages"][2]["content"][0];
     assert_eq!(result["is_error"], true, "{result}");
+}
+
+#[test]
+fn sigterm_at_the_prompt_ends_the_session_with_143() {
+    let api = MockApi::start(vec![]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    // SAFETY: signalling the child this test started.
+    unsafe {
+        libc::kill(pty.pid(), libc::SIGTERM);
+    }
+    assert_eq!(pty.wait(WAIT), 143);
 }

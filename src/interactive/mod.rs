@@ -94,10 +94,18 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         // `--trace` starts with /trace on.
         trace: trace.trace.is_some(),
     };
+    // However the session ends (a panic included), the terminal gets its mode back.
+    let _restore = RestoreOnDrop(terminal);
     it.banner();
-    let code = it.main_loop(first).await;
-    terminal.restore();
-    code
+    it.main_loop(first).await
+}
+
+struct RestoreOnDrop(term::Terminal);
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        self.0.restore();
+    }
 }
 
 /// Tokens and dollars of the prompts run so far.

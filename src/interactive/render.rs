@@ -58,6 +58,9 @@ struct Inner {
     asking: bool,
     held: Vec<Held>,
     at_line_start: bool,
+    /// Characters written since the last newline (to know when the cursor sits at the right
+    /// margin, waiting to wrap: a saved and restored cursor would lose that wait).
+    column: usize,
 }
 
 /// Output that arrived while a question was open.
@@ -75,7 +78,8 @@ impl Screen {
 
     /// A screen writing to `out`.
     pub fn new(out: Box<dyn Write + Send>, style: Style) -> Screen {
-        let inner = Inner { out, status: None, shown: false, asking: false, held: Vec::new(), at_line_start: true };
+        let inner =
+            Inner { out, status: None, shown: false, asking: false, held: Vec::new(), at_line_start: true, column: 0 };
         Screen { inner: Arc::new(Mutex::new(inner)), style }
     }
 
@@ -136,7 +140,9 @@ impl Screen {
 
     /// The terminal itself ended the line (it echoed the Enter of a typed answer).
     pub fn ask_line_ended(&self) {
-        self.lock().at_line_start = true;
+        let mut s = self.lock();
+        s.at_line_start = true;
+        s.column = 0;
     }
 
     /// Close the question: what was held is written, the status line comes back.
@@ -167,11 +173,16 @@ impl Inner {
             Held::Text(text) => {
                 let _ = self.out.write_all(text.as_bytes());
                 self.at_line_start = text.ends_with('\n');
+                self.column = match text.rfind('\n') {
+                    Some(at) => text[at + 1..].chars().count(),
+                    None => self.column + text.chars().count(),
+                };
             }
             Held::EndLine => {
                 if !self.at_line_start {
                     let _ = self.out.write_all(b"\n");
                     self.at_line_start = true;
+                    self.column = 0;
                 }
             }
             Held::Line(line) => {
@@ -181,23 +192,38 @@ impl Inner {
                 let _ = self.out.write_all(line.as_bytes());
                 let _ = self.out.write_all(b"\n");
                 self.at_line_start = true;
+                self.column = 0;
             }
         }
     }
 
     fn hide(&mut self) {
         if self.shown {
-            let _ = self.out.write_all(b"\r\x1b[K");
+            // On the cursor's line, or (under an open line of text) on the line below:
+            // save the cursor, go down, clear, come back.
+            let clear: &[u8] = if self.at_line_start { b"\r\x1b[K" } else { b"\x1b7\x1bD\r\x1b[K\x1b8" };
+            let _ = self.out.write_all(clear);
             self.shown = false;
         }
     }
 
+    /// Draw the status line: at the start of a line, on it; under an open line of text, on
+    /// the line below (IND scrolls when the cursor is on the last row, and RI comes back up,
+    /// both keeping the column), so the status stays in view while text streams.
     fn draw(&mut self) {
-        if let (Some(status), false, true) = (&self.status, self.asking, self.at_line_start) {
-            let width = super::term::columns().saturating_sub(1);
+        let columns = super::term::columns();
+        let waiting_to_wrap = !self.at_line_start && self.column > 0 && self.column % columns == 0;
+        if let (Some(status), false, false) = (&self.status, self.asking, waiting_to_wrap) {
+            let width = columns.saturating_sub(1);
             let line: String = status.chars().take(width).collect();
-            let _ = self.out.write_all(b"\r\x1b[K");
-            let _ = self.out.write_all(line.as_bytes());
+            if self.at_line_start {
+                let _ = self.out.write_all(b"\r\x1b[K");
+                let _ = self.out.write_all(line.as_bytes());
+            } else {
+                let _ = self.out.write_all(b"\x1bD\x1bM\x1b7\x1bD\r\x1b[K");
+                let _ = self.out.write_all(line.as_bytes());
+                let _ = self.out.write_all(b"\x1b8");
+            }
             self.shown = true;
         }
         let _ = self.out.flush();
@@ -391,7 +417,17 @@ mod tests {
         screen.line("● Read(a)");
         screen.set_status(None);
         let out = String::from_utf8(std::mem::take(&mut *buf.0.lock().unwrap())).unwrap();
-        assert_eq!(out, "\r\x1b[KRequest · 0.1s\r\x1b[KHello\n● Read(a)\n\r\x1b[KRequest · 0.1s\r\x1b[K");
+        let below = |status: &str| format!("\x1bD\x1bM\x1b7\x1bD\r\x1b[K{status}\x1b8");
+        let hide_below = "\x1b7\x1bD\r\x1b[K\x1b8";
+        let status = "Request · 0.1s";
+        assert_eq!(
+            out,
+            format!(
+                "\r\x1b[K{status}\r\x1b[KHel{}{hide_below}lo{}{hide_below}\n● Read(a)\n\r\x1b[K{status}\r\x1b[K",
+                below(status),
+                below(status)
+            )
+        );
 
         // Output that arrives while a question is open waits until it is answered.
         screen.begin_question();

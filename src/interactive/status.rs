@@ -12,13 +12,15 @@ pub struct Status {
     started: Instant,
     state: &'static str,
     output_tokens: u64,
+    /// Characters of the reply streaming now, whose usage is not reported yet.
+    streamed_chars: usize,
     note: Option<String>,
 }
 
 impl Status {
     /// A prompt that starts now.
     pub fn new(started: Instant) -> Status {
-        Status { started, state: "Prepare", output_tokens: 0, note: None }
+        Status { started, state: "Prepare", output_tokens: 0, streamed_chars: 0, note: None }
     }
 
     /// Take in one event; returns whether the line changed.
@@ -40,11 +42,15 @@ impl Status {
                 self.note = Some("thinking".into());
                 true
             }
-            EngineEvent::TextDelta { .. } if self.note.as_deref() == Some("thinking") => {
-                self.note = None;
+            EngineEvent::TextDelta { text, .. } => {
+                self.streamed_chars += text.chars().count();
+                if self.note.as_deref() == Some("thinking") {
+                    self.note = None;
+                }
                 true
             }
             EngineEvent::Usage { usage, .. } => {
+                self.streamed_chars = 0;
                 self.output_tokens += usage.output_tokens.unwrap_or(0);
                 true
             }
@@ -55,7 +61,13 @@ impl Status {
     /// The line at `now`: `Consume · 3.2s · 120 tokens · retry 2/10 in 1.0s: HTTP 529`.
     pub fn line(&self, now: Instant) -> String {
         let elapsed = now.saturating_duration_since(self.started);
-        let mut line = format!("{} · {} · {} tokens", self.state, seconds(elapsed), self.output_tokens);
+        // While a reply streams, its tokens are estimated (4 characters each) until its usage
+        // arrives.
+        let tokens = match self.streamed_chars {
+            0 => format!("{} tokens", self.output_tokens),
+            chars => format!("~{} tokens", self.output_tokens + chars.div_ceil(4) as u64),
+        };
+        let mut line = format!("{} · {} · {tokens}", self.state, seconds(elapsed));
         if let Some(note) = &self.note {
             line.push_str(" · ");
             line.push_str(note);
@@ -139,6 +151,8 @@ mod tests {
         let line = status.line(t0 + Duration::from_secs(2));
         assert_eq!(line, "Request · 2.0s · 0 tokens · retry 2/10 in 1.0s: HTTP 529: overloaded · Ctrl+C to interrupt");
         status.observe(&EngineEvent::Transition(record("request.stream_opened", "Consume", None)));
+        status.observe(&EngineEvent::TextDelta { index: 0, text: "Hello, world".into() });
+        assert_eq!(status.line(t0 + Duration::from_secs(3)), "Consume · 3.0s · ~3 tokens · Ctrl+C to interrupt");
         let usage = Usage { output_tokens: Some(42), ..Usage::default() };
         status.observe(&EngineEvent::Usage { model: "m".into(), usage, cost_usd: None });
         assert_eq!(status.line(t0 + Duration::from_secs(3)), "Consume · 3.0s · 42 tokens · Ctrl+C to interrupt");

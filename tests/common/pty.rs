@@ -61,6 +61,11 @@ impl Pty {
         Pty { child, master, output, seen: 0 }
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     /// Everything printed so far, as text.
     pub fn output(&self) -> String {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
