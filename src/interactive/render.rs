@@ -212,7 +212,7 @@ impl Inner {
     /// both keeping the column), so the status stays in view while text streams.
     fn draw(&mut self) {
         let columns = super::term::columns();
-        let waiting_to_wrap = !self.at_line_start && self.column > 0 && self.column % columns == 0;
+        let waiting_to_wrap = !self.at_line_start && self.column > 0 && self.column.is_multiple_of(columns);
         if let (Some(status), false, false) = (&self.status, self.asking, waiting_to_wrap) {
             let width = columns.saturating_sub(1);
             let line: String = status.chars().take(width).collect();
