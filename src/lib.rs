@@ -23,6 +23,7 @@ pub mod context;
 pub mod engine;
 pub mod harness;
 pub mod hooks;
+pub mod interactive;
 mod json_path;
 pub mod model;
 pub mod permissions;

@@ -130,16 +130,36 @@ async fn subcommand(command: Command) -> u8 {
     }
 }
 
+/// The interactive session (stdin and stdout on a terminal, no `-p`), `prompt` its first.
+async fn interactive(prompt: Option<String>, flags: &run::RunFlags) -> u8 {
+    let spec = match run::resolve_interactive(flags) {
+        Ok(spec) => spec,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    crate::interactive::run(spec, flags.session.clone(), prompt).await
+}
+
 /// `agentloop [flags] [prompt]`: the Claude Agent SDK's protocol with `--input-format
 /// stream-json`; otherwise a headless run of the prompt (the argument, or stdin when piped).
 async fn top_level(top: TopArgs) -> u8 {
     use std::io::{IsTerminal, Read};
     let mut prompt = top.prompt;
+    if top.flags.input_format == run::InputFormat::Text
+        && !top.print
+        && top.flags.output_format == OutputFormat::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+    {
+        return interactive(prompt, &top.flags).await;
+    }
     if top.flags.input_format == run::InputFormat::Text && prompt.is_none() {
         if std::io::stdin().is_terminal() {
             eprintln!(
                 "agentloop: no prompt. Pass one (`agentloop -p \"…\"`), pipe it on stdin, or use a subcommand \
-(`agentloop demo`, `agentloop --help`); the interactive session is not available yet"
+(`agentloop demo`, `agentloop --help`); the interactive session needs stdout on a terminal too"
             );
             return EXIT_USAGE;
         }

@@ -249,6 +249,18 @@ pub async fn command(args: RunArgs) -> u8 {
 /// # Errors
 /// A message for the user.
 pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, String> {
+    resolve_with(prompt, args, true)
+}
+
+/// [`resolve`] for the interactive session, whose prompts are typed later: no prompt needed.
+///
+/// # Errors
+/// A message for the user.
+pub fn resolve_interactive(args: &RunFlags) -> Result<RunSpec, String> {
+    resolve_with(None, args, false)
+}
+
+fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> Result<RunSpec, String> {
     for flag in args.unsupported.given() {
         eprintln!("agentloop: warning: {flag} is not supported yet and is ignored");
     }
@@ -272,7 +284,7 @@ pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, Strin
     if let Some(prompt) = prompt {
         spec.prompt = prompt;
     }
-    if spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
+    if needs_prompt && spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
         return Err("no prompt: pass -p PROMPT".into());
     }
     apply_flags(&mut spec.options, args)?;

@@ -207,6 +207,17 @@ impl SharedMode {
     }
 }
 
+/// A policy's rules as written, for showing them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleLists {
+    /// Allow rules.
+    pub allow: Vec<String>,
+    /// Deny rules.
+    pub deny: Vec<String>,
+    /// Ask rules.
+    pub ask: Vec<String>,
+}
+
 /// The permission policy of a run.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -287,6 +298,12 @@ impl Policy {
     pub fn grant(&self, rule: &str) -> Result<(), PermissionError> {
         self.grants.add(Rule::parse(rule, &self.cwd)?);
         Ok(())
+    }
+
+    /// The allow, deny and ask rules as written (the session's grants are [`Policy::grants`]).
+    pub fn rule_lists(&self) -> RuleLists {
+        let names = |rules: &[Rule]| rules.iter().map(|r| r.as_str().to_owned()).collect();
+        RuleLists { allow: names(&self.allow), deny: names(&self.deny), ask: names(&self.ask) }
     }
 
     /// The rules granted so far (shared by every clone of this policy).

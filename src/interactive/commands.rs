@@ -1,0 +1,73 @@
+//! Slash commands: typed at the prompt, handled by the session instead of sent to the model.
+
+/// A slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/help`.
+    Help,
+    /// `/cost`: tokens and dollars so far.
+    Cost,
+    /// `/trace`: show every transition inline, or stop.
+    Trace,
+    /// `/clear`: a new session.
+    Clear,
+    /// `/model [NAME]`: show or switch the model.
+    Model(Option<String>),
+    /// `/permissions`: the rules in force.
+    Permissions,
+    /// `/resume [N|ID]`: list this directory's sessions, or reopen one.
+    Resume(Option<String>),
+    /// `/exit` (or `/quit`).
+    Exit,
+    /// Anything else starting with `/`.
+    Unknown(String),
+}
+
+/// The help text of `/help`.
+pub const HELP: &str = "\
+/help                this help
+/cost                tokens and dollars of this session so far
+/trace               show every transition of the machine inline (again to stop)
+/clear               start a new session
+/model [NAME]        show the model, or switch to NAME (claude-…)
+/permissions         the permission mode, the rules in force and this session's grants
+/resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
+/exit                leave (also Ctrl+D, or Ctrl+C twice)
+A line ending in \\ continues on the next; Ctrl+R searches the history; Ctrl+C interrupts a reply.";
+
+/// The command `line` is, if it is one (a line starting with `/`).
+pub fn parse(line: &str) -> Option<Command> {
+    let line = line.trim();
+    let rest = line.strip_prefix('/')?;
+    let mut words = rest.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let arg = words.next().map(str::to_owned);
+    Some(match name {
+        "help" | "?" => Command::Help,
+        "cost" => Command::Cost,
+        "trace" => Command::Trace,
+        "clear" | "new" => Command::Clear,
+        "model" => Command::Model(arg),
+        "permissions" => Command::Permissions,
+        "resume" => Command::Resume(arg),
+        "exit" | "quit" => Command::Exit,
+        other => Command::Unknown(other.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse() {
+        assert_eq!(parse("/help"), Some(Command::Help));
+        assert_eq!(parse("  /cost "), Some(Command::Cost));
+        assert_eq!(parse("/model claude-opus-4-1"), Some(Command::Model(Some("claude-opus-4-1".into()))));
+        assert_eq!(parse("/model"), Some(Command::Model(None)));
+        assert_eq!(parse("/quit"), Some(Command::Exit));
+        assert_eq!(parse("/resume 2"), Some(Command::Resume(Some("2".into()))));
+        assert_eq!(parse("/frobnicate"), Some(Command::Unknown("frobnicate".into())));
+        assert_eq!(parse("hello /help"), None);
+    }
+}

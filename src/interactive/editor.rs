@@ -1,0 +1,126 @@
+//! The line editor (rustyline) on a thread of its own, so the async session can wait for a
+//! line and for signals at once. History is kept in `$AGENTLOOP_HOME/history`; a line ending
+//! in `\` continues on the next one (Enter inserts the newline); Ctrl+R searches the history.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use rustyline::completion::Completer;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::FileHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Config, Editor, Helper};
+
+/// What a read gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A line (continuation lines joined with newlines, their `\` removed).
+    Line(String),
+    /// Ctrl+C.
+    Interrupted,
+    /// Ctrl+D on an empty line, or stdin closed.
+    Eof,
+}
+
+/// Asks the editor thread for lines.
+pub struct LineEditor {
+    requests: mpsc::Sender<(String, tokio::sync::oneshot::Sender<Input>)>,
+}
+
+impl LineEditor {
+    /// Start the editor, with the history of `history` (created on the first line). Returns
+    /// once the editor exists.
+    ///
+    /// rustyline takes SIGINT over while its editor exists (its handler writes to a pipe it
+    /// reads only while editing); catch the signals *after* this, so that the session's own
+    /// handler is the one in place and Ctrl+C during a turn interrupts it.
+    pub fn start(history: Option<PathBuf>) -> LineEditor {
+        let (requests, rx) = mpsc::channel::<(String, tokio::sync::oneshot::Sender<Input>)>();
+        let (ready, started) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let config = Config::builder().auto_add_history(false).max_history_size(10_000).ok().map(|b| b.build());
+            let mut editor = match Editor::<Continuation, FileHistory>::with_config(config.unwrap_or_default()) {
+                Ok(editor) => editor,
+                Err(e) => {
+                    eprintln!("agentloop: cannot start the line editor: {e}");
+                    return;
+                }
+            };
+            editor.set_helper(Some(Continuation));
+            let _ = ready.send(());
+            if let Some(path) = &history {
+                let _ = editor.load_history(path);
+            }
+            while let Ok((prompt, answer)) = rx.recv() {
+                let input = match editor.readline(&prompt) {
+                    Ok(line) => {
+                        if !line.trim().is_empty() {
+                            let _ = editor.add_history_entry(line.as_str());
+                            if let Some(path) = &history {
+                                if let Some(dir) = path.parent() {
+                                    let _ = std::fs::create_dir_all(dir);
+                                }
+                                if let Err(e) = editor.append_history(path) {
+                                    eprintln!("agentloop: warning: history not saved to {}: {e}", path.display());
+                                }
+                            }
+                        }
+                        Input::Line(join_continued(&line))
+                    }
+                    Err(rustyline::error::ReadlineError::Interrupted) => Input::Interrupted,
+                    Err(_) => Input::Eof,
+                };
+                let _ = answer.send(input);
+            }
+        });
+        let _ = started.recv();
+        LineEditor { requests }
+    }
+
+    /// Read one line after `prompt`.
+    pub async fn read(&self, prompt: &str) -> Input {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.requests.send((prompt.to_owned(), tx)).is_err() {
+            return Input::Eof;
+        }
+        rx.await.unwrap_or(Input::Eof)
+    }
+}
+
+/// The input as the model gets it: `\` + newline becomes a newline.
+pub fn join_continued(line: &str) -> String {
+    line.replace("\\\n", "\n")
+}
+
+/// The editor's helper: only the validator that makes `\` + Enter continue the input.
+struct Continuation;
+
+impl Validator for Continuation {
+    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
+        Ok(if ctx.input().ends_with('\\') { ValidationResult::Incomplete } else { ValidationResult::Valid(None) })
+    }
+}
+
+impl Completer for Continuation {
+    type Candidate = String;
+}
+
+impl Hinter for Continuation {
+    type Hint = String;
+}
+
+impl Highlighter for Continuation {}
+
+impl Helper for Continuation {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_lines_are_joined_with_newlines() {
+        assert_eq!(join_continued("first\\\nsecond\\\nthird"), "first\nsecond\nthird");
+        assert_eq!(join_continued("a \\ b"), "a \\ b");
+    }
+}

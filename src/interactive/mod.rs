@@ -1,0 +1,588 @@
+//! The interactive session: `agentloop` on a terminal with no `-p`. Each line typed at the
+//! `> ` prompt runs as a prompt on one session; the answer streams as it arrives, tool calls
+//! show as a line when they start and when they finish, a status line names the state the
+//! machine is in, permission questions are answered with one key, and Ctrl+C interrupts a
+//! turn through the engine's abort edges (the transcript stays consistent).
+//!
+//! The turn runs on the main task (the machine's future is not `Send`) while the same
+//! `select!` waits for signals and ticks the status line; the line editor and key reads run
+//! on threads of their own.
+
+pub mod approver;
+pub mod commands;
+pub mod editor;
+pub mod render;
+pub mod status;
+pub mod term;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::EXIT_INTERNAL;
+use crate::cli::interrupt::{Signals, Stop};
+use crate::cli::run::{DEFAULT_MODEL, RunSpec};
+use crate::cli::session_args::{self, SessionArgs};
+use crate::engine::clock::SystemClock;
+use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::machine::Deps;
+use crate::engine::options::EngineOptions;
+use crate::engine::reason::TerminalReason;
+use crate::engine::run::{RunOutcome, header, run_prompt};
+use crate::engine::session::Session;
+use crate::engine::trace::{TraceFormat, TraceWriter};
+use crate::hooks::command::CommandHooks;
+use crate::hooks::settings::Settings;
+use crate::model::Model;
+use crate::permissions::Policy;
+use crate::permissions::approver::Approver;
+use crate::protocol::Role;
+use crate::tools::Registry;
+use crate::tools::shell_env::ShellEnv;
+use approver::TerminalApprover;
+use commands::Command;
+use editor::{Input, LineEditor};
+use render::{DIM, RED, Screen, Style, YELLOW};
+use status::Status;
+
+/// Sessions `/resume` lists.
+const RESUME_LIST: usize = 10;
+
+/// How often the status line's clock is redrawn.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Run the interactive session until the user leaves; `first` is run as the first prompt.
+/// Returns the exit status.
+pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String>) -> u8 {
+    let history = crate::session::paths::home_from(std::env::var_os("AGENTLOOP_HOME"), std::env::var_os("HOME"))
+        .map(|home| home.join("history"));
+    // The editor first: it installs a SIGINT handler of its own, which is dropped here so
+    // that the one installed next (which would chain to it) is alone.
+    let editor = LineEditor::start(history);
+    // SAFETY: setting a signal's disposition to the default; nothing else runs handlers yet.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+    let signals = match Signals::install() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("agentloop: cannot catch signals: {e}");
+            return EXIT_INTERNAL;
+        }
+    };
+    let terminal = term::Terminal::save();
+    let screen = Screen::stdout(Style::detect());
+    let RunSpec { cwd, options, model, settings, policy, session, tools, trace, .. } = spec;
+    let mut it = Interactive {
+        approver: Arc::new(TerminalApprover::new(screen.clone(), terminal)),
+        shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
+        screen,
+        terminal,
+        signals,
+        editor,
+        cwd,
+        options,
+        model,
+        settings,
+        policy,
+        session,
+        tools,
+        session_flags,
+        totals: Totals::default(),
+        // `--trace` starts with /trace on.
+        trace: trace.trace.is_some(),
+    };
+    // However the session ends (a panic included), the terminal gets its mode back.
+    let _restore = RestoreOnDrop(terminal);
+    it.banner();
+    it.main_loop(first).await
+}
+
+struct RestoreOnDrop(term::Terminal);
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        self.0.restore();
+    }
+}
+
+/// Tokens and dollars of the prompts run so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Prompts run.
+    pub prompts: u32,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write_tokens: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read_tokens: u64,
+    /// USD.
+    pub cost_usd: f64,
+}
+
+impl Totals {
+    /// Add one prompt's outcome.
+    pub fn add(&mut self, outcome: &RunOutcome) {
+        self.prompts += 1;
+        self.input_tokens += outcome.usage.input_tokens;
+        self.output_tokens += outcome.usage.output_tokens;
+        self.cache_write_tokens += outcome.usage.cache_creation_input_tokens;
+        self.cache_read_tokens += outcome.usage.cache_read_input_tokens;
+        self.cost_usd += outcome.cost_usd;
+    }
+
+    /// What `/cost` prints.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} prompt(s) · {} input + {} output tokens (cache: {} written, {} read) · ${:.4}",
+            self.prompts,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_write_tokens,
+            self.cache_read_tokens,
+            self.cost_usd
+        )
+    }
+}
+
+struct Interactive {
+    screen: Screen,
+    terminal: term::Terminal,
+    signals: Signals,
+    editor: LineEditor,
+    cwd: std::path::PathBuf,
+    options: EngineOptions,
+    model: Arc<dyn Model>,
+    settings: Settings,
+    policy: Policy,
+    session: Session,
+    tools: Registry,
+    shell_env: Arc<ShellEnv>,
+    approver: Arc<dyn Approver>,
+    session_flags: SessionArgs,
+    totals: Totals,
+    trace: bool,
+}
+
+/// What the loop does after a line.
+enum Next {
+    Continue,
+    Exit(u8),
+}
+
+impl Interactive {
+    fn banner(&self) {
+        let style = self.screen.style;
+        self.screen.line(&format!(
+            "agentloop {} · {} · {}",
+            env!("CARGO_PKG_VERSION"),
+            self.options.model,
+            self.cwd.display()
+        ));
+        self.screen.line(&style.paint(DIM, "/help for commands · Ctrl+C interrupts a reply · Ctrl+D leaves"));
+        let messages = self.session.messages.to_messages();
+        if !messages.is_empty() {
+            self.screen.line(&style.paint(DIM, &format!("resumed session {} — the last exchanges:", self.session.id)));
+            for line in last_exchanges(&messages, 3) {
+                self.screen.line(&line);
+            }
+        }
+    }
+
+    async fn main_loop(&mut self, first: Option<String>) -> u8 {
+        let mut pending = first;
+        let mut interrupts = 0;
+        loop {
+            let input = match pending.take() {
+                Some(prompt) => Input::Line(prompt),
+                None => {
+                    self.terminal.restore();
+                    tokio::select! {
+                        input = self.editor.read("> ") => input,
+                        stop = self.signals.next() => match stop {
+                            // A Ctrl+C that arrives after its turn ended: as one at the prompt.
+                            Stop::Interrupt => Input::Interrupted,
+                            other => return other.exit_code(),
+                        },
+                    }
+                }
+            };
+            let line = match input {
+                Input::Eof => return 0,
+                Input::Interrupted => {
+                    interrupts += 1;
+                    if interrupts >= 2 {
+                        return 0;
+                    }
+                    self.screen.line(&self.screen.style.paint(DIM, "(Ctrl+C again to leave, or Ctrl+D)"));
+                    continue;
+                }
+                Input::Line(line) => line,
+            };
+            interrupts = 0;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let next = match commands::parse(&line) {
+                Some(command) => self.command(command),
+                None => self.turn(&line).await,
+            };
+            if let Next::Exit(code) = next {
+                return code;
+            }
+        }
+    }
+
+    fn command(&mut self, command: Command) -> Next {
+        let style = self.screen.style;
+        match command {
+            Command::Help => self.screen.line(commands::HELP),
+            Command::Cost => self.screen.line(&self.totals.describe()),
+            Command::Trace => {
+                self.trace = !self.trace;
+                self.screen.line(if self.trace { "trace on: every transition is shown" } else { "trace off" });
+            }
+            Command::Clear => match session_args::open(
+                &SessionArgs {
+                    no_session_persistence: self.session_flags.no_session_persistence,
+                    ..SessionArgs::default()
+                },
+                &self.cwd,
+            ) {
+                Ok(mut session) => {
+                    let sha = self.options.table().sha256.clone();
+                    session_args::write_meta(&mut session, &self.options.model, &sha, self.policy.mode().as_str());
+                    self.options.run_id = session.id.to_string();
+                    self.session = session;
+                    self.screen.line(&format!("new session {}", self.session.id));
+                }
+                Err(e) => self.screen.line(&style.paint(RED, &format!("cannot start a new session: {e}"))),
+            },
+            Command::Model(None) => self.screen.line(&format!("model: {}", self.options.model)),
+            Command::Model(Some(name)) if name.starts_with("claude") => {
+                self.options.model = name;
+                self.screen.line(&format!("model: {}", self.options.model));
+            }
+            Command::Model(Some(name)) => self.screen.line(
+                &style.paint(RED, &format!("unknown model `{name}`: use a claude-… model (default {DEFAULT_MODEL})")),
+            ),
+            Command::Permissions => self.screen.line(&permissions_text(&self.policy)),
+            Command::Resume(which) => self.resume(which.as_deref()),
+            Command::Exit => return Next::Exit(0),
+            Command::Unknown(name) => {
+                self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));
+            }
+        }
+        Next::Continue
+    }
+
+    /// `/resume`: list this directory's sessions (numbered, newest first), or reopen one.
+    fn resume(&mut self, which: Option<&str>) {
+        let style = self.screen.style;
+        let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+        let listed = crate::session::SessionStore::from_env().and_then(|store| store.list(&cwd));
+        let sessions = match listed {
+            Ok(sessions) => sessions,
+            Err(e) => return self.screen.line(&style.paint(RED, &format!("cannot list the sessions: {e}"))),
+        };
+        let Some(which) = which else {
+            if sessions.is_empty() {
+                return self.screen.line("no sessions in this directory");
+            }
+            for (n, s) in sessions.iter().take(RESUME_LIST).enumerate() {
+                let prompt = s.first_prompt.as_deref().unwrap_or("").lines().next().unwrap_or("");
+                let current = if s.id == self.session.id { " (this session)" } else { "" };
+                self.screen.line(&format!(
+                    "{:>2}. {}  {} prompt(s)  {}{current}",
+                    n + 1,
+                    s.id,
+                    s.prompts,
+                    render::shorten(prompt, 50)
+                ));
+            }
+            return self.screen.line(&style.paint(DIM, "/resume N (or an id) reopens one"));
+        };
+        let id = match which.parse::<usize>() {
+            Ok(n) if (1..=sessions.len().min(RESUME_LIST)).contains(&n) => sessions[n - 1].id.to_string(),
+            Ok(n) => return self.screen.line(&style.paint(RED, &format!("no session number {n}; /resume lists them"))),
+            Err(_) => which.to_owned(),
+        };
+        let args = SessionArgs {
+            resume: Some(id),
+            no_session_persistence: self.session_flags.no_session_persistence,
+            ..SessionArgs::default()
+        };
+        match session_args::open(&args, &cwd) {
+            Ok(session) => {
+                self.options.run_id = session.id.to_string();
+                self.session = session;
+                self.screen.line(&format!("resumed session {} — the last exchanges:", self.session.id));
+                for line in last_exchanges(&self.session.messages.to_messages(), 3) {
+                    self.screen.line(&line);
+                }
+            }
+            Err(e) => self.screen.line(&style.paint(RED, &e)),
+        }
+    }
+
+    /// Run `prompt` on the session, streaming its output, until it ends or is interrupted.
+    async fn turn(&mut self, prompt: &str) -> Next {
+        let cancel = CancellationToken::new();
+        let deps = Deps {
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            hooks: Arc::new(CommandHooks::new(self.settings.hooks.clone())),
+            clock: Arc::new(SystemClock::new()),
+            cancel: cancel.clone(),
+            cwd: self.cwd.clone(),
+            policy: Arc::new(self.policy.clone()),
+            shell_env: self.shell_env.clone(),
+            approver: self.approver.clone(),
+        };
+        let started = Instant::now();
+        let status = Arc::new(Mutex::new(Status::new(started)));
+        let trace = self.trace.then(|| PrettyTrace::new(self.screen.style.color, &self.options));
+        if let Some(trace) = &trace {
+            trace.flush(&self.screen);
+        }
+        let sink = TurnSink { screen: self.screen.clone(), status: status.clone(), trace, text_block: None };
+        self.terminal.turn_mode();
+        self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
+        let options = self.options.clone();
+        let run = run_prompt(&mut self.session, deps, options, prompt, Box::new(sink));
+        tokio::pin!(run);
+        let mut ticker = tokio::time::interval(TICK);
+        let mut stopped: Option<Stop> = None;
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                _ = ticker.tick() => {
+                    let line = status.lock().unwrap_or_else(PoisonError::into_inner).line(Instant::now());
+                    self.screen.set_status(Some(line));
+                }
+                stop = self.signals.next() => {
+                    if !cancel.is_cancelled() {
+                        self.screen.line(&self.screen.style.paint(DIM, "interrupting…"));
+                    }
+                    cancel.cancel();
+                    if stop != Stop::Interrupt {
+                        stopped = Some(stop);
+                    }
+                }
+            }
+        };
+        // An interrupt drops an open question unanswered: close it.
+        self.screen.end_question();
+        self.screen.set_status(None);
+        self.screen.end_line();
+        self.terminal.restore();
+        match result {
+            Ok(outcome) => {
+                self.totals.add(&outcome);
+                if let Some(line) = ending(&outcome, self.screen.style) {
+                    self.screen.line(&line);
+                }
+            }
+            Err(e) => {
+                self.screen.line(&format!("agentloop: internal error: {e}"));
+                return Next::Exit(EXIT_INTERNAL);
+            }
+        }
+        match stopped {
+            Some(stop) => Next::Exit(stop.exit_code()),
+            None => Next::Continue,
+        }
+    }
+}
+
+/// The line shown after a prompt that did not simply complete.
+fn ending(outcome: &RunOutcome, style: Style) -> Option<String> {
+    match outcome.terminal {
+        TerminalReason::Completed => None,
+        TerminalReason::AbortedStreaming | TerminalReason::AbortedTools => {
+            Some(style.paint(YELLOW, "⎿ interrupted — the conversation keeps what was said so far"))
+        }
+        other => {
+            let why = outcome.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+            Some(style.paint(RED, &format!("⎿ ended: {}{why}", other.as_str())))
+        }
+    }
+}
+
+/// What `/permissions` prints.
+fn permissions_text(policy: &Policy) -> String {
+    let mut out = vec![format!("mode: {}", policy.mode().as_str())];
+    let lists = policy.rule_lists();
+    for (name, rules) in [("allow", lists.allow), ("deny", lists.deny), ("ask", lists.ask)] {
+        out.push(format!("{name}: {}", if rules.is_empty() { "(none)".into() } else { rules.join(", ") }));
+    }
+    let grants = policy.grants().rules();
+    out.push(format!(
+        "allowed for this session: {}",
+        if grants.is_empty() { "(none)".into() } else { grants.join(", ") }
+    ));
+    out.join("\n")
+}
+
+/// The last `n` exchanges of a resumed conversation: each prompt and the reply's text, cut.
+pub fn last_exchanges(messages: &[crate::protocol::Message], n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let prompts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User && !m.text().trim().is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    let from = prompts.len().saturating_sub(n);
+    for (k, &start) in prompts[from..].iter().enumerate() {
+        let end = prompts.get(from + k + 1).copied().unwrap_or(messages.len());
+        lines.push(format!("> {}", render::shorten(messages[start].text().lines().next().unwrap_or(""), 100)));
+        let reply: String = messages[start + 1..end]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| m.text())
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for line in reply.lines().take(3) {
+            lines.push(format!("  {}", render::shorten(line, 100)));
+        }
+    }
+    lines
+}
+
+/// `/trace`: the pretty trace of `--trace`, written through the screen.
+struct PrettyTrace {
+    writer: TraceWriter,
+    buffer: Arc<Mutex<Vec<u8>>>,
+}
+
+#[derive(Clone)]
+struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl PrettyTrace {
+    fn new(color: bool, options: &EngineOptions) -> PrettyTrace {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let mut writer = TraceWriter::new(Box::new(SharedBuffer(buffer.clone())), TraceFormat::Pretty, color);
+        let _ = writer.header(&header(options));
+        PrettyTrace { writer, buffer }
+    }
+
+    fn flush(&self, screen: &Screen) {
+        let bytes = std::mem::take(&mut *self.buffer.lock().unwrap_or_else(PoisonError::into_inner));
+        let text = String::from_utf8_lossy(&bytes);
+        for line in text.lines() {
+            screen.line(line);
+        }
+    }
+}
+
+/// Edges after which the reply being streamed is not kept.
+const ABANDONING_EDGES: &[&str] = &["consume.retry", "consume.prompt_too_long"];
+
+/// The sink of one turn: text and tool lines to the screen, the status line kept current.
+struct TurnSink {
+    screen: Screen,
+    status: Arc<Mutex<Status>>,
+    trace: Option<PrettyTrace>,
+    text_block: Option<usize>,
+}
+
+impl EventSink for TurnSink {
+    fn event(&mut self, event: &EngineEvent) {
+        let style = self.screen.style;
+        match event {
+            EngineEvent::TextDelta { index, text } => {
+                if self.text_block.is_some_and(|b| b != *index) {
+                    self.screen.end_line();
+                }
+                self.text_block = Some(*index);
+                self.screen.text(text);
+            }
+            EngineEvent::Message(message) if message.role == Role::Assistant => {
+                self.text_block = None;
+                self.screen.end_line();
+            }
+            EngineEvent::ToolStarted { name, input, .. } => {
+                self.text_block = None;
+                self.screen.line(&render::tool_started(style, name, input));
+            }
+            EngineEvent::ToolFinished { name, is_error, duration, .. } => {
+                self.screen.line(&render::tool_finished(style, name, *is_error, *duration));
+            }
+            EngineEvent::Warning(warning) => self.screen.line(&style.paint(YELLOW, &format!("warning: {warning}"))),
+            EngineEvent::Transition(record) => {
+                // A stream that failed is sent again: its partial text stays on screen, marked.
+                if ABANDONING_EDGES.contains(&record.edge.as_str()) && self.text_block.is_some() {
+                    self.text_block = None;
+                    self.screen.line(&style.paint(DIM, "  (cut off; the reply is asked for again)"));
+                }
+                if let Some(trace) = &mut self.trace {
+                    let _ = trace.writer.record(record);
+                    trace.flush(&self.screen);
+                }
+            }
+            _ => {}
+        }
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        if status.observe(event) {
+            self.screen.set_status(Some(status.line(Instant::now())));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ContentBlock, Message};
+
+    #[test]
+    fn resumed_sessions_show_their_last_exchanges() {
+        let assistant = |text: &str| Message { role: Role::Assistant, content: vec![ContentBlock::text(text)] };
+        let messages = vec![
+            Message::user_text("first question"),
+            assistant("first answer"),
+            Message::user_text("second question"),
+            assistant("line one\nline two\nline three\nline four"),
+        ];
+        assert_eq!(last_exchanges(&messages, 1), vec!["> second question", "  line one", "  line two", "  line three"]);
+        assert_eq!(last_exchanges(&messages, 5).len(), 6);
+    }
+
+    #[test]
+    fn cost_sums_the_outcomes() {
+        let mut totals = Totals::default();
+        let outcome = RunOutcome {
+            terminal: TerminalReason::Completed,
+            error: None,
+            messages: vec![],
+            final_text: String::new(),
+            usage: crate::engine::state::UsageTotals { input_tokens: 100, output_tokens: 20, ..Default::default() },
+            model_calls: 1,
+            cost_usd: 0.0015,
+            turns: 1,
+            trace: vec![],
+        };
+        totals.add(&outcome);
+        totals.add(&outcome);
+        assert_eq!(
+            totals.describe(),
+            "2 prompt(s) · 200 input + 40 output tokens (cache: 0 written, 0 read) · $0.0030"
+        );
+    }
+}

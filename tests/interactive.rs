@@ -1,0 +1,290 @@
+//! The interactive session (`agentloop` on a terminal with no `-p`), driven on a
+//! pseudo-terminal against the local Messages API mock: a prompt answered with a Read, a Bash
+//! call asked about and run after `y`, the status line naming the state while a slow reply
+//! streams, Ctrl+C interrupting it and the next prompt answered, `/cost`, and Ctrl+D or two
+//! Ctrl+C leaving.
+
+#[path = "common/mock_api.rs"]
+mod mock_api;
+#[path = "common/pty.rs"]
+mod pty;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+use mock_api::{MockApi, ROUND_TRIP_ANSWER, Reply, Sse, read_round_trip};
+use pty::Pty;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// `agentloop` on a PTY in `dir`, against `api`, with a scratch home and no colour.
+fn session(api: &MockApi, dir: &Path, home: &Path, args: &[&str]) -> Pty {
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    command
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("AGENTLOOP_HOME", home)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .current_dir(dir)
+        .args(args);
+    Pty::spawn(command)
+}
+
+fn work_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_prompt_is_answered_with_a_read_then_cost_and_ctrl_d_leaves() {
+    let api = MockApi::start(read_round_trip());
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("/help for commands", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("Read greeting.txt\r");
+    pty.expect("Reading it.", WAIT);
+    pty.expect("● Read(greeting.txt)", WAIT);
+    pty.expect("⎿ Read ok", WAIT);
+    pty.expect(ROUND_TRIP_ANSWER, WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/cost\r");
+    pty.expect("1 prompt(s) · 2500 input + ", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    let requests = api.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["messages"][0]["content"][0]["text"], "Read greeting.txt");
+    let history = std::fs::read_to_string(home.path().join("history")).unwrap();
+    assert!(history.contains("Read greeting.txt"), "{history}");
+    assert!(history.contains("/cost"), "{history}");
+}
+
+#[test]
+fn a_bash_call_asks_and_runs_after_y() {
+    let api = MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "Bash", &json!({"command": "touch made.txt"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Made it.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make a file\r");
+    pty.expect("? Bash(touch made.txt)", WAIT);
+    pty.expect("y allow once", WAIT);
+    pty.expect("n deny · Esc deny and interrupt", WAIT);
+    pty.send("y");
+    pty.expect("allowed once", WAIT);
+    pty.expect("⎿ Bash ok", WAIT);
+    pty.expect("Made it.", WAIT);
+    pty.expect("> ", WAIT);
+    assert!(dir.path().join("made.txt").exists());
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0);
+    let result = &api.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_01");
+    assert_ne!(result["is_error"], true, "{result}");
+}
+
+#[test]
+fn ctrl_c_interrupts_a_slow_reply_and_the_next_prompt_is_answered() {
+    let slow = Sse::new("claude-sonnet-4-5", 100).text("This will take a while.").stop("end_turn");
+    let api = MockApi::start(vec![
+        Reply::paused_before(slow, "content_block_stop", Duration::from_secs(60)),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("take your time\r");
+    // The text streams, and the status line under it names the state the machine is in.
+    pty.expect("This will take a while.", WAIT);
+    pty.expect("Consume · ", WAIT);
+    pty.send("\x03");
+    pty.expect("interrupted", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("and now?\r");
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    // At an empty prompt the first Ctrl+C says how to leave, the second leaves.
+    pty.send("\x03");
+    pty.expect("Ctrl+C again to leave", WAIT);
+    pty.send("\x03");
+    assert_eq!(pty.wait(WAIT), 0);
+    let second = &api.requests()[1].body["messages"];
+    assert_eq!(second[0]["content"][0]["text"], "take your time", "{second}");
+    let last = second.as_array().unwrap().last().unwrap()["content"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["text"], "and now?", "{second}");
+}
+
+#[test]
+fn without_an_api_key_it_says_how_to_set_one() {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    command
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env("AGENTLOOP_HOME", home.path())
+        .env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(command);
+    pty.expect("ANTHROPIC_API_KEY", WAIT);
+    pty.expect("agentloop demo", WAIT);
+    assert_eq!(pty.wait(WAIT), 2);
+}
+
+#[test]
+fn n_denies_with_a_reason_and_a_allows_for_the_session() {
+    let bash = |id: &str, command: &str| {
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100).tool_use(id, "Bash", &json!({"command": command})).stop("tool_use"),
+        )
+    };
+    let api = MockApi::start(vec![
+        bash("toolu_01", "touch a.txt"),
+        bash("toolu_02", "touch b.txt"),
+        bash("toolu_03", "touch b.txt"),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Done.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make files\r");
+    pty.expect("? Bash(touch a.txt)", WAIT);
+    pty.expect("Esc deny and interrupt", WAIT);
+    pty.send("n");
+    pty.expect("reason for the model", WAIT);
+    pty.send("use b.txt\r");
+    pty.expect("⎿ Bash error", WAIT);
+    pty.expect("? Bash(touch b.txt)", WAIT);
+    let offer = pty.expect("for this session", WAIT);
+    assert!(offer.contains("a allow Bash("), "{offer}");
+    pty.send("a");
+    pty.expect("allowed for this session: Bash(", WAIT);
+    pty.expect("⎿ Bash ok", WAIT);
+    // The grant covers the same call again: it runs without a question.
+    let rest = pty.expect("Done.", WAIT);
+    assert!(!rest.contains("? Bash"), "{rest}");
+    assert!(rest.contains("⎿ Bash ok"), "{rest}");
+    pty.expect("> ", WAIT);
+    pty.send("/permissions\r");
+    pty.expect("mode: default", WAIT);
+    pty.expect("allowed for this session: Bash(", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert!(!dir.path().join("a.txt").exists());
+    assert!(dir.path().join("b.txt").exists());
+    let denied = &api.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(denied["is_error"], true, "{denied}");
+    assert!(denied["content"].to_string().contains("use b.txt"), "{denied}");
+}
+
+#[test]
+fn trace_shows_transitions_and_a_backslash_continues_the_line() {
+    let api = MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Two lines.").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/trace\r");
+    pty.expect("trace on", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("line one\\\rline two\r");
+    pty.expect("prepare.request", WAIT);
+    pty.expect("Two lines.", WAIT);
+    pty.expect("■ completed", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[0].body["messages"][0]["content"][0]["text"], "line one\nline two");
+}
+
+#[test]
+fn a_resumed_session_shows_its_last_exchanges() {
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &["first question"]);
+    pty.expect("First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let mut pty = session(&api, dir.path(), home.path(), &["--continue"]);
+    pty.expect("resumed session", WAIT);
+    pty.expect("> first question", WAIT);
+    pty.expect("  First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("second question\r");
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/clear\r");
+    pty.expect("new session", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/resume\r");
+    pty.expect("1. ", WAIT);
+    pty.expect("first question", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/resume 2\r");
+    pty.expect("resumed session", WAIT);
+    pty.expect("> second question", WAIT);
+    pty.expect("  Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[1].body["messages"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn esc_denies_and_interrupts_the_turn() {
+    let api = MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "Bash", &json!({"command": "touch nope.txt"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Understood.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make a file\r");
+    pty.expect("Esc deny and interrupt", WAIT);
+    pty.send("\x1b");
+    pty.expect("denied; interrupting", WAIT);
+    pty.expect("interrupted", WAIT);
+    pty.expect("> ", WAIT);
+    assert!(!dir.path().join("nope.txt").exists());
+    pty.send("ok, never mind\r");
+    pty.expect("Understood.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let result = &api.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(result["is_error"], true, "{result}");
+}
+
+#[test]
+fn sigterm_at_the_prompt_ends_the_session_with_143() {
+    let api = MockApi::start(vec![]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    // SAFETY: signalling the child this test started.
+    unsafe {
+        libc::kill(pty.pid(), libc::SIGTERM);
+    }
+    assert_eq!(pty.wait(WAIT), 143);
+}
