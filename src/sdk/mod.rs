@@ -63,7 +63,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stdin(tx));
 
-    let RunSpec { cwd, mut options, model, mut settings, policy, session, tools, .. } = spec;
+    let RunSpec { cwd, mut options, model, mut settings, policy, session, mut tools, mcp_servers, .. } = spec;
+    let mcp_status = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
     let shell_env = Arc::new(ShellEnv::inherited(&settings.shell_environment.keep));
     // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
     let approver: Arc<dyn crate::permissions::approver::Approver> = match flags.permission_prompt_tool.as_deref() {
@@ -105,7 +106,14 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 };
                 let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
                 stdout.line(
-                    &system_init(&current.id.to_string(), &cwd, &options.model, &names, policy.mode().as_str())
+                    &system_init(
+                        &current.id.to_string(),
+                        &cwd,
+                        &options.model,
+                        &names,
+                        policy.mode().as_str(),
+                        &mcp_status,
+                    )
                         .to_string(),
                 );
                 let mut sink = CliSink::new(None, OutputFormat::StreamJson, current.id.to_string(), stdout.clone());
@@ -307,7 +315,7 @@ mod tests {
     /// same JSON types.
     #[test]
     fn our_frames_carry_the_recorded_frames_keys() {
-        let init = system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default");
+        let init = system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default", &[]);
         let keys = [
             "type",
             "subtype",
