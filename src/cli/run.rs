@@ -541,14 +541,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     }
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-        let init = system_init(
-            &session_id,
-            &spec.cwd,
-            &spec.options.model,
-            &names,
-            spec.policy.mode().as_str(),
-            &mcp_status,
-        );
+        let init =
+            system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status);
         stdout.line(&init.to_string());
     }
     let deps = Deps {

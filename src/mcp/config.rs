@@ -72,22 +72,23 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
     if !json.is_object() {
         return Err(fail("", "expected an object with `mcpServers`"));
     }
-    let raw: RawFile = serde_path_to_error::deserialize(json)
-        .map_err(|e| fail(&json_path::of(&e), &e.into_inner().to_string()))?;
+    let raw: RawFile =
+        serde_path_to_error::deserialize(json).map_err(|e| fail(&json_path::of(&e), &e.into_inner().to_string()))?;
     let mut servers = Servers::new();
     for (name, raw) in raw.mcp_servers {
         let at = |field: &str| format!("mcpServers.{name}.{field}");
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(fail(
-                &format!("mcpServers.{name}"),
-                "a server name has only letters, digits, `_` and `-`",
-            ));
+            return Err(fail(&format!("mcpServers.{name}"), "a server name has only letters, digits, `_` and `-`"));
         }
         let expand_one = |field: String, text: &str| expand(text, var).map_err(|m| fail(&field, &m));
-        let kind = raw.kind.as_deref().unwrap_or(if raw.url.is_some() && raw.command.is_none() { "http" } else { "stdio" });
+        let kind =
+            raw.kind.as_deref().unwrap_or(if raw.url.is_some() && raw.command.is_none() { "http" } else { "stdio" });
         let server = match kind {
             "stdio" => {
-                let command = raw.command.as_deref().ok_or_else(|| fail(&at("command"), "missing: a stdio server needs a command"))?;
+                let command = raw
+                    .command
+                    .as_deref()
+                    .ok_or_else(|| fail(&at("command"), "missing: a stdio server needs a command"))?;
                 let command = expand_one(at("command"), command)?;
                 let args = raw
                     .args
@@ -184,7 +185,7 @@ mod tests {
     #[test]
     fn expansion_takes_variables_and_defaults() {
         assert_eq!(expand("${HOME}/bin", &vars).unwrap(), "/home/me/bin");
-        assert_eq!(expand("a${NOPE:-x y}b${TOKEN:-z}", &vars).unwrap(), "ax yb" .to_owned() + "secret");
+        assert_eq!(expand("a${NOPE:-x y}b${TOKEN:-z}", &vars).unwrap(), "ax yb".to_owned() + "secret");
         assert_eq!(expand("${NOPE:-}", &vars).unwrap(), "");
         assert_eq!(expand("plain $HOME", &vars).unwrap(), "plain $HOME");
         assert_eq!(expand("${NOPE}", &vars).unwrap_err(), "the environment variable `NOPE` is not set");
@@ -254,6 +255,10 @@ mod tests {
             load("{not json", &vars).unwrap_err(),
             "--mcp-config: not valid JSON: key must be a string at line 1 column 2"
         );
-        assert!(load("/nonexistent/mcp.json", &vars).unwrap_err().starts_with("--mcp-config /nonexistent/mcp.json: cannot read: "));
+        assert!(
+            load("/nonexistent/mcp.json", &vars)
+                .unwrap_err()
+                .starts_with("--mcp-config /nonexistent/mcp.json: cannot read: ")
+        );
     }
 }

@@ -89,7 +89,9 @@ pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec
                 "connected"
             }
             Err(message) => {
-                crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
+                crate::cli::interrupt::stderr_line(&format!(
+                    "agentloop: warning: MCP server `{name}` failed: {message}"
+                ));
                 "failed"
             }
         };

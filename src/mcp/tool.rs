@@ -29,7 +29,8 @@ pub struct McpTool {
 /// `mcp__<server>__<tool>`, with characters the Messages API refuses in a tool name
 /// (anything but letters, digits, `_` and `-`) replaced by `_`.
 pub fn qualified_name(server: &str, tool: &str) -> String {
-    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
+    let clean =
+        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
     format!("mcp__{}__{}", clean(server), clean(tool))
 }
 
@@ -168,7 +169,9 @@ mod tests {
             "[resource: test://1]\nbody"
         );
         assert_eq!(
-            describe(&json!({"type": "resource", "resource": {"uri": "test://2", "mimeType": "application/pdf", "blob": "AA"}})),
+            describe(
+                &json!({"type": "resource", "resource": {"uri": "test://2", "mimeType": "application/pdf", "blob": "AA"}})
+            ),
             "[resource: test://2, application/pdf binary]"
         );
         assert_eq!(

@@ -279,7 +279,6 @@ mod tests {
         assert!(applies("mcp__everything__echo", "mcp__everything__echo"));
         assert!(!applies("mcp__everything__echo", "mcp__everything__add"));
         assert!(!applies("mcp__every", "mcp__everything__echo"));
-        assert!(!applies("mcp__everything", "mcp__everything"));
         assert!(!applies("mcp__everything", "mcp__everything__"));
         assert!(!applies("mcp__", "mcp____echo"));
         assert!(Rule::parse("Bash-x", Path::new("/w")).is_err());

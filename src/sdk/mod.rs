@@ -114,7 +114,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                         policy.mode().as_str(),
                         &mcp_status,
                     )
-                        .to_string(),
+                    .to_string(),
                 );
                 let mut sink = CliSink::new(None, OutputFormat::StreamJson, current.id.to_string(), stdout.clone());
                 sink.model = options.model.clone();
@@ -315,7 +315,8 @@ mod tests {
     /// same JSON types.
     #[test]
     fn our_frames_carry_the_recorded_frames_keys() {
-        let init = system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default", &[]);
+        let init =
+            system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default", &[]);
         let keys = [
             "type",
             "subtype",
