@@ -205,3 +205,74 @@ fn a_bad_config_is_a_usage_error_naming_the_json_path() {
         "agentloop: --mcp-config: at mcpServers.s.args: invalid type: string \"x\", expected a sequence\n"
     );
 }
+
+#[test]
+fn an_interrupt_cancels_a_running_call_and_the_server_dies_with_the_run() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    // The server records its pid (exec keeps it) so the test can see it is gone afterwards.
+    let script = format!("echo $$ > '{}'; exec node '{}' stdio", pid_file.display(), everything_entry().display());
+    let config = json!({"mcpServers": {"everything": {"command": "sh", "args": ["-c", script]}}}).to_string();
+    let calls = [("mcp__everything__trigger-long-running-operation", json!({"duration": 30, "steps": 3}))];
+    let scenario = scenario(&dir, &calls);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .arg("-p")
+        .arg("Use the everything server.")
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--output-format", "stream-json", "--permission-mode", "bypassPermissions", "--mcp-config", &config])
+        .arg("--cwd")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut interrupted_at = None;
+    for line in stdout.lines() {
+        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if line["subtype"] == "tool_started" && interrupted_at.is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // SAFETY: kill(2) with the pid of our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            interrupted_at = Some(std::time::Instant::now());
+        }
+        lines.push(line);
+    }
+    let status = child.wait().unwrap();
+    let took = interrupted_at.expect("the call started").elapsed();
+    assert_eq!(status.code(), Some(130));
+    assert!(took < std::time::Duration::from_secs(5), "the run ended {took:?} after the interrupt");
+    assert_eq!(tool_results(&lines), vec![("MCP tool call was cancelled".to_owned(), true)]);
+    assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
+    let pid: libc::pid_t = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(std::time::Instant::now() < deadline, "the server {pid} outlived the run");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_server_gets_its_expanded_env_and_not_the_model_credentials() {
+    let config = json!({"mcpServers": {"everything": {
+        "command": "node",
+        "args": [everything_entry(), "stdio"],
+        "env": {"FROM_CONFIG": "${AGENTLOOP_MCP_TEST_UNSET:-the default}", "FROM_VAR": "${AGENTLOOP_MCP_TEST_SET}"}
+    }}})
+    .to_string();
+    let calls = [("mcp__everything__get-env", json!({}))];
+    let env = [("ANTHROPIC_API_KEY", "sk-test-key-123"), ("AGENTLOOP_MCP_TEST_SET", "expanded")];
+    let (out, lines) = run(&calls, &["--mcp-config", &config, "--allowedTools", "mcp__everything__get-env"], &env);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let results = tool_results(&lines);
+    let (text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    assert!(text.contains(r#""FROM_CONFIG": "the default""#), "{text}");
+    assert!(text.contains(r#""FROM_VAR": "expanded""#), "{text}");
+    assert!(!text.contains("sk-test-key-123") && !text.contains("ANTHROPIC_API_KEY"), "{text}");
+}

@@ -107,6 +107,9 @@ async fn connect_one(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Ve
     };
     let mut child = tokio::process::Command::new(command)
         .args(args)
+        // The model credentials stay with agentloop unless the configuration passes them.
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
         .envs(env)
         .current_dir(cwd)
         .stdin(Stdio::piped())
