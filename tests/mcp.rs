@@ -68,8 +68,17 @@ fn scenario(dir: &tempfile::TempDir, calls: &[(&str, Value)]) -> PathBuf {
 
 /// Run `agentloop -p` on `calls` with `args` besides; returns the output and its JSON lines.
 fn run(calls: &[(&str, Value)], args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<Value>) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = scenario(&dir, calls);
+    run_in(&tempfile::tempdir().unwrap(), calls, args, env)
+}
+
+/// [`run`] with `dir` as the working directory.
+fn run_in(
+    dir: &tempfile::TempDir,
+    calls: &[(&str, Value)],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, Vec<Value>) {
+    let scenario = scenario(dir, calls);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentloop"));
     cmd.arg("-p")
         .arg("Use the everything server.")
@@ -275,4 +284,40 @@ fn the_server_gets_its_expanded_env_and_not_the_model_credentials() {
     assert!(text.contains(r#""FROM_CONFIG": "the default""#), "{text}");
     assert!(text.contains(r#""FROM_VAR": "expanded""#), "{text}");
     assert!(!text.contains("sk-test-key-123") && !text.contains("ANTHROPIC_API_KEY"), "{text}");
+}
+
+#[test]
+fn project_servers_start_only_with_the_settings_consent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".mcp.json"), config(json!({}))).unwrap();
+    let calls = [("mcp__everything__echo", json!({"message": "from the project"}))];
+    let allow = ["--allowedTools", "mcp__everything"];
+
+    // No consent: not started, a warning says how to allow it, and the call is an unknown tool.
+    let (out, lines) = run_in(&dir, &calls, &allow, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "agentloop: warning: MCP server `everything` of .mcp.json is not started: the settings' \
+enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(init(&lines)["mcp_servers"], json!([]));
+    assert!(tool_results(&lines)[0].1, "{:?}", tool_results(&lines));
+
+    // Consent by name.
+    let settings = r#"{"enabledMcpjsonServers": ["everything"]}"#;
+    let (out, lines) = run_in(&dir, &calls, &[allow[0], allow[1], "--settings", settings], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
+    assert_eq!(tool_results(&lines), vec![("Echo: from the project".to_owned(), false)]);
+
+    // --strict-mcp-config: the project file is not read, whatever the settings say.
+    let settings = r#"{"enableAllProjectMcpServers": true}"#;
+    let (out, lines) = run_in(&dir, &calls, &[allow[0], allow[1], "--settings", settings, "--strict-mcp-config"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(".mcp.json"));
+    assert_eq!(init(&lines)["mcp_servers"], json!([]));
 }

@@ -126,8 +126,9 @@ pub struct RunFlags {
     /// `mcp__NAME__TOOL` for one) unless the mode is bypassPermissions.
     #[arg(long, value_name = "FILE_OR_JSON", num_args = 1..)]
     pub mcp_config: Vec<String>,
-    /// Use only the servers of `--mcp-config`. agentloop reads no other MCP configuration yet
-    /// (no project `.mcp.json`, no user settings), so this is what it always does.
+    /// Use only the servers of `--mcp-config`, not those of the project's `.mcp.json` (which
+    /// start only when the settings' `enableAllProjectMcpServers` or `enabledMcpjsonServers`
+    /// allow them).
     #[arg(long)]
     pub strict_mcp_config: bool,
     /// Flags of Claude Code's command line that agentloop accepts but does not honour yet.
@@ -286,14 +287,12 @@ pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, Strin
         spec.tools = tool_subset(names)?;
     }
     spec.partial_messages = args.include_partial_messages;
-    for value in &args.mcp_config {
-        spec.mcp_servers.extend(crate::mcp::config::load(value, &crate::mcp::config::env_var)?);
-    }
     spec.options.table = table;
     spec.options.validate()?;
     if let Some(settings) = &args.settings {
         spec.settings = load_settings(settings)?;
     }
+    spec.mcp_servers = mcp_servers(args, &spec.cwd, &spec.settings)?;
     spec.policy = policy(
         &spec.settings.permissions,
         args.permission_mode.as_deref(),
@@ -307,6 +306,37 @@ pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, Strin
     let table_sha256 = spec.options.table().sha256.clone();
     session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
     Ok(spec)
+}
+
+/// The MCP servers of a run: the project's `.mcp.json` servers the settings consent to (not
+/// with `--strict-mcp-config`; a bad file is a warning), then those of every `--mcp-config`,
+/// which win over a project server of the same name.
+fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, String> {
+    use crate::mcp::config;
+    let mut servers = crate::mcp::Servers::new();
+    if !args.strict_mcp_config {
+        let consent = config::ProjectConsent {
+            all: settings.enable_all_project_mcp_servers,
+            enabled: &settings.enabled_mcpjson_servers,
+            disabled: &settings.disabled_mcpjson_servers,
+        };
+        match config::project(cwd, consent, &config::env_var) {
+            Ok((project, skipped)) => {
+                for name in skipped {
+                    eprintln!(
+                        "agentloop: warning: MCP server `{name}` of .mcp.json is not started: the settings' \
+enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
+                    );
+                }
+                servers.extend(project);
+            }
+            Err(e) => eprintln!("agentloop: warning: {e}; its servers are not started"),
+        }
+    }
+    for value in &args.mcp_config {
+        servers.extend(config::load(value, &config::env_var)?);
+    }
+    Ok(servers)
 }
 
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).

@@ -137,6 +137,50 @@ pub fn load(value: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers
     parse(&origin, &json, var)
 }
 
+/// Which servers of a project's `.mcp.json` may start: the settings' consent.
+#[derive(Debug, Clone, Copy)]
+pub struct ProjectConsent<'a> {
+    /// `enableAllProjectMcpServers`.
+    pub all: bool,
+    /// `enabledMcpjsonServers`.
+    pub enabled: &'a [String],
+    /// `disabledMcpjsonServers` (wins).
+    pub disabled: &'a [String],
+}
+
+impl ProjectConsent<'_> {
+    fn allows(&self, name: &str) -> bool {
+        !self.disabled.iter().any(|n| n == name) && (self.all || self.enabled.iter().any(|n| n == name))
+    }
+}
+
+/// The servers of `DIR/.mcp.json` the settings consent to, and the names of those they do not
+/// (never started: a cloned repository cannot start processes by itself). No file: nothing.
+/// Only consented servers are parsed and expanded.
+///
+/// # Errors
+/// The file cannot be read, or is not valid, naming `.mcp.json` and the JSON path.
+pub fn project(
+    dir: &std::path::Path,
+    consent: ProjectConsent<'_>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Servers, Vec<String>), String> {
+    let path = dir.join(".mcp.json");
+    let origin = path.display().to_string();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Servers::new(), Vec::new())),
+        Err(e) => return Err(format!("{origin}: cannot read: {e}")),
+    };
+    let mut json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    let mut skipped = Vec::new();
+    if let Some(servers) = json.get_mut("mcpServers").and_then(Value::as_object_mut) {
+        skipped = servers.keys().filter(|name| !consent.allows(name)).cloned().collect();
+        servers.retain(|name, _| consent.allows(name));
+    }
+    Ok((parse(&origin, &json, var)?, skipped))
+}
+
 /// Expand `${VAR}` and `${VAR:-default}` in `text`.
 ///
 /// # Errors
@@ -217,6 +261,37 @@ mod tests {
         );
         assert_eq!(servers["bare"], ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new() });
         assert!(parse("x", &json!({}), &vars).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_project_file_starts_only_the_servers_the_settings_consent_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = ProjectConsent { all: false, enabled: &[], disabled: &[] };
+        assert_eq!(project(dir.path(), none, &vars).unwrap(), (Servers::new(), vec![]));
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "${UNSET_IN_B}"}, "c": {"command": "c"}}}"#,
+        )
+        .unwrap();
+        let names = |(servers, skipped): (Servers, Vec<String>)| (servers.into_keys().collect::<Vec<_>>(), skipped);
+        assert_eq!(
+            names(project(dir.path(), none, &vars).unwrap()),
+            (vec![], vec!["a".into(), "b".into(), "c".into()])
+        );
+        let enabled = ["a".to_owned(), "c".to_owned()];
+        let some = ProjectConsent { all: false, enabled: &enabled, disabled: &[] };
+        // `b` is not parsed, so its unset variable is no error.
+        assert_eq!(names(project(dir.path(), some, &vars).unwrap()), (vec!["a".into(), "c".into()], vec!["b".into()]));
+        let disabled = ["c".to_owned()];
+        let all_but_c = ProjectConsent { all: true, enabled: &[], disabled: &disabled };
+        let err = project(dir.path(), all_but_c, &vars).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "{}: at mcpServers.b.command: the environment variable `UNSET_IN_B` is not set",
+                dir.path().join(".mcp.json").display()
+            )
+        );
     }
 
     #[test]
