@@ -321,3 +321,32 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
     assert!(!String::from_utf8_lossy(&out.stderr).contains(".mcp.json"));
     assert_eq!(init(&lines)["mcp_servers"], json!([]));
 }
+
+#[test]
+fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(json!({}));
+    let calls = [("mcp__everything__echo", json!({"message": "via the SDK"}))];
+    let scenario = scenario(&dir, &calls);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
+        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
+    writeln!(child.stdin.as_mut().unwrap(), "{message}").unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
+    assert_eq!(tool_results(&lines), vec![("Echo: via the SDK".to_owned(), false)]);
+}
