@@ -9,6 +9,7 @@
 //! - [`tools`]: the tools the model calls.
 //! - [`permissions`]: the permission boundary: modes, rules, Bash analysis against them.
 //! - [`shell`]: what a Bash command line would run, read off a real shell grammar.
+//! - [`mcp`]: the MCP client: tools from Model Context Protocol servers.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 //! - [`process_group`]: the process groups of running commands, killed whole.
 //! - [`context`]: token estimates, collapse and compaction.
@@ -25,6 +26,7 @@ pub mod harness;
 pub mod hooks;
 pub mod interactive;
 mod json_path;
+pub mod mcp;
 pub mod model;
 pub mod permissions;
 pub mod process_group;

@@ -409,7 +409,14 @@ fn stop_reason(outcome: &RunOutcome) -> Option<&'static str> {
 
 /// The `system/init` line of stream-json: the session, where it runs, the model, the tools
 /// and the permission mode, with the protocol version the Claude Agent SDK checks.
-pub fn system_init(session_id: &str, cwd: &std::path::Path, model: &str, tools: &[String], mode: &str) -> Value {
+pub fn system_init(
+    session_id: &str,
+    cwd: &std::path::Path,
+    model: &str,
+    tools: &[String],
+    mode: &str,
+    mcp_servers: &[crate::mcp::ServerStatus],
+) -> Value {
     json!({
         "type": "system",
         "subtype": "init",
@@ -418,7 +425,7 @@ pub fn system_init(session_id: &str, cwd: &std::path::Path, model: &str, tools: 
         "cwd": cwd,
         "model": model,
         "tools": tools,
-        "mcp_servers": [],
+        "mcp_servers": mcp_servers,
         "slash_commands": [],
         "permissionMode": mode,
         "apiKeySource": "none",

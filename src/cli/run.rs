@@ -118,6 +118,19 @@ pub struct RunFlags {
     /// decision is "ask", instead of refusing.
     #[arg(long, value_name = "TOOL")]
     pub permission_prompt_tool: Option<String>,
+    /// MCP servers whose tools the model is offered as `mcp__<server>__<tool>`, in Claude
+    /// Code's format: `{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}}}}`; a file,
+    /// or the JSON itself. Repeatable; a later server of the same name wins. `${VAR}` and
+    /// `${VAR:-default}` are expanded. Only stdio servers connect yet (`"type": "http"` ones are
+    /// reported as failed). Their tools need an allow rule (`mcp__NAME` for a whole server,
+    /// `mcp__NAME__TOOL` for one) unless the mode is bypassPermissions.
+    #[arg(long, value_name = "FILE_OR_JSON", num_args = 1..)]
+    pub mcp_config: Vec<String>,
+    /// Use only the servers of `--mcp-config`, not those of the project's `.mcp.json` (which
+    /// start only when the settings' `enableAllProjectMcpServers` or `enabledMcpjsonServers`
+    /// allow them).
+    #[arg(long)]
+    pub strict_mcp_config: bool,
     /// Flags of Claude Code's command line that agentloop accepts but does not honour yet.
     #[command(flatten)]
     pub unsupported: UnsupportedFlags,
@@ -152,12 +165,6 @@ pub struct UnsupportedFlags {
     /// Not honoured yet: more directories tools may use.
     #[arg(long, value_name = "DIR", hide = true)]
     pub add_dir: Vec<PathBuf>,
-    /// Not honoured yet: MCP servers (a file or JSON).
-    #[arg(long, value_name = "CONFIG", hide = true)]
-    pub mcp_config: Vec<String>,
-    /// Not honoured yet.
-    #[arg(long, hide = true)]
-    pub strict_mcp_config: bool,
     /// Not honoured yet.
     #[arg(long, hide = true)]
     pub include_hook_events: bool,
@@ -190,8 +197,6 @@ impl UnsupportedFlags {
         note(self.max_budget_usd.is_some(), "--max-budget-usd");
         note(self.setting_sources.is_some(), "--setting-sources");
         note(!self.add_dir.is_empty(), "--add-dir");
-        note(!self.mcp_config.is_empty(), "--mcp-config");
-        note(self.strict_mcp_config, "--strict-mcp-config");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
         note(self.resume_session_at.is_some(), "--resume-session-at");
@@ -230,6 +235,8 @@ pub struct RunSpec {
     pub tools: Registry,
     /// `--include-partial-messages`.
     pub partial_messages: bool,
+    /// The MCP servers to connect to before the run (`--mcp-config`).
+    pub mcp_servers: crate::mcp::Servers,
 }
 
 /// Run `agentloop run`.
@@ -297,6 +304,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     if let Some(settings) = &args.settings {
         spec.settings = load_settings(settings)?;
     }
+    spec.mcp_servers = mcp_servers(args, &spec.cwd, &spec.settings)?;
     spec.policy = policy(
         &spec.settings.permissions,
         args.permission_mode.as_deref(),
@@ -310,6 +318,37 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     let table_sha256 = spec.options.table().sha256.clone();
     session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
     Ok(spec)
+}
+
+/// The MCP servers of a run: the project's `.mcp.json` servers the settings consent to (not
+/// with `--strict-mcp-config`; a bad file is a warning), then those of every `--mcp-config`,
+/// which win over a project server of the same name.
+fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, String> {
+    use crate::mcp::config;
+    let mut servers = crate::mcp::Servers::new();
+    if !args.strict_mcp_config {
+        let consent = config::ProjectConsent {
+            all: settings.enable_all_project_mcp_servers,
+            enabled: &settings.enabled_mcpjson_servers,
+            disabled: &settings.disabled_mcpjson_servers,
+        };
+        match config::project(cwd, consent, &config::env_var) {
+            Ok((project, skipped)) => {
+                for name in skipped {
+                    eprintln!(
+                        "agentloop: warning: MCP server `{name}` of .mcp.json is not started: the settings' \
+enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
+                    );
+                }
+                servers.extend(project);
+            }
+            Err(e) => eprintln!("agentloop: warning: {e}; its servers are not started"),
+        }
+    }
+    for value in &args.mcp_config {
+        servers.extend(config::load(value, &config::env_var)?);
+    }
+    Ok(servers)
 }
 
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
@@ -335,6 +374,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         tools: Registry::standard(),
         partial_messages: false,
+        mcp_servers: crate::mcp::Servers::new(),
         cwd,
         options,
         model: Arc::new(model),
@@ -463,6 +503,7 @@ pub fn spec_for_scenario(
         session: Session::in_memory(id, cwd.clone()),
         tools: Registry::standard(),
         partial_messages: false,
+        mcp_servers: crate::mcp::Servers::new(),
         cwd,
         options,
         model: scripted.clone(),
@@ -521,10 +562,29 @@ pub async fn execute(spec: RunSpec) -> u8 {
         sink.on_tool_phase = Some(Arc::new(move || scripted.tool_phase_started()));
         sink.on_stop_hooks = Some(Arc::new(move || at_stop_hooks.stop_hooks_started()));
     }
-    let tools = spec.tools.clone();
+    let mut tools = spec.tools.clone();
+    let mut mcp_status = Vec::new();
+    if !spec.mcp_servers.is_empty() {
+        // Servers start before the run; a signal meanwhile ends the command (their process
+        // groups die with their connections).
+        let connecting = crate::mcp::connect(&spec.mcp_servers, &spec.cwd, &mut tools);
+        let cancel = spec.cancel.clone();
+        let guarded = async move {
+            tokio::select! {
+                statuses = connecting => statuses,
+                () = cancel.cancelled() => Vec::new(),
+            }
+        };
+        let (statuses, stop) = supervise(guarded, &spec.cancel, &stdout).await;
+        if let Some(stop) = stop {
+            return stop.exit_code();
+        }
+        mcp_status = statuses;
+    }
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-        let init = system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str());
+        let init =
+            system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status);
         stdout.line(&init.to_string());
     }
     let deps = Deps {

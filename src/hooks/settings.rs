@@ -17,8 +17,9 @@ use serde_json::Value;
 use crate::json_path;
 use crate::tools::shell_env::KeepPattern;
 
-/// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions` and
-/// `shellEnvironment` (`env`, `model`, …) are ignored.
+/// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions`,
+/// `shellEnvironment` and the project MCP server consent (`enableAllProjectMcpServers`,
+/// `enabledMcpjsonServers`, `disabledMcpjsonServers`) are ignored (`env`, `model`, …).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Settings {
     /// Hook commands by event.
@@ -30,6 +31,16 @@ pub struct Settings {
     /// Which secret-looking variables Bash and hook commands keep.
     #[serde(default, rename = "shellEnvironment", deserialize_with = "null_as_default")]
     pub shell_environment: ShellEnvironment,
+    /// `enableAllProjectMcpServers`: start every server of the project's `.mcp.json`.
+    #[serde(default, rename = "enableAllProjectMcpServers", deserialize_with = "null_as_default")]
+    pub enable_all_project_mcp_servers: bool,
+    /// `enabledMcpjsonServers`: the servers of the project's `.mcp.json` that may start.
+    #[serde(default, rename = "enabledMcpjsonServers", deserialize_with = "null_as_default")]
+    pub enabled_mcpjson_servers: Vec<String>,
+    /// `disabledMcpjsonServers`: servers of the project's `.mcp.json` that never start (this
+    /// wins over the two above).
+    #[serde(default, rename = "disabledMcpjsonServers", deserialize_with = "null_as_default")]
+    pub disabled_mcpjson_servers: Vec<String>,
 }
 
 /// The `hooks` object: for each event, a list of matcher groups.

@@ -138,7 +138,9 @@ impl Rule {
             None => (trimmed, None),
             Some((tool, rest)) => (tool, Some(rest.strip_suffix(')').ok_or_else(|| bad("missing `)`"))?)),
         };
-        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        // MCP tool names (`mcp__server__tool`) may also have `-`.
+        let mcp = tool.starts_with("mcp__");
+        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || (mcp && c == '-')) {
             return Err(bad("expected a tool name such as Bash or Edit"));
         }
         let spec = match spec.map(str::trim) {
@@ -174,8 +176,15 @@ impl Rule {
 
     /// Whether the rule is about the tool named `tool`, of kind `kind`: it names the tool, or
     /// its family is the tool's kind.
+    /// An MCP server rule `mcp__SERVER` is about every tool of that server (`mcp__SERVER__…`).
     pub fn applies_to(&self, tool: &str, kind: ToolKind) -> bool {
-        self.tool == tool || (kind != ToolKind::Other && self.family() == Some(kind))
+        self.tool == tool || (kind != ToolKind::Other && self.family() == Some(kind)) || self.covers_mcp_server_of(tool)
+    }
+
+    /// Whether the rule is `mcp__SERVER` (no tool part) and `tool` is `mcp__SERVER__TOOL`.
+    fn covers_mcp_server_of(&self, tool: &str) -> bool {
+        self.tool.strip_prefix("mcp__").is_some_and(|server| !server.is_empty() && !server.contains("__"))
+            && tool.strip_prefix(self.tool.as_str()).is_some_and(|rest| rest.len() > 2 && rest.starts_with("__"))
     }
 
     /// The path pattern, for path rules.
@@ -259,6 +268,20 @@ mod tests {
 
     fn pattern(spec: &str) -> CommandPattern {
         command_pattern(spec).unwrap()
+    }
+
+    #[test]
+    fn mcp_rules_cover_a_whole_server_or_one_tool() {
+        let rule = |text: &str| Rule::parse(text, Path::new("/w")).unwrap();
+        let applies = |text: &str, tool: &str| rule(text).applies_to(tool, ToolKind::Other);
+        assert!(applies("mcp__everything", "mcp__everything__echo"));
+        assert!(applies("mcp__my-srv", "mcp__my-srv__get-x"));
+        assert!(applies("mcp__everything__echo", "mcp__everything__echo"));
+        assert!(!applies("mcp__everything__echo", "mcp__everything__add"));
+        assert!(!applies("mcp__every", "mcp__everything__echo"));
+        assert!(!applies("mcp__everything", "mcp__everything__"));
+        assert!(!applies("mcp__", "mcp____echo"));
+        assert!(Rule::parse("Bash-x", Path::new("/w")).is_err());
     }
 
     #[test]

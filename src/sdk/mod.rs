@@ -68,7 +68,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let controller = Arc::new(Controller::new(stdout.clone()));
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stdin(tx));
-    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
+    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone()).await;
     let mut session = Some(session);
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut input_open = true;
@@ -158,12 +158,15 @@ struct Host {
     shell_env: Arc<ShellEnv>,
     approver: Arc<dyn Approver>,
     partial_messages: bool,
+    mcp_status: Vec<crate::mcp::ServerStatus>,
 }
 
 impl Host {
     /// The host of `spec`'s run, and its session.
-    fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, .. } = spec;
+    /// Connects the MCP servers first: their tools join the built-in ones for every prompt.
+    async fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
+        let RunSpec { cwd, options, model, settings, policy, session, mut tools, mcp_servers, .. } = spec;
+        let mcp_status = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
             Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
@@ -188,6 +191,7 @@ impl Host {
             shell_env,
             approver,
             partial_messages: flags.include_partial_messages,
+            mcp_status,
         };
         (host, session)
     }
@@ -208,7 +212,8 @@ impl Host {
         };
         let id = session.id.to_string();
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, self.policy.mode().as_str());
+        let mode = self.policy.mode().as_str();
+        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, &self.mcp_status);
         self.stdout.line(&init.to_string());
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
         sink.model = self.options.model.clone();
@@ -358,7 +363,8 @@ mod tests {
     /// same JSON types.
     #[test]
     fn our_frames_carry_the_recorded_frames_keys() {
-        let init = system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default");
+        let init =
+            system_init("4bdf8843-6342-492b-befa-479c5e1777ac", std::path::Path::new("/p"), "m", &[], "default", &[]);
         let keys = [
             "type",
             "subtype",

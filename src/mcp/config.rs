@@ -1,0 +1,339 @@
+//! MCP server configuration in Claude Code's format:
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "files": {"type": "stdio", "command": "npx", "args": ["-y", "server"], "env": {"TOKEN": "${TOKEN}"}},
+//!   "web":   {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${KEY:-none}"}}
+//! }}
+//! ```
+//!
+//! `type` defaults to `stdio` when `command` is given. `${VAR}` and `${VAR:-default}` are
+//! expanded in `command`, `args`, `env`, `url` and `headers`; an unset variable without a
+//! default is an error. Errors name where the configuration came from and the JSON path of
+//! the offending value.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::json_path;
+
+/// How to reach one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerConfig {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+    },
+    /// A Streamable HTTP endpoint (parsed, not connected to yet).
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Servers by name, in name order.
+pub type Servers = BTreeMap<String, ServerConfig>;
+
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, RawServer>,
+}
+
+#[derive(Deserialize)]
+struct RawServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// Parse one configuration (`origin` names it in errors), expanding variables with `var`.
+///
+/// # Errors
+/// `ORIGIN: at PATH: message`.
+pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+    let fail = |path: &str, message: &str| format!("{origin}: {}{message}", json_path::at(path));
+    if !json.is_object() {
+        return Err(fail("", "expected an object with `mcpServers`"));
+    }
+    let raw: RawFile =
+        serde_path_to_error::deserialize(json).map_err(|e| fail(&json_path::of(&e), &e.into_inner().to_string()))?;
+    let mut servers = Servers::new();
+    for (name, raw) in raw.mcp_servers {
+        let at = |field: &str| format!("mcpServers.{name}.{field}");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(fail(&format!("mcpServers.{name}"), "a server name has only letters, digits, `_` and `-`"));
+        }
+        let expand_one = |field: String, text: &str| expand(text, var).map_err(|m| fail(&field, &m));
+        let kind =
+            raw.kind.as_deref().unwrap_or(if raw.url.is_some() && raw.command.is_none() { "http" } else { "stdio" });
+        let server = match kind {
+            "stdio" => {
+                let command = raw
+                    .command
+                    .as_deref()
+                    .ok_or_else(|| fail(&at("command"), "missing: a stdio server needs a command"))?;
+                let command = expand_one(at("command"), command)?;
+                let args = raw
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| expand_one(at(&format!("args[{i}]")), a))
+                    .collect::<Result<_, _>>()?;
+                let env = raw
+                    .env
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("env.{k}")), v)?)))
+                    .collect::<Result<_, String>>()?;
+                ServerConfig::Stdio { command, args, env }
+            }
+            "http" => {
+                let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), "missing: an http server needs a url"))?;
+                let url = expand_one(at("url"), url)?;
+                let headers = raw
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("headers.{k}")), v)?)))
+                    .collect::<Result<_, String>>()?;
+                ServerConfig::Http { url, headers }
+            }
+            other => {
+                return Err(fail(&at("type"), &format!("unknown server type `{other}` (expected `stdio` or `http`)")));
+            }
+        };
+        servers.insert(name, server);
+    }
+    Ok(servers)
+}
+
+/// `--mcp-config VALUE`: a file, or the JSON itself (it starts with `{`).
+///
+/// # Errors
+/// A message naming the flag or the file.
+pub fn load(value: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+    let (origin, text) = if value.trim_start().starts_with('{') {
+        ("--mcp-config".to_owned(), value.to_owned())
+    } else {
+        let text = std::fs::read_to_string(value).map_err(|e| format!("--mcp-config {value}: cannot read: {e}"))?;
+        (format!("--mcp-config {value}"), text)
+    };
+    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    parse(&origin, &json, var)
+}
+
+/// Which servers of a project's `.mcp.json` may start: the settings' consent.
+#[derive(Debug, Clone, Copy)]
+pub struct ProjectConsent<'a> {
+    /// `enableAllProjectMcpServers`.
+    pub all: bool,
+    /// `enabledMcpjsonServers`.
+    pub enabled: &'a [String],
+    /// `disabledMcpjsonServers` (wins).
+    pub disabled: &'a [String],
+}
+
+impl ProjectConsent<'_> {
+    fn allows(&self, name: &str) -> bool {
+        !self.disabled.iter().any(|n| n == name) && (self.all || self.enabled.iter().any(|n| n == name))
+    }
+}
+
+/// The servers of `DIR/.mcp.json` the settings consent to, and the names of those they do not
+/// (never started: a cloned repository cannot start processes by itself). No file: nothing.
+/// Only consented servers are parsed and expanded.
+///
+/// # Errors
+/// The file cannot be read, or is not valid, naming `.mcp.json` and the JSON path.
+pub fn project(
+    dir: &std::path::Path,
+    consent: ProjectConsent<'_>,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Servers, Vec<String>), String> {
+    let path = dir.join(".mcp.json");
+    let origin = path.display().to_string();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Servers::new(), Vec::new())),
+        Err(e) => return Err(format!("{origin}: cannot read: {e}")),
+    };
+    let mut json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    let mut skipped = Vec::new();
+    if let Some(servers) = json.get_mut("mcpServers").and_then(Value::as_object_mut) {
+        skipped = servers.keys().filter(|name| !consent.allows(name)).cloned().collect();
+        servers.retain(|name, _| consent.allows(name));
+    }
+    Ok((parse(&origin, &json, var)?, skipped))
+}
+
+/// Expand `${VAR}` and `${VAR:-default}` in `text`.
+///
+/// # Errors
+/// An unset variable without a default, or a `${` without its `}`.
+pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| format!("`${{` without a closing `}}` in `{text}`"))?;
+        let body = &after[..end];
+        let (name, default) = match body.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (body, None),
+        };
+        match (var(name), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(format!("the environment variable `{name}` is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The process environment, for [`parse`], [`load`] and [`expand`].
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/me".into()),
+            "TOKEN" => Some("secret".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expansion_takes_variables_and_defaults() {
+        assert_eq!(expand("${HOME}/bin", &vars).unwrap(), "/home/me/bin");
+        assert_eq!(expand("a${NOPE:-x y}b${TOKEN:-z}", &vars).unwrap(), "ax yb".to_owned() + "secret");
+        assert_eq!(expand("${NOPE:-}", &vars).unwrap(), "");
+        assert_eq!(expand("plain $HOME", &vars).unwrap(), "plain $HOME");
+        assert_eq!(expand("${NOPE}", &vars).unwrap_err(), "the environment variable `NOPE` is not set");
+        assert_eq!(expand("x${HOME", &vars).unwrap_err(), "`${` without a closing `}` in `x${HOME`");
+    }
+
+    #[test]
+    fn stdio_and_http_servers_parse_with_expansion() {
+        let json = json!({"mcpServers": {
+            "files": {"command": "${HOME}/srv", "args": ["--token", "${TOKEN}"], "env": {"K": "${NOPE:-d}"}},
+            "web": {"type": "http", "url": "https://h/${TOKEN}", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "bare": {"type": "stdio", "command": "srv"}
+        }, "other": 1});
+        let servers = parse("x", &json, &vars).unwrap();
+        assert_eq!(
+            servers["files"],
+            ServerConfig::Stdio {
+                command: "/home/me/srv".into(),
+                args: vec!["--token".into(), "secret".into()],
+                env: BTreeMap::from([("K".into(), "d".into())]),
+            }
+        );
+        assert_eq!(
+            servers["web"],
+            ServerConfig::Http {
+                url: "https://h/secret".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
+            }
+        );
+        assert_eq!(servers["bare"], ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new() });
+        assert!(parse("x", &json!({}), &vars).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_project_file_starts_only_the_servers_the_settings_consent_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = ProjectConsent { all: false, enabled: &[], disabled: &[] };
+        assert_eq!(project(dir.path(), none, &vars).unwrap(), (Servers::new(), vec![]));
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "${UNSET_IN_B}"}, "c": {"command": "c"}}}"#,
+        )
+        .unwrap();
+        let names = |(servers, skipped): (Servers, Vec<String>)| (servers.into_keys().collect::<Vec<_>>(), skipped);
+        assert_eq!(
+            names(project(dir.path(), none, &vars).unwrap()),
+            (vec![], vec!["a".into(), "b".into(), "c".into()])
+        );
+        let enabled = ["a".to_owned(), "c".to_owned()];
+        let some = ProjectConsent { all: false, enabled: &enabled, disabled: &[] };
+        // `b` is not parsed, so its unset variable is no error.
+        assert_eq!(names(project(dir.path(), some, &vars).unwrap()), (vec!["a".into(), "c".into()], vec!["b".into()]));
+        let disabled = ["c".to_owned()];
+        let all_but_c = ProjectConsent { all: true, enabled: &[], disabled: &disabled };
+        let err = project(dir.path(), all_but_c, &vars).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "{}: at mcpServers.b.command: the environment variable `UNSET_IN_B` is not set",
+                dir.path().join(".mcp.json").display()
+            )
+        );
+    }
+
+    #[test]
+    fn errors_name_the_origin_and_the_json_path() {
+        let err = |json: Value| parse("--mcp-config", &json, &vars).unwrap_err();
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"command": "c", "args": ["ok", "${NOPE}"]}}})),
+            "--mcp-config: at mcpServers.s.args[1]: the environment variable `NOPE` is not set"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"command": "c", "args": "x"}}})),
+            "--mcp-config: at mcpServers.s.args: invalid type: string \"x\", expected a sequence"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"type": "stdio"}}})),
+            "--mcp-config: at mcpServers.s.command: missing: a stdio server needs a command"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"type": "http"}}})),
+            "--mcp-config: at mcpServers.s.url: missing: an http server needs a url"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"type": "sse", "url": "u"}}})),
+            "--mcp-config: at mcpServers.s.type: unknown server type `sse` (expected `stdio` or `http`)"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"a b": {"command": "c"}}})),
+            "--mcp-config: at mcpServers.a b: a server name has only letters, digits, `_` and `-`"
+        );
+        assert_eq!(
+            err(json!({"mcpServers": {"s": {"command": "c", "env": {"K": "${NOPE}"}}}})),
+            "--mcp-config: at mcpServers.s.env.K: the environment variable `NOPE` is not set"
+        );
+        assert_eq!(err(json!([])), "--mcp-config: expected an object with `mcpServers`");
+        assert_eq!(
+            load("{not json", &vars).unwrap_err(),
+            "--mcp-config: not valid JSON: key must be a string at line 1 column 2"
+        );
+        assert!(
+            load("/nonexistent/mcp.json", &vars)
+                .unwrap_err()
+                .starts_with("--mcp-config /nonexistent/mcp.json: cannot read: ")
+        );
+    }
+}

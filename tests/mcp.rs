@@ -1,0 +1,352 @@
+//! The MCP client against a real server: `@modelcontextprotocol/server-everything` from npm,
+//! installed once into `.ci/cache/npm` by `.ci/install-mcp-servers` (run here when it is
+//! missing). Each test runs the built `agentloop -p` with a scripted model whose replies call
+//! the server's tools, and reads the tool results off `--output-format stream-json`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// server-everything's entry point, after `.ci/install-mcp-servers` made sure it is installed
+/// (once per test binary; the script is a no-op when it is, and locks against other callers).
+fn everything_entry() -> PathBuf {
+    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        if !entry.exists() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "mcp tests: {} is missing: running .ci/install-mcp-servers to install it from npm",
+                entry.display()
+            );
+        }
+        let status = Command::new("bash")
+            .arg(repo().join(".ci/install-mcp-servers"))
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run .ci/install-mcp-servers: {e}"))?;
+        if !status.success() {
+            return Err(format!(".ci/install-mcp-servers failed ({status}): the MCP tests need npm access once"));
+        }
+        Ok(entry)
+    });
+    ready.clone().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `--mcp-config` JSON with server-everything as `everything`, plus `extra` servers.
+fn config(extra: Value) -> String {
+    let mut servers = json!({
+        "everything": {"type": "stdio", "command": "node", "args": [everything_entry(), "stdio"]}
+    });
+    servers.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+    json!({ "mcpServers": servers }).to_string()
+}
+
+/// A scenario whose first reply calls `calls` (name, input) and whose second says "done".
+fn scenario(dir: &tempfile::TempDir, calls: &[(&str, Value)]) -> PathBuf {
+    let uses: Vec<Value> =
+        calls.iter().map(|(name, input)| json!({"type": "tool_use", "name": name, "input": input})).collect();
+    let scenario = json!({
+        "name": "mcp",
+        "prompt": "Use the everything server.",
+        "responses": [
+            {"content": uses},
+            {"content": [{"type": "text", "text": "done"}]}
+        ]
+    });
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    path
+}
+
+/// Run `agentloop -p` on `calls` with `args` besides; returns the output and its JSON lines.
+fn run(calls: &[(&str, Value)], args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<Value>) {
+    run_in(&tempfile::tempdir().unwrap(), calls, args, env)
+}
+
+/// [`run`] with `dir` as the working directory.
+fn run_in(
+    dir: &tempfile::TempDir,
+    calls: &[(&str, Value)],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, Vec<Value>) {
+    let scenario = scenario(dir, calls);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    cmd.arg("-p")
+        .arg("Use the everything server.")
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--output-format", "stream-json", "--cwd"])
+        .arg(dir.path())
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null());
+    let out = cmd.output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    (out, lines)
+}
+
+/// The tool_result blocks of the run, in order: (content, is_error).
+fn tool_results(lines: &[Value]) -> Vec<(String, bool)> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "user")
+        .flat_map(|l| l["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (b["content"].as_str().unwrap_or_default().to_owned(), b["is_error"] == true))
+        .collect()
+}
+
+fn init(lines: &[Value]) -> &Value {
+    lines.iter().find(|l| l["type"] == "system" && l["subtype"] == "init").expect("a system/init line")
+}
+
+#[test]
+fn echo_and_get_sum_results_reach_the_model_with_a_server_rule() {
+    let config = config(json!({}));
+    let calls = [
+        ("mcp__everything__echo", json!({"message": "hello mcp"})),
+        ("mcp__everything__get-sum", json!({"a": 2, "b": 40})),
+    ];
+    let (out, lines) = run(&calls, &["--mcp-config", &config, "--allowedTools", "mcp__everything"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        tool_results(&lines),
+        vec![("Echo: hello mcp".to_owned(), false), ("The sum of 2 and 40 is 42.".to_owned(), false)]
+    );
+    let init = init(&lines);
+    assert_eq!(init["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
+    let tools: Vec<&str> = init["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"Read") && tools.contains(&"mcp__everything__echo"), "{tools:?}");
+    assert_eq!(lines.last().unwrap()["result"], "done");
+}
+
+#[test]
+fn a_tool_rule_allows_that_tool_only_and_no_rule_refuses_as_usual() {
+    let config = config(json!({}));
+    let calls =
+        [("mcp__everything__echo", json!({"message": "hi"})), ("mcp__everything__get-sum", json!({"a": 1, "b": 2}))];
+    let (out, lines) = run(&calls, &["--mcp-config", &config, "--allowedTools", "mcp__everything__echo"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let tool = "mcp__everything__get-sum";
+    let refusal = format!(
+        "Permission to use {tool} was not granted: it changes things and no rule allows it, and this run cannot \
+ask anyone. Allow it with --allowedTools (e.g. `{tool}` or a narrower rule) or a permission mode."
+    );
+    assert_eq!(tool_results(&lines), vec![("Echo: hi".to_owned(), false), (refusal, true)]);
+}
+
+#[test]
+fn bypass_permissions_runs_without_a_rule_and_errors_and_timeouts_are_results() {
+    let config = config(json!({}));
+    let calls = [
+        ("mcp__everything__echo", json!({})),
+        ("mcp__everything__trigger-long-running-operation", json!({"duration": 5, "steps": 5})),
+    ];
+    let (out, lines) = run(
+        &calls,
+        &["--mcp-config", &config, "--permission-mode", "bypassPermissions"],
+        &[("MCP_TOOL_TIMEOUT", "500")],
+    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        tool_results(&lines),
+        vec![
+            (
+                "MCP error -32602: Input validation error: Invalid arguments for tool echo: Invalid input: \
+expected string, received undefined at message"
+                    .to_owned(),
+                true
+            ),
+            (
+                "MCP server `everything`: tool `trigger-long-running-operation` timed out after 500 ms \
+(MCP_TOOL_TIMEOUT)"
+                    .to_owned(),
+                true
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_is_a_warning_and_the_run_completes() {
+    let config = config(json!({"broken": {"command": "/nonexistent/mcp-server", "args": []}}));
+    let calls = [("mcp__everything__echo", json!({"message": "still here"}))];
+    let (out, lines) = run(&calls, &["--mcp-config", &config, "--allowedTools", "mcp__everything"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "agentloop: warning: MCP server `broken` failed: cannot start `/nonexistent/mcp-server`: No such file or directory"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        init(&lines)["mcp_servers"],
+        json!([{"name": "broken", "status": "failed"}, {"name": "everything", "status": "connected"}])
+    );
+    assert_eq!(tool_results(&lines), vec![("Echo: still here".to_owned(), false)]);
+    assert_eq!(lines.last().unwrap()["subtype"], "success");
+}
+
+#[test]
+fn a_bad_config_is_a_usage_error_naming_the_json_path() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["-p", "x", "--model", "claude-sonnet-4-5", "--mcp-config", r#"{"mcpServers": {"s": {"args": "x"}}}"#])
+        .env("ANTHROPIC_API_KEY", "test")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: --mcp-config: at mcpServers.s.args: invalid type: string \"x\", expected a sequence\n"
+    );
+}
+
+#[test]
+fn an_interrupt_cancels_a_running_call_and_the_server_dies_with_the_run() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    // The server records its pid (exec keeps it) so the test can see it is gone afterwards.
+    let script = format!("echo $$ > '{}'; exec node '{}' stdio", pid_file.display(), everything_entry().display());
+    let config = json!({"mcpServers": {"everything": {"command": "sh", "args": ["-c", script]}}}).to_string();
+    let calls = [("mcp__everything__trigger-long-running-operation", json!({"duration": 30, "steps": 3}))];
+    let scenario = scenario(&dir, &calls);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .arg("-p")
+        .arg("Use the everything server.")
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--output-format", "stream-json", "--permission-mode", "bypassPermissions", "--mcp-config", &config])
+        .arg("--cwd")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut interrupted_at = None;
+    for line in stdout.lines() {
+        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if line["subtype"] == "tool_started" && interrupted_at.is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // SAFETY: kill(2) with the pid of our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            interrupted_at = Some(std::time::Instant::now());
+        }
+        lines.push(line);
+    }
+    let status = child.wait().unwrap();
+    let took = interrupted_at.expect("the call started").elapsed();
+    assert_eq!(status.code(), Some(130));
+    assert!(took < std::time::Duration::from_secs(5), "the run ended {took:?} after the interrupt");
+    assert_eq!(tool_results(&lines), vec![("MCP tool call was cancelled".to_owned(), true)]);
+    assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
+    let pid: libc::pid_t = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(std::time::Instant::now() < deadline, "the server {pid} outlived the run");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_server_gets_its_expanded_env_and_not_the_model_credentials() {
+    let config = json!({"mcpServers": {"everything": {
+        "command": "node",
+        "args": [everything_entry(), "stdio"],
+        "env": {"FROM_CONFIG": "${AGENTLOOP_MCP_TEST_UNSET:-the default}", "FROM_VAR": "${AGENTLOOP_MCP_TEST_SET}"}
+    }}})
+    .to_string();
+    let calls = [("mcp__everything__get-env", json!({}))];
+    let env = [("ANTHROPIC_API_KEY", "sk-test-key-123"), ("AGENTLOOP_MCP_TEST_SET", "expanded")];
+    let (out, lines) = run(&calls, &["--mcp-config", &config, "--allowedTools", "mcp__everything__get-env"], &env);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let results = tool_results(&lines);
+    let (text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    assert!(text.contains(r#""FROM_CONFIG": "the default""#), "{text}");
+    assert!(text.contains(r#""FROM_VAR": "expanded""#), "{text}");
+    assert!(!text.contains("sk-test-key-123") && !text.contains("ANTHROPIC_API_KEY"), "{text}");
+}
+
+#[test]
+fn project_servers_start_only_with_the_settings_consent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".mcp.json"), config(json!({}))).unwrap();
+    let calls = [("mcp__everything__echo", json!({"message": "from the project"}))];
+    let allow = ["--allowedTools", "mcp__everything"];
+
+    // No consent: not started, a warning says how to allow it, and the call is an unknown tool.
+    let (out, lines) = run_in(&dir, &calls, &allow, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "agentloop: warning: MCP server `everything` of .mcp.json is not started: the settings' \
+enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(init(&lines)["mcp_servers"], json!([]));
+    assert!(tool_results(&lines)[0].1, "{:?}", tool_results(&lines));
+
+    // Consent by name.
+    let settings = r#"{"enabledMcpjsonServers": ["everything"]}"#;
+    let (out, lines) = run_in(&dir, &calls, &[allow[0], allow[1], "--settings", settings], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
+    assert_eq!(tool_results(&lines), vec![("Echo: from the project".to_owned(), false)]);
+
+    // --strict-mcp-config: the project file is not read, whatever the settings say.
+    let settings = r#"{"enableAllProjectMcpServers": true}"#;
+    let (out, lines) = run_in(&dir, &calls, &[allow[0], allow[1], "--settings", settings, "--strict-mcp-config"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(".mcp.json"));
+    assert_eq!(init(&lines)["mcp_servers"], json!([]));
+}
+
+#[test]
+fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(json!({}));
+    let calls = [("mcp__everything__echo", json!({"message": "via the SDK"}))];
+    let scenario = scenario(&dir, &calls);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
+        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
+    writeln!(child.stdin.as_mut().unwrap(), "{message}").unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
+    assert_eq!(tool_results(&lines), vec![("Echo: via the SDK".to_owned(), false)]);
+}
