@@ -69,14 +69,7 @@ fn a_prompt_is_answered_with_a_read_then_cost_and_ctrl_d_leaves() {
 
 #[test]
 fn a_bash_call_asks_and_runs_after_y() {
-    let api = MockApi::start(vec![
-        Reply::Sse(
-            Sse::new("claude-sonnet-4-5", 100)
-                .tool_use("toolu_01", "Bash", &json!({"command": "touch made.txt"}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Made it.").stop("end_turn")),
-    ]);
+    let api = bash_then_answer("touch made.txt", "Made it.");
     let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
     let mut pty = session(&api, dir.path(), home.path(), &[]);
     pty.expect("> ", WAIT);
@@ -249,14 +242,7 @@ fn a_resumed_session_shows_its_last_exchanges() {
 
 #[test]
 fn esc_denies_and_interrupts_the_turn() {
-    let api = MockApi::start(vec![
-        Reply::Sse(
-            Sse::new("claude-sonnet-4-5", 100)
-                .tool_use("toolu_01", "Bash", &json!({"command": "touch nope.txt"}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Understood.").stop("end_turn")),
-    ]);
+    let api = bash_then_answer("touch nope.txt", "Understood.");
     let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
     let mut pty = session(&api, dir.path(), home.path(), &[]);
     pty.expect("> ", WAIT);
@@ -287,4 +273,16 @@ fn sigterm_at_the_prompt_ends_the_session_with_143() {
         libc::kill(pty.pid(), libc::SIGTERM);
     }
     assert_eq!(pty.wait(WAIT), 143);
+}
+
+/// A server whose first reply runs `command` with Bash and whose second answers `answer`.
+fn bash_then_answer(command: &str, answer: &str) -> MockApi {
+    MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "Bash", &json!({"command": command}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text(answer).stop("end_turn")),
+    ])
 }
