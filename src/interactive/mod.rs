@@ -74,7 +74,14 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     };
     let terminal = term::Terminal::save();
     let screen = Screen::stdout(Style::detect());
-    let RunSpec { cwd, options, model, settings, policy, session, tools, trace, .. } = spec;
+    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp_servers, .. } = spec;
+    // MCP servers start before the first prompt; a failure is a warning naming the server.
+    let statuses = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
+    let connected: Vec<&str> =
+        statuses.iter().filter(|s| s.status == "connected").map(|s| s.name.as_str()).collect();
+    if !connected.is_empty() {
+        eprintln!("MCP servers: {}", connected.join(", "));
+    }
     let mut it = Interactive {
         approver: Arc::new(TerminalApprover::new(screen.clone(), terminal)),
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
