@@ -77,8 +77,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp_servers, .. } = spec;
     // MCP servers start before the first prompt; a failure is a warning naming the server.
     let statuses = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
-    let connected: Vec<&str> =
-        statuses.iter().filter(|s| s.status == "connected").map(|s| s.name.as_str()).collect();
+    let connected: Vec<&str> = statuses.iter().filter(|s| s.status == "connected").map(|s| s.name.as_str()).collect();
     if !connected.is_empty() {
         eprintln!("MCP servers: {}", connected.join(", "));
     }
