@@ -8,7 +8,7 @@ use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::guard::{Guard, GuardError};
 use crate::engine::raw::{RawReasonKind, RawTable};
 use crate::engine::reason::{ContinueReason, TerminalReason};
-use crate::engine::table::{EdgeKind, StateKind, Table, check_schema, set_value};
+use crate::engine::table::{EdgeKind, ReasonDecl, StateKind, Table, check_schema, set_value};
 
 /// The table cannot be audited at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -167,6 +167,7 @@ pub(crate) fn check_raw(raw: &RawTable, path: &str, text: &str) -> Result<Vec<Fi
     }
 
     // The reasons edges may name: those declared, or every reason the engine knows.
+    let engine_reasons = ReasonDecl::engine();
     let mut reasons: BTreeMap<&str, bool> = BTreeMap::new();
     for r in &raw.reason {
         let decl = r.get_ref();
@@ -209,8 +210,7 @@ pub(crate) fn check_raw(raw: &RawTable, path: &str, text: &str) -> Result<Vec<Fi
         }
     }
     if raw.reason.is_empty() {
-        reasons.extend(ContinueReason::ALL.iter().map(|r| (r.as_str(), false)));
-        reasons.extend(TerminalReason::ALL.iter().map(|r| (r.as_str(), true)));
+        reasons.extend(engine_reasons.iter().map(|r| (r.name.as_str(), r.terminal)));
     }
 
     let mut ids = BTreeSet::new();

@@ -273,12 +273,6 @@ impl Policy {
         Ok(self)
     }
 
-    /// The same policy in another permission mode (the SDK's `set_permission_mode`).
-    pub fn with_mode(self, mode: Mode) -> Self {
-        self.set_mode(mode);
-        self
-    }
-
     /// Change the mode of this policy and of every clone of it, at once.
     pub fn set_mode(&self, mode: Mode) {
         self.mode.set(mode);
