@@ -369,3 +369,45 @@ async fn hook_permission_decisions_settle_or_raise_questions_and_deny_rules_stil
     assert_eq!(approver.asked(), vec![request("r1", "Read", json!({"file_path": "a.txt"}), "the hook says ask", None)]);
     assert_eq!(results(&run.outcome.messages), vec![("r1".into(), "not that one".into(), true)]);
 }
+
+/// The ways around the rules through an approval or a hook: a changed input that hides a
+/// denied command behind `;`, a changed input that writes outside the working directory, and
+/// a hook's `allow` in plan mode. Each is refused as the rules say.
+#[tokio::test]
+async fn changed_inputs_and_hook_allows_do_not_get_through_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let s =
+        scenario(json!({"deny": ["Bash(rm:*)"]}), vec![vec![bash("b1", "touch made.txt")], vec![write("w1", "b.txt")]]);
+    let approver = Scripted::new([
+        Approval::AllowChanged { input: json!({"command": "touch made.txt; rm -rf a.txt"}) },
+        Approval::AllowChanged { input: json!({"file_path": target, "content": "x\n"}) },
+    ]);
+    let run = run_with(&s, dir.path(), approver.clone()).await;
+    assert!(dir.path().join("a.txt").exists(), "the hidden rm did not run");
+    assert!(!target.exists(), "nothing was written outside the working directory");
+    let r = results(&run.outcome.messages);
+    assert_eq!(
+        r[0],
+        (
+            "b1".into(),
+            "Permission to use Bash was denied by the rule `Bash(rm:*)` (it runs `rm -rf a.txt`).".into(),
+            true
+        )
+    );
+    assert!(!dir.path().join("made.txt").exists(), "the changed line did not run at all");
+    assert!(r[1].2 && r[1].1.contains("is outside the working directory"), "{:?}", r[1]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let doc = json!({"prompt": "go", "files": {"a.txt": "alpha\n"},
+        "settings": {"permissions": {"defaultMode": "plan"}, "hooks": pre_hook("Write", "allow")},
+        "responses": [{"content": [write("w1", "b.txt")]}, {"content": [{"type": "text", "text": "done"}]}]});
+    let s = Scenario::parse("test.json", &doc.to_string()).unwrap();
+    let run = run_with(&s, dir.path(), Scripted::new([])).await;
+    assert!(!dir.path().join("b.txt").exists(), "plan mode wins over the hook's allow");
+    assert_eq!(
+        results(&run.outcome.messages),
+        vec![("w1".into(), "Write is not allowed in plan mode: only read-only tools run.".into(), true)]
+    );
+}
