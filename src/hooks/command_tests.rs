@@ -302,3 +302,38 @@ async fn permission_decisions_allow_and_ask_are_read() {
     let (d, _) = pre(&[allow, ask]).pre_tool_use(&env, "Bash", "t1", &input).await;
     assert_eq!(d.permission, Some(HookPermission::Ask("check it".into())), "an ask wins over an allow");
 }
+
+/// A hook callback (the SDK's) that never answers is given up after its timeout: no decision,
+/// a warning naming it; one that fails is a warning too.
+#[tokio::test]
+async fn a_callback_that_never_answers_times_out() {
+    struct Silent;
+    impl HookCallbacks for Silent {
+        fn call<'a>(&'a self, id: &'a str, _: &'a Value, _: Option<&'a str>) -> BoxFuture<'a, Result<Value, String>> {
+            Box::pin(async move {
+                if id == "broken" {
+                    return Err("callback raised".into());
+                }
+                std::future::pending().await
+            })
+        }
+    }
+    let (_dir, env) = setup();
+    let callback = |id: &str| crate::hooks::settings::HookCommand {
+        kind: crate::hooks::settings::HookKind::Callback,
+        command: id.into(),
+        timeout: Some(1),
+    };
+    let mut table = HookTable::default();
+    table.pre_tool_use.push(HookMatcher { matcher: None, hooks: vec![callback("hook_0"), callback("broken")] });
+    let hooks = CommandHooks::with_callbacks(table, std::sync::Arc::new(Silent));
+    let (decision, warnings) = hooks.pre_tool_use(&env, "Bash", "t1", &json!({"command": "ls"})).await;
+    assert_eq!(decision, PreToolDecision::default());
+    assert_eq!(
+        warnings,
+        vec![
+            "PreToolUse callback `hook_0` did not answer within 1s".to_owned(),
+            "PreToolUse callback `broken` failed: callback raised".to_owned()
+        ]
+    );
+}
