@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+#[path = "common/installed.rs"]
+mod installed;
+
 use serde_json::{Value, json};
 
 fn repo() -> PathBuf {
@@ -20,22 +23,7 @@ fn everything_entry() -> PathBuf {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        if !entry.exists() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "mcp tests: {} is missing: running .ci/install-mcp-servers to install it from npm",
-                entry.display()
-            );
-        }
-        let status = Command::new("bash")
-            .arg(repo().join(".ci/install-mcp-servers"))
-            .stdin(Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run .ci/install-mcp-servers: {e}"))?;
-        if !status.success() {
-            return Err(format!(".ci/install-mcp-servers failed ({status}): the MCP tests need npm access once"));
-        }
-        Ok(entry)
+        installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
     });
     ready.clone().unwrap_or_else(|e| panic!("{e}"))
 }

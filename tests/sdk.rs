@@ -13,7 +13,6 @@
 #[path = "common/mock_api.rs"]
 mod mock_api;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -22,6 +21,9 @@ use std::thread;
 use std::time::Duration;
 
 use mock_api::{MockApi, ROUND_TRIP_ANSWER, Recorded, Reply, Sse};
+#[path = "common/installed.rs"]
+mod installed;
+
 use serde_json::{Value, json};
 
 const MODEL: &str = "claude-sonnet-4-5";
@@ -39,23 +41,7 @@ fn sdk_python() -> PathBuf {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let python = repo().join(".ci/cache/sdk-venv/bin/python");
-        if !python.exists() {
-            // Straight to stderr, past the test harness's capture: this takes a minute.
-            let _ = writeln!(
-                std::io::stderr(),
-                "sdk tests: {} is missing: running .ci/install-sdk to install claude-agent-sdk from PyPI",
-                python.display()
-            );
-        }
-        let status = Command::new("bash")
-            .arg(repo().join(".ci/install-sdk"))
-            .stdin(Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run .ci/install-sdk: {e}"))?;
-        if !status.success() {
-            return Err(format!(".ci/install-sdk failed ({status}): the SDK tests need PyPI access once"));
-        }
-        Ok(python)
+        installed::ensure(&repo(), "install-sdk", python, "claude-agent-sdk", "PyPI")
     });
     ready.clone().unwrap_or_else(|e| panic!("{e}"))
 }
