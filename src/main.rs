@@ -4,16 +4,24 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt as _;
 
 fn main() -> ExitCode {
     let cli = agentloop::cli::Cli::parse();
-    // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs.
-    let level = std::env::var("AGENTLOOP_LOG").ok().and_then(|l| l.parse().ok()).unwrap_or(tracing::Level::WARN);
-    tracing_subscriber::fmt()
+    // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs, and
+    // those of the MCP SDK (rmcp), which are off by default: agentloop reports a failing MCP
+    // server itself, as one warning naming it.
+    let chosen: Option<tracing::Level> = std::env::var("AGENTLOOP_LOG").ok().and_then(|l| l.parse().ok());
+    let level = chosen.unwrap_or(tracing::Level::WARN);
+    let rmcp = chosen.map_or(LevelFilter::OFF, LevelFilter::from_level);
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_max_level(level)
-        .init();
+        .finish()
+        .with(Targets::new().with_default(level).with_target("rmcp", rmcp));
+    let _ = tracing::subscriber::set_global_default(subscriber);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -9,18 +9,20 @@
 //! run's tools are dropped, and by [`crate::process_group::kill_all`] on a second signal. The
 //! client speaks the `initialize` handshake and takes the protocol version the server answers
 //! with. A server that fails to start or to list its tools is reported (a warning on stderr,
-//! `failed` in stream-json's `system/init`), never a failed run. Streamable HTTP servers are
-//! parsed but not connected to yet: they are reported as failed.
+//! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
+//! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
+//! headers on every request; its session is closed (HTTP DELETE) when the run ends.
 
 pub mod config;
+pub mod http;
+pub mod stdio;
 pub mod tool;
 
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
+use rmcp::model::{ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use serde::Serialize;
 
@@ -37,19 +39,92 @@ pub struct ServerStatus {
     pub status: &'static str,
 }
 
-/// A live connection: the client's service and, for stdio, the server's process group
-/// (killed when the last tool of the server is dropped).
+/// The client's side of the `initialize` handshake: agentloop's name and version, and the
+/// newest protocol version that still has a handshake (2025-11-25). The server answers with
+/// the version it speaks (an older one such as 2025-06-18 included), and the session uses
+/// that one.
+pub fn client_info() -> ClientConfig {
+    let mut info = ClientConfig::default();
+    info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+    info.client_info = Implementation::new("agentloop", env!("CARGO_PKG_VERSION"));
+    info
+}
+
+/// The client service of one connection.
+pub type Service = RunningService<RoleClient, ClientConfig>;
+
+/// A stdio server's process: killed (its whole group) when the connection is dropped.
+pub struct ServerProcess {
+    /// The child, killed on drop.
+    pub child: tokio::process::Child,
+    /// Its process group.
+    pub group: ProcessGroup,
+}
+
+/// A live connection to one server: the client's service and, for a stdio server, its
+/// process (killed when the last tool of the server is dropped). Dropping an HTTP connection
+/// closes its session in the background; [`finish`] waits for that.
 pub struct Connection {
-    service: RunningService<RoleClient, ()>,
-    _child: Option<tokio::process::Child>,
-    _group: ProcessGroup,
+    peer: rmcp::Peer<RoleClient>,
+    service: Option<Service>,
+    process: Option<ServerProcess>,
 }
 
 impl Connection {
+    /// A connection over `service`, with the server's `process` when it has one.
+    pub fn new(service: Service, process: Option<ServerProcess>) -> Self {
+        Connection { peer: service.peer().clone(), service: Some(service), process }
+    }
+
     /// The peer requests go to.
     pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
-        self.service.peer()
+        &self.peer
     }
+
+    /// The protocol version the server answered `initialize` with.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.peer.peer_info().map(|info| info.protocol_version.to_string())
+    }
+
+    /// Close the session and wait for it (up to [`CLOSE_TIMEOUT`]): an HTTP transport sends
+    /// its DELETE; a stdio server's process is killed afterwards.
+    pub async fn close(mut self) {
+        if let Some(mut service) = self.service.take() {
+            let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
+        }
+    }
+}
+
+/// How long closing a session may take before it is given up.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Sessions being closed in the background (dropped HTTP connections), for [`finish`].
+static CLOSING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // A stdio server dies with its process group; only a remote session needs closing.
+        if self.process.is_some() {
+            return;
+        }
+        let (Some(mut service), Ok(runtime)) = (self.service.take(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let closing = runtime.spawn(async move {
+            let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
+        });
+        CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(closing);
+    }
+}
+
+/// Wait (at most [`CLOSE_TIMEOUT`]) for the sessions of dropped connections to close, so an
+/// HTTP server sees its session ended before the process exits.
+pub async fn finish() {
+    let closing = std::mem::take(&mut *CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    if closing.is_empty() {
+        return;
+    }
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, futures::future::join_all(closing)).await;
 }
 
 /// Milliseconds from the environment variable `name`, or `default`.
@@ -100,32 +175,21 @@ pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec
     statuses
 }
 
+/// Connect to the server `config` describes (a stdio child runs in `cwd`).
+///
+/// # Errors
+/// Why the server could not be started or reached, or did not answer `initialize`.
+pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
+    match config {
+        ServerConfig::Stdio { command, args, env } => stdio::connect(command, args, env, cwd).await,
+        ServerConfig::Http { url, headers } => http::connect(url, headers).await,
+    }
+}
+
 async fn connect_one(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Vec<Arc<dyn Tool>>, String> {
-    let (command, args, env) = match config {
-        ServerConfig::Stdio { command, args, env } => (command, args, env),
-        ServerConfig::Http { .. } => return Err("http servers are not supported yet".into()),
-    };
-    let mut child = tokio::process::Command::new(command)
-        .args(args)
-        // The model credentials stay with agentloop unless the configuration passes them.
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN")
-        .envs(env)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-    let group = ProcessGroup::of(child.id());
-    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        return Err("no pipes to the server".into());
-    };
-    let service = ().serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
-    let listed = service.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
-    let connection = Arc::new(Connection { service, _child: Some(child), _group: group });
+    let connection = open(config, cwd).await?;
+    let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+    let connection = Arc::new(connection);
     let timeout = tool_timeout();
     Ok(listed
         .into_iter()

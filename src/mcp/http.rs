@@ -1,0 +1,167 @@
+//! Streamable HTTP servers: rmcp's streamable-HTTP client transport over the same reqwest and
+//! rustls (ring) stack as the model client, with the configured headers on every request.
+//!
+//! The client follows only same-origin 307 and 308 redirects (so a configured
+//! `Authorization` header never reaches another host), pools no idle connections (a server's
+//! half-read event stream would otherwise stall the next request on the reused connection),
+//! and closes the session with an HTTP DELETE when the connection is closed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+
+use super::{Connection, client_info};
+
+/// Headers the transport sets itself: a configuration may not override them.
+const RESERVED: [&str; 5] = ["accept", "content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+
+/// Redirect hops followed at most.
+const MAX_REDIRECTS: usize = 10;
+
+/// Connect to the Streamable HTTP endpoint `url`, sending `headers` with every request, and
+/// speak the `initialize` handshake.
+///
+/// # Errors
+/// A URL that is not http(s), a header that cannot be sent, the server cannot be reached, or
+/// it does not answer `initialize`. Header values never appear in a message (they are often
+/// credentials).
+pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Connection, String> {
+    let plain_http = match reqwest::Url::parse(url) {
+        Ok(parsed) if parsed.scheme() == "http" => true,
+        Ok(parsed) if parsed.scheme() == "https" => false,
+        Ok(parsed) => return Err(format!("`{url}` is not an http(s) URL (scheme `{}`)", parsed.scheme())),
+        Err(e) => return Err(format!("`{url}` is not a URL: {e}")),
+    };
+    let headers = header_map(headers)?;
+    let client = http_client(plain_http)?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {}", describe(&e)))?;
+    Ok(Connection::new(service, None))
+}
+
+/// A failed handshake in words: for a transport error, what was being done and the causes
+/// (`send initialize request: Client error: error sending request for url (…): client error
+/// (Connect): tcp connect error: Connection refused (os error 111)`), without the transport's
+/// type name.
+fn describe(error: &rmcp::service::ClientInitializeError) -> String {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, context } => {
+            let inner = error.error.as_ref();
+            // The HTTP client's error is not a `source` of rmcp's: reach it by its type.
+            match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::Client(e)) => format!("{context}: {}", chain(e)),
+                _ => format!("{context}: {}", chain(inner)),
+            }
+        }
+        other => chain(other),
+    }
+}
+
+/// `error` and its sources, each once, joined by `: `.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// The configured headers as HTTP headers.
+///
+/// # Errors
+/// A name that is not a header name, a value that is not a header value, or a header the
+/// transport sets itself.
+pub fn header_map(headers: &BTreeMap<String, String>) -> Result<HashMap<HeaderName, HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("header `{name}`: not a valid HTTP header name"))?;
+            if RESERVED.contains(&header.as_str()) {
+                return Err(format!("header `{name}`: set by the MCP transport, it cannot be configured"));
+            }
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| format!("header `{name}`: the value is not a valid HTTP header value"))?;
+            value.set_sensitive(true);
+            Ok((header, value))
+        })
+        .collect()
+}
+
+/// The reqwest client for one server: rustls with the ring provider, no CA roots needed for
+/// plain `http://`.
+fn http_client(plain_http: bool) -> Result<reqwest::Client, String> {
+    // The model client may have installed it already; any installed provider will do.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+            let keeps_the_body = matches!(attempt.status().as_u16(), 307 | 308);
+            if same_origin && keeps_the_body && attempt.previous().len() <= MAX_REDIRECTS {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }));
+    if plain_http {
+        builder = builder.tls_certs_only(std::iter::empty());
+    }
+    builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn configured_headers_become_sensitive_http_headers() {
+        let headers = header_map(&map(&[("Authorization", "Bearer s3cret"), ("X-Team", "core")])).unwrap();
+        assert_eq!(headers.len(), 2);
+        let auth = &headers[&HeaderName::from_static("authorization")];
+        assert_eq!(auth.to_str().unwrap(), "Bearer s3cret");
+        assert!(auth.is_sensitive());
+        assert_eq!(headers[&HeaderName::from_static("x-team")], "core");
+    }
+
+    #[test]
+    fn bad_and_reserved_headers_are_refused_without_their_values() {
+        assert_eq!(
+            header_map(&map(&[("bad name", "v")])).unwrap_err(),
+            "header `bad name`: not a valid HTTP header name"
+        );
+        assert_eq!(
+            header_map(&map(&[("X-Key", "line\nbreak-s3cret")])).unwrap_err(),
+            "header `X-Key`: the value is not a valid HTTP header value"
+        );
+        assert_eq!(
+            header_map(&map(&[("Mcp-Session-Id", "x")])).unwrap_err(),
+            "header `Mcp-Session-Id`: set by the MCP transport, it cannot be configured"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_url_that_is_not_http_is_refused() {
+        let none = BTreeMap::new();
+        assert_eq!(
+            connect("ftp://h/mcp", &none).await.err().unwrap(),
+            "`ftp://h/mcp` is not an http(s) URL (scheme `ftp`)"
+        );
+        assert_eq!(connect("nope", &none).await.err().unwrap(), "`nope` is not a URL: relative URL without a base");
+    }
+}

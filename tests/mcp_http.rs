@@ -1,0 +1,277 @@
+//! The MCP client over Streamable HTTP: the real `@modelcontextprotocol/server-everything` in
+//! its HTTP mode on 127.0.0.1 (installed once into `.ci/cache/npm` by
+//! `.ci/install-mcp-servers`, run here when it is missing), a small recording server (wiremock)
+//! that checks what the client sends, and a URL nobody listens on. Each test runs the built
+//! `agentloop -p` with a scripted model whose replies call the server's tools, and reads the
+//! tool results off `--output-format stream-json`.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+
+#[path = "common/installed.rs"]
+mod installed;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// server-everything's entry point, installed by `.ci/install-mcp-servers` when missing.
+fn everything_entry() -> PathBuf {
+    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
+    });
+    ready.clone().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// server-everything in its Streamable HTTP mode, killed on drop.
+struct HttpEverything {
+    child: Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    /// Start it on a free port of 127.0.0.1 and wait until it listens. The port is found by
+    /// binding port 0; another process may take it first, so a start that finds the port in
+    /// use is tried again on another one.
+    fn start() -> Self {
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = Command::new("node")
+                .arg(everything_entry())
+                .arg("streamableHttp")
+                .env("PORT", port.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut line = String::new();
+            let mut seen = String::new();
+            while stderr.read_line(&mut line).unwrap() > 0 {
+                if line.contains(&format!("listening on port {port}")) {
+                    // Keep reading (and dropping) its stderr so the server never blocks on it.
+                    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+                    return HttpEverything { child, port };
+                }
+                seen.push_str(&line);
+                line.clear();
+            }
+            let _ = child.wait();
+            assert!(seen.contains("already in use"), "server-everything did not start: {seen}");
+        }
+        panic!("no free port for server-everything after 5 tries");
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scenario whose first reply calls `calls` (name, input) and whose second says "done".
+fn scenario(dir: &Path, calls: &[(&str, Value)]) -> PathBuf {
+    let uses: Vec<Value> =
+        calls.iter().map(|(name, input)| json!({"type": "tool_use", "name": name, "input": input})).collect();
+    let scenario = json!({
+        "name": "mcp-http",
+        "prompt": "Use the server.",
+        "responses": [{"content": uses}, {"content": [{"type": "text", "text": "done"}]}]
+    });
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    path
+}
+
+/// `agentloop -p` with `servers` as `--mcp-config`, calling `calls`, every MCP tool allowed by
+/// `--allowedTools allow`; returns the output and its JSON lines.
+fn run(servers: Value, calls: &[(&str, Value)], allow: &str, env: &[(&str, &str)]) -> (Output, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({ "mcpServers": servers }).to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["-p", "Use the server.", "--model"])
+        .arg(format!("scripted:{}", scenario(dir.path(), calls).display()))
+        .args(["--output-format", "stream-json", "--mcp-config", &config, "--allowedTools", allow, "--cwd"])
+        .arg(dir.path())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    (out, lines)
+}
+
+/// The tool_result blocks of the run, in order: (content, is_error).
+fn tool_results(lines: &[Value]) -> Vec<(String, bool)> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "user")
+        .flat_map(|l| l["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (b["content"].as_str().unwrap_or_default().to_owned(), b["is_error"] == true))
+        .collect()
+}
+
+fn mcp_servers(lines: &[Value]) -> Value {
+    let init = lines.iter().find(|l| l["type"] == "system" && l["subtype"] == "init").expect("a system/init line");
+    init["mcp_servers"].clone()
+}
+
+#[test]
+fn server_everything_over_http_answers_echo_and_get_sum() {
+    let server = HttpEverything::start();
+    let calls = [
+        ("mcp__web__echo", json!({"message": "hello over http"})),
+        ("mcp__web__get-sum", json!({"a": 2, "b": 40})),
+        ("mcp__web__echo", json!({})),
+    ];
+    let servers = json!({"web": {"type": "http", "url": server.url()}});
+    let (out, lines) = run(servers, &calls, "mcp__web", &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(mcp_servers(&lines), json!([{"name": "web", "status": "connected"}]));
+    assert_eq!(
+        tool_results(&lines),
+        vec![
+            ("Echo: hello over http".to_owned(), false),
+            ("The sum of 2 and 40 is 42.".to_owned(), false),
+            (
+                "MCP error -32602: Input validation error: Invalid arguments for tool echo: Invalid input: \
+expected string, received undefined at message"
+                    .to_owned(),
+                true
+            ),
+        ]
+    );
+    assert_eq!(lines.last().unwrap()["result"], "done");
+}
+
+/// Answers the MCP exchange like a Streamable HTTP server speaking 2025-06-18 with a session:
+/// `initialize`, `notifications/initialized`, `tools/list` (one tool, `whoami`) and
+/// `tools/call`.
+struct Recorder;
+
+const SESSION: &str = "session-7f3a";
+
+impl Respond for Recorder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let id = body["id"].clone();
+        let result = match body["method"].as_str() {
+            Some("initialize") => json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "recorder", "version": "1.0.0"}
+            }),
+            Some("tools/list") => json!({"tools": [{
+                "name": "whoami",
+                "description": "Says who called.",
+                "inputSchema": {"type": "object", "properties": {}}
+            }]}),
+            Some("tools/call") => json!({"content": [{"type": "text", "text": "you are the agent"}]}),
+            _ => return ResponseTemplate::new(202),
+        };
+        ResponseTemplate::new(200)
+            .insert_header("mcp-session-id", SESSION)
+            .set_body_json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+}
+
+fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn configured_headers_reach_the_server_and_the_answered_version_is_used() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/mcp")).respond_with(Recorder).mount(&server).await;
+    Mock::given(method("GET")).and(path("/mcp")).respond_with(ResponseTemplate::new(405)).mount(&server).await;
+    Mock::given(method("DELETE")).and(path("/mcp")).respond_with(ResponseTemplate::new(200)).mount(&server).await;
+    let servers = json!({"rec": {
+        "type": "http",
+        "url": format!("{}/mcp", server.uri()),
+        "headers": {"Authorization": "Bearer ${AGENTLOOP_TEST_MCP_TOKEN}", "X-Team": "${AGENTLOOP_TEST_UNSET:-core}"}
+    }});
+    let env = [("AGENTLOOP_TEST_MCP_TOKEN", "tok-123"), ("ANTHROPIC_API_KEY", "sk-model-secret")];
+    let (out, lines) =
+        tokio::task::spawn_blocking(move || run(servers, &[("mcp__rec__whoami", json!({}))], "mcp__rec", &env))
+            .await
+            .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(mcp_servers(&lines), json!([{"name": "rec", "status": "connected"}]));
+    assert_eq!(tool_results(&lines), vec![("you are the agent".to_owned(), false)]);
+
+    let requests = server.received_requests().await.unwrap();
+    let exchange: Vec<(String, String)> = requests
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            (r.method.to_string(), body["method"].as_str().unwrap_or_default().to_owned())
+        })
+        .filter(|(verb, _)| verb != "GET")
+        .collect();
+    let expected = [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/list"),
+        ("POST", "tools/call"),
+        ("DELETE", ""),
+    ];
+    assert_eq!(exchange, expected.map(|(v, m)| (v.to_owned(), m.to_owned())).to_vec());
+    for request in &requests {
+        assert_eq!(header(request, "authorization"), Some("Bearer tok-123"), "{} {}", request.method, request.url);
+        assert_eq!(header(request, "x-team"), Some("core"));
+        let all_headers = format!("{:?}", request.headers);
+        assert!(!all_headers.contains("sk-model-secret"), "{all_headers}");
+    }
+    let initialize: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(initialize["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(initialize["params"]["clientInfo"]["name"], "agentloop");
+    assert_eq!(header(&requests[0], "mcp-session-id"), None);
+    // After the handshake: the server's version and session on every request.
+    for request in requests.iter().skip(1) {
+        assert_eq!(header(request, "mcp-protocol-version"), Some("2025-06-18"), "{}", request.method);
+        assert_eq!(header(request, "mcp-session-id"), Some(SESSION), "{}", request.method);
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_a_warning_and_the_run_completes() {
+    // Bound and dropped: nothing listens on it.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let servers = json!({"gone": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}});
+    let (out, lines) = run(servers, &[("mcp__gone__anything", json!({}))], "mcp__gone", &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // One warning naming the server and the cause; the SDK's own logs stay off.
+    assert_eq!(
+        stderr,
+        format!(
+            "agentloop: warning: MCP server `gone` failed: initialize: send initialize request: error sending \
+request for url (http://127.0.0.1:{port}/mcp): client error (Connect): tcp connect error: Connection refused \
+(os error 111)\n"
+        )
+    );
+    assert_eq!(mcp_servers(&lines), json!([{"name": "gone", "status": "failed"}]));
+    let results = tool_results(&lines);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1, "{results:?}");
+    assert_eq!(lines.last().unwrap()["subtype"], "success");
+}
