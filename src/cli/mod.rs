@@ -1,12 +1,13 @@
 //! The `agentloop` command line: Claude Code's top-level `agentloop [flags] [prompt]` (and the
 //! Claude Agent SDK's stream-json protocol), and the subcommands `run`, `demo`, `audit`,
-//! `table`, `sessions`.
+//! `table`, `sessions`, `mcp`.
 //!
 //! clap structs hold only what the user typed; [`run::RunSpec`] resolves them (scenario,
 //! settings, environment) and hands a fully built run to the engine.
 
 pub mod demo;
 pub mod interrupt;
+pub mod mcp;
 pub mod output;
 pub mod run;
 pub mod session_args;
@@ -68,6 +69,8 @@ pub enum Command {
     Table(crate::audit::cli::TableArgs),
     /// List the sessions of the working directory, newest first.
     Sessions(sessions::SessionsArgs),
+    /// Connect to a Streamable HTTP MCP server: list its tools, or call one.
+    Mcp(mcp::McpArgs),
 }
 
 /// `--trace` and `--trace-file`, shared by `run` and `demo`.
@@ -117,6 +120,8 @@ pub async fn main(cli: Cli) -> ExitCode {
         None => top_level(cli.top).await,
         Some(command) => subcommand(command).await,
     };
+    // Remote MCP sessions of the run's servers end before the process does.
+    crate::mcp::finish().await;
     ExitCode::from(code)
 }
 
@@ -127,6 +132,7 @@ async fn subcommand(command: Command) -> u8 {
         Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()),
         Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
         Command::Sessions(args) => sessions::command(&args),
+        Command::Mcp(args) => mcp::command(args).await,
     }
 }
 

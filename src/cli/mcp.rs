@@ -1,0 +1,129 @@
+//! `agentloop mcp [--header 'Name: value']... [--call TOOL [--arguments JSON]] URL`: talk to
+//! one Streamable HTTP MCP server by hand, as the agent would: connect (the `initialize`
+//! handshake), then list its tools or call one and print the result the model would read.
+//! The official MCP client conformance suite drives the client through this command.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::EXIT_USAGE;
+use crate::mcp::{Connection, ServerConfig};
+
+/// Exit status when the server failed or the tool answered with an error.
+pub const EXIT_FAILED: u8 = 1;
+
+/// `agentloop mcp`.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// The server's Streamable HTTP endpoint (e.g. `http://127.0.0.1:3001/mcp`).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// A header sent with every request, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Call this tool (its name on the server) instead of listing the tools.
+    #[arg(long, value_name = "TOOL")]
+    pub call: Option<String>,
+    /// The tool's arguments, a JSON object.
+    #[arg(long, value_name = "JSON", requires = "call", default_value = "{}")]
+    pub arguments: String,
+}
+
+/// Run `agentloop mcp`: print the server's tools, or the result of `--call`.
+pub async fn command(args: McpArgs) -> u8 {
+    let headers = match parse_headers(&args.headers) {
+        Ok(headers) => headers,
+        Err(message) => return usage(&message),
+    };
+    let arguments = match serde_json::from_str::<Value>(&args.arguments) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => return usage(&format!("--arguments: expected a JSON object, not {other}")),
+        Err(e) => return usage(&format!("--arguments: not valid JSON: {e}")),
+    };
+    let config = ServerConfig::Http { url: args.url.clone(), headers };
+    let connection = match crate::mcp::open(&config, std::path::Path::new(".")).await {
+        Ok(connection) => connection,
+        Err(message) => return failed(&format!("{}: {message}", args.url)),
+    };
+    let code = match &args.call {
+        None => list(&connection).await,
+        Some(tool) => call(&connection, tool, arguments).await,
+    };
+    connection.close().await;
+    code
+}
+
+/// `Name: value` pairs, as `curl -H` takes them.
+///
+/// # Errors
+/// A pair without a colon or with an empty name.
+pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
+    pairs
+        .iter()
+        .map(|pair| match pair.split_once(':') {
+            Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.trim().to_owned())),
+            _ => Err(format!("--header `{pair}`: expected `Name: value`")),
+        })
+        .collect()
+}
+
+/// Print the server, the negotiated protocol version, then one line per tool.
+async fn list(connection: &Connection) -> u8 {
+    let tools = match connection.peer().list_all_tools().await {
+        Ok(tools) => tools,
+        Err(e) => return failed(&format!("tools/list: {e}")),
+    };
+    let (name, version) = connection
+        .peer()
+        .peer_info()
+        .and_then(|info| info.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())))
+        .unwrap_or_default();
+    println!("{name} {version} (protocol {})", connection.protocol_version().unwrap_or_default());
+    for tool in tools {
+        let description = tool.description.as_deref().unwrap_or_default();
+        println!("{}\t{}", tool.name, description.lines().next().unwrap_or_default());
+    }
+    0
+}
+
+/// Call `tool` and print what the model would read; an `isError` result exits 1.
+async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<String, Value>) -> u8 {
+    let request = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    let timeout = crate::mcp::tool_timeout();
+    let result = match tokio::time::timeout(timeout, connection.peer().call_tool(request)).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => return failed(&format!("tool `{tool}` failed: {e}")),
+        Err(_) => {
+            return failed(&format!("tool `{tool}` timed out after {} ms (MCP_TOOL_TIMEOUT)", timeout.as_millis()));
+        }
+    };
+    println!("{}", crate::mcp::tool::render(&result));
+    if result.is_error == Some(true) { EXIT_FAILED } else { 0 }
+}
+
+fn usage(message: &str) -> u8 {
+    eprintln!("agentloop mcp: {message}");
+    EXIT_USAGE
+}
+
+fn failed(message: &str) -> u8 {
+    eprintln!("agentloop mcp: {message}");
+    EXIT_FAILED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_name_colon_value() {
+        let pairs = ["Authorization: Bearer a:b".to_owned(), "X-Empty:".to_owned()];
+        assert_eq!(
+            parse_headers(&pairs).unwrap(),
+            BTreeMap::from([("Authorization".into(), "Bearer a:b".into()), ("X-Empty".into(), String::new())])
+        );
+        assert_eq!(parse_headers(&["nocolon".to_owned()]).unwrap_err(), "--header `nocolon`: expected `Name: value`");
+        assert_eq!(parse_headers(&[": v".to_owned()]).unwrap_err(), "--header `: v`: expected `Name: value`");
+    }
+}
