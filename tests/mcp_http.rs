@@ -142,9 +142,10 @@ fn server_everything_over_http_answers_echo_and_get_sum() {
         ("mcp__web__echo", json!({"message": "hello over http"})),
         ("mcp__web__get-sum", json!({"a": 2, "b": 40})),
         ("mcp__web__echo", json!({})),
+        ("mcp__web__trigger-long-running-operation", json!({"duration": 5, "steps": 5})),
     ];
     let servers = json!({"web": {"type": "http", "url": server.url()}});
-    let (out, lines) = run(servers, &calls, "mcp__web", &[]);
+    let (out, lines) = run(servers, &calls, "mcp__web", &[("MCP_TOOL_TIMEOUT", "500")]);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(mcp_servers(&lines), json!([{"name": "web", "status": "connected"}]));
     assert_eq!(
@@ -158,9 +159,47 @@ expected string, received undefined at message"
                     .to_owned(),
                 true
             ),
+            (
+                "MCP server `web`: tool `trigger-long-running-operation` timed out after 500 ms (MCP_TOOL_TIMEOUT)"
+                    .to_owned(),
+                true
+            ),
         ]
     );
     assert_eq!(lines.last().unwrap()["result"], "done");
+}
+
+#[test]
+fn an_interrupt_cancels_a_running_http_call() {
+    let server = HttpEverything::start();
+    let dir = tempfile::tempdir().unwrap();
+    let calls = [("mcp__web__trigger-long-running-operation", json!({"duration": 30, "steps": 3}))];
+    let config = json!({"mcpServers": {"web": {"type": "http", "url": server.url()}}}).to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["-p", "Use the server.", "--model"])
+        .arg(format!("scripted:{}", scenario(dir.path(), &calls).display()))
+        .args(["--output-format", "stream-json", "--permission-mode", "bypassPermissions", "--mcp-config", &config])
+        .arg("--cwd")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let mut interrupted = false;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if line["subtype"] == "tool_started" && !interrupted {
+            // SAFETY: kill(2) with the pid of our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            interrupted = true;
+        }
+        lines.push(line);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(tool_results(&lines), vec![("MCP tool call was cancelled".to_owned(), true)]);
+    assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
 }
 
 /// Answers the MCP exchange like a Streamable HTTP server speaking 2025-06-18 with a session:

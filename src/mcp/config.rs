@@ -31,7 +31,7 @@ pub enum ServerConfig {
         /// Variables added to the inherited environment.
         env: BTreeMap<String, String>,
     },
-    /// A Streamable HTTP endpoint (parsed, not connected to yet).
+    /// A Streamable HTTP endpoint ([`super::http`]).
     Http {
         /// The endpoint.
         url: String,
