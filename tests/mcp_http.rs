@@ -314,3 +314,31 @@ request for url (http://127.0.0.1:{port}/mcp): client error (Connect): tcp conne
     assert!(results[0].1, "{results:?}");
     assert_eq!(lines.last().unwrap()["subtype"], "success");
 }
+
+#[test]
+fn agentloop_mcp_lists_the_tools_and_calls_one_by_hand() {
+    let server = HttpEverything::start();
+    let mcp = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentloop")).arg("mcp").args(args).arg(server.url()).output().unwrap()
+    };
+    let out = mcp(&[]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = listing.lines();
+    assert_eq!(lines.next(), Some("mcp-servers/everything 2.0.0 (protocol 2025-11-25)"));
+    let tools: Vec<&str> = lines.collect();
+    assert!(tools.contains(&"echo\tEchoes back the input string"), "{listing}");
+    assert!(tools.contains(&"get-sum\tReturns the sum of two numbers"), "{listing}");
+
+    let out = mcp(&["--call", "get-sum", "--arguments", r#"{"a": 2, "b": 40}"#]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "The sum of 2 and 40 is 42.\n");
+
+    // An error result is printed and exits 1; bad arguments are a usage error.
+    let out = mcp(&["--call", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "MCP error -32602: Tool nope not found\n");
+    let out = mcp(&["--call", "echo", "--arguments", "[1]"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "agentloop mcp: --arguments: expected a JSON object, not [1]\n");
+}
