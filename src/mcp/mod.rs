@@ -2,13 +2,14 @@
 //! built-in ones, on the official Rust SDK ([`rmcp`]).
 //!
 //! - [`config`]: the servers, configured in Claude Code's format (`--mcp-config`).
+//! - [`stdio`] and [`http`]: the two transports, each giving a [`Connection`].
 //! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
 //!
 //! [`connect`] starts every configured server at once before the run. A stdio server is a
 //! child process in its own process group ([`crate::process_group`]): it is killed when the
 //! run's tools are dropped, and by [`crate::process_group::kill_all`] on a second signal. The
-//! client speaks the `initialize` handshake and takes the protocol version the server answers
-//! with. A server that fails to start or to list its tools is reported (a warning on stderr,
+//! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
+//! the protocol version the server answers with. A server that fails to start or to list its tools is reported (a warning on stderr,
 //! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
 //! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
 //! headers on every request; its session is closed (HTTP DELETE) when the run ends.
