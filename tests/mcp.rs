@@ -1,6 +1,6 @@
-//! The MCP client against a real server: `@modelcontextprotocol/server-everything` from npm,
-//! installed once into `.ci/cache/npm` by `.ci/install-mcp-servers` (run here when it is
-//! missing). Each test runs the built `agentloop -p` with a scripted model whose replies call
+//! The MCP client against real servers: `@modelcontextprotocol/server-everything` and
+//! `@modelcontextprotocol/server-filesystem` from npm, installed once into `.ci/cache/npm` by
+//! `.ci/install-mcp-servers` (run here when they are missing). Each test runs the built `agentloop -p` with a scripted model whose replies call
 //! the server's tools, and reads the tool results off `--output-format stream-json`.
 
 use std::io::Write;
@@ -26,6 +26,14 @@ fn everything_entry() -> PathBuf {
         installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
     });
     ready.clone().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// server-filesystem's entry point, installed beside server-everything by the same script.
+fn filesystem_entry() -> PathBuf {
+    let everything = everything_entry();
+    let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(entry.exists(), "{} is missing although {} is installed", entry.display(), everything.display());
+    entry
 }
 
 /// `--mcp-config` JSON with server-everything as `everything`, plus `extra` servers.
@@ -337,4 +345,38 @@ fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
     assert_eq!(tool_results(&lines), vec![("Echo: via the SDK".to_owned(), false)]);
+}
+
+/// server-filesystem serving `root`: a file's exact content and a directory's listing reach
+/// the model, and a path outside its allowed directories is refused by the server itself, as
+/// an error result the model reads.
+#[test]
+fn server_filesystem_reads_lists_and_refuses_paths_outside_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("served");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = std::fs::canonicalize(outside.path()).unwrap().join("secret.txt");
+    std::fs::write(&secret, "not for the model").unwrap();
+    let config = json!({"mcpServers": {"fs": {"command": "node", "args": [filesystem_entry(), &root]}}}).to_string();
+    let calls = [
+        ("mcp__fs__read_text_file", json!({"path": root.join("notes.txt")})),
+        ("mcp__fs__list_directory", json!({"path": &root})),
+        ("mcp__fs__read_text_file", json!({"path": &secret})),
+    ];
+    let (out, lines) = run_in(&dir, &calls, &["--mcp-config", &config, "--allowedTools", "mcp__fs"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "fs", "status": "connected"}]));
+    let results = tool_results(&lines);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0], ("first line\nsecond line\n".to_owned(), false));
+    // The listing comes in the directory's own order.
+    let mut listing: Vec<&str> = results[1].0.lines().collect();
+    listing.sort_unstable();
+    assert_eq!((listing, results[1].1), (vec!["[DIR] sub", "[FILE] notes.txt"], false));
+    let refusal =
+        format!("Access denied - path outside allowed directories: {} not in {}", secret.display(), root.display());
+    assert_eq!(results[2], (refusal, true));
+    assert_eq!(lines.last().unwrap()["result"], "done");
 }
