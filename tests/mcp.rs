@@ -380,3 +380,42 @@ fn server_filesystem_reads_lists_and_refuses_paths_outside_its_root() {
     assert_eq!(results[2], (refusal, true));
     assert_eq!(lines.last().unwrap()["result"], "done");
 }
+
+/// The trace shows an MCP call like any tool call, with the server and the tool's own name
+/// besides its duration; stream-json's tool lines carry them as `mcp`.
+#[test]
+fn the_trace_and_the_tool_lines_name_the_server_and_the_remote_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    let config = config(json!({}));
+    let calls = [("mcp__everything__echo", json!({"message": "traced"}))];
+    let trace_arg = trace.to_str().unwrap();
+    let args =
+        ["--mcp-config", &config, "--allowedTools", "mcp__everything", "--trace=pretty", "--trace-file", trace_arg];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    // The tool lines of the pretty trace, without their time and the call's duration.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let duration = regex::Regex::new(r"after \d+\.\dms").unwrap();
+    let tool_lines: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_once(['⇢', '⇠']).map(|(_, rest)| duration.replace(rest.trim(), "after …ms").into_owned())
+        })
+        .collect();
+    assert_eq!(
+        tool_lines,
+        vec![
+            "mcp__everything__echo toolu_scripted_0_0 started early [MCP server everything, tool echo]",
+            "mcp__everything__echo toolu_scripted_0_0 ok after …ms [MCP server everything, tool echo]",
+        ]
+    );
+    let system = |subtype: &str| {
+        let line = lines.iter().find(|l| l["type"] == "system" && l["subtype"] == subtype).unwrap();
+        (line["name"].clone(), line["mcp"].clone())
+    };
+    let expected = (json!("mcp__everything__echo"), json!({"server": "everything", "tool": "echo"}));
+    assert_eq!(system("tool_started"), expected);
+    assert_eq!(system("tool_finished"), expected);
+    assert_eq!(tool_results(&lines), vec![("Echo: traced".to_owned(), false)]);
+}

@@ -9,7 +9,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::Connection;
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{McpOrigin, Tool, ToolContext, ToolOutput};
 
 /// Answer of a call cancelled by `ctx.cancel` (an interrupt).
 pub const CANCELLED: &str = "MCP tool call was cancelled";
@@ -77,6 +77,10 @@ impl Tool for McpTool {
     /// server says about it, as in Claude Code.
     fn is_read_only(&self, _input: &Value) -> bool {
         false
+    }
+
+    fn mcp_origin(&self) -> Option<McpOrigin> {
+        Some(McpOrigin { server: self.server.clone(), tool: self.remote.clone() })
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

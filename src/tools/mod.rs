@@ -143,6 +143,16 @@ pub enum Subject {
     None,
 }
 
+/// Where a tool of an MCP server lives: the server's name in the configuration and the
+/// tool's own name on that server (the model calls it `mcp__<server>__<tool>`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct McpOrigin {
+    /// The server's name in the configuration.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+}
+
 /// One tool.
 ///
 /// Implementations validate their input by deserialising it into a typed struct; a failure
@@ -182,6 +192,11 @@ pub trait Tool: Send + Sync {
     /// the same reply not started yet. `false` unless it says.
     fn failure_cancels_siblings(&self) -> bool {
         false
+    }
+    /// The MCP server and remote tool behind this tool, shown with its calls (events, trace);
+    /// `None` for built-in tools.
+    fn mcp_origin(&self) -> Option<McpOrigin> {
+        None
     }
     /// Run the call. The future owns what it needs, so it can be spawned.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
