@@ -419,3 +419,76 @@ fn the_trace_and_the_tool_lines_name_the_server_and_the_remote_tool() {
     assert_eq!(system("tool_finished"), expected);
     assert_eq!(tool_results(&lines), vec![("Echo: traced".to_owned(), false)]);
 }
+
+/// A PreToolUse hook matching `^mcp__.*` denies the calls of every server's tools, which are
+/// never made (server-filesystem writes no file), and leaves the built-in tools alone.
+#[test]
+fn a_pre_tool_use_hook_matching_mcp_tools_blocks_them_before_the_server_is_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("kept.txt"), "built-in tools still run\n").unwrap();
+    let config = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything_entry(), "stdio"]},
+        "fs": {"command": "node", "args": [filesystem_entry(), &root]},
+    }})
+    .to_string();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "^mcp__.*", "hooks": [
+        {"type": "command", "command": "echo 'no MCP calls here' >&2; exit 2"}
+    ]}]}})
+    .to_string();
+    let calls = [
+        ("mcp__fs__write_file", json!({"path": root.join("written.txt"), "content": "x"})),
+        ("mcp__everything__echo", json!({"message": "hi"})),
+        ("Read", json!({"file_path": root.join("kept.txt")})),
+    ];
+    let args = ["--mcp-config", &config, "--settings", &settings, "--permission-mode", "bypassPermissions"];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let denied = ("PreToolUse hook denied this call: no MCP calls here".to_owned(), true);
+    let results = tool_results(&lines);
+    assert_eq!(results[..2], [denied.clone(), denied]);
+    assert_eq!(results[2], ("     1\tbuilt-in tools still run\n".to_owned(), false));
+    assert!(!root.join("written.txt").exists(), "the server was called");
+}
+
+/// Hooks matching one MCP tool by its full name run for that tool only: the PreToolUse hook
+/// sees the call's input and the PostToolUse hook its result, as for a built-in tool.
+#[test]
+fn hooks_matching_one_mcp_tool_see_its_input_and_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hooks.jsonl");
+    let record = format!("cat >> '{}'; echo >> '{}'", log.display(), log.display());
+    let group = json!([{"matcher": "mcp__everything__echo", "hooks": [{"type": "command", "command": record}]}]);
+    let settings = json!({"hooks": {"PreToolUse": group, "PostToolUse": group}}).to_string();
+    let config = config(json!({}));
+    let calls = [
+        ("mcp__everything__echo", json!({"message": "hooked"})),
+        ("mcp__everything__get-sum", json!({"a": 1, "b": 2})),
+    ];
+    let args = ["--mcp-config", &config, "--settings", &settings, "--allowedTools", "mcp__everything"];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        tool_results(&lines),
+        vec![("Echo: hooked".to_owned(), false), ("The sum of 1 and 2 is 3.".to_owned(), false)]
+    );
+    let seen: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let fields = |v: &Value| {
+        json!({"event": v["hook_event_name"], "tool": v["tool_name"], "input": v["tool_input"],
+            "response": v.get("tool_response")})
+    };
+    assert_eq!(
+        seen.iter().map(fields).collect::<Vec<_>>(),
+        vec![
+            json!({"event": "PreToolUse", "tool": "mcp__everything__echo", "input": {"message": "hooked"},
+                "response": null}),
+            json!({"event": "PostToolUse", "tool": "mcp__everything__echo", "input": {"message": "hooked"},
+                "response": "Echo: hooked"}),
+        ]
+    );
+}
