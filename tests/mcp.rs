@@ -492,3 +492,86 @@ fn hooks_matching_one_mcp_tool_see_its_input_and_its_result() {
         ]
     );
 }
+
+/// The SDK's `mcp_status` control request: a connected server with its tools by their own
+/// names and their read-only annotation.
+#[test]
+fn sdk_mcp_status_lists_a_connected_servers_tools() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(json!({}));
+    let scenario = scenario(&dir, &[("mcp__everything__echo", json!({"message": "status"}))]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
+        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
+    writeln!(stdin, "{message}").unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    while next()["type"] != "result" {}
+    writeln!(stdin, "{}", json!({"type": "control_request", "request_id": "s1", "request": {"subtype": "mcp_status"}}))
+        .unwrap();
+    let answer = next();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let servers = &answer["response"]["response"]["mcpServers"];
+    assert_eq!(servers.as_array().unwrap().len(), 1, "{answer}");
+    let server = &servers[0];
+    assert_eq!(
+        (&server["name"], &server["status"], &server["config"]["type"], server.get("error")),
+        (&json!("everything"), &json!("connected"), &json!("stdio"), None)
+    );
+    let tools: Vec<(&str, &Value)> =
+        server["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), &t["annotations"])).collect();
+    let read_only = json!({"readOnly": true});
+    let writes = json!({"readOnly": false});
+    assert_eq!(tools.len(), 13, "{tools:?}");
+    assert_eq!(tools[0], ("echo", &read_only));
+    assert!(tools.contains(&("get-sum", &read_only)), "{tools:?}");
+    assert!(tools.contains(&("toggle-simulated-logging", &writes)), "{tools:?}");
+    assert_eq!(server["tools"][0]["description"], "Echoes back the input string");
+}
+
+/// The servers start in the background as soon as the run knows them: `Startup::begin`
+/// returns while the server cannot answer yet, the server process is started without anyone
+/// waiting, and `finish` (where the run needs the tools) waits for it.
+#[tokio::test]
+async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_needed() {
+    use agentloop::mcp::startup::Startup;
+    let dir = tempfile::tempdir().unwrap();
+    let (started, gate) = (dir.path().join("started"), dir.path().join("gate"));
+    // The server says it started, then waits for the gate before it speaks MCP.
+    let script = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done; exec node '{}' stdio",
+        started.display(),
+        gate.display(),
+        everything_entry().display()
+    );
+    let servers = agentloop::mcp::config::parse(
+        "test",
+        &json!({"mcpServers": {"gated": {"command": "sh", "args": ["-c", script]}}}),
+        &|_| None,
+    )
+    .unwrap();
+    let startup = Startup::begin(servers, dir.path().to_path_buf());
+    assert!(!startup.is_finished(), "the server cannot have answered: its gate is closed");
+    // Nothing waits on `startup`, yet its server process comes up.
+    while !started.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    std::fs::write(&gate, "").unwrap();
+    let mut tools = agentloop::tools::Registry::new();
+    let statuses = startup.finish(&mut tools).await;
+    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated")]);
+    assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
+}

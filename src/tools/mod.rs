@@ -274,6 +274,18 @@ impl Registry {
         self.tools.push(tool);
     }
 
+    /// Add every tool of `other` (see [`Registry::register`]).
+    pub fn extend(&mut self, other: Registry) {
+        for tool in other.tools {
+            self.register(tool);
+        }
+    }
+
+    /// The tools, in registration order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
     /// The tool with this name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name).cloned()
