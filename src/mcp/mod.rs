@@ -66,6 +66,13 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection over `service` to the stdio server `child` (spawned in a process group of
+    /// its own), whose group is killed when the connection is dropped.
+    pub fn stdio(service: RunningService<RoleClient, ()>, child: tokio::process::Child) -> Connection {
+        let group = ProcessGroup::of(child.id());
+        Connection { service, _child: Some(child), _group: group }
+    }
+
     /// The peer requests go to.
     pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
         self.service.peer()
