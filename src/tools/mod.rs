@@ -164,9 +164,9 @@ pub struct McpOrigin {
 /// outside the tool matches on its name, so a new tool plugs in by implementing this trait.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by (Claude Code's names).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// What the tool does, for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON schema of the input.
     fn input_schema(&self) -> Value;
     /// Whether this call may run at the same time as other concurrency-safe calls (and start
