@@ -565,8 +565,11 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
     .unwrap();
     let startup = Startup::begin(servers, dir.path().to_path_buf());
     assert!(!startup.is_finished(), "the server cannot have answered: its gate is closed");
-    // Nothing waits on `startup`, yet its server process comes up.
+    // Nothing waits on `startup`, yet its server process comes up (the deadline only keeps a
+    // broken start from hanging the test).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the server was not started in the background");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     std::fs::write(&gate, "").unwrap();
