@@ -1,6 +1,6 @@
-//! The MCP client against a real server: `@modelcontextprotocol/server-everything` from npm,
-//! installed once into `.ci/cache/npm` by `.ci/install-mcp-servers` (run here when it is
-//! missing). Each test runs the built `agentloop -p` with a scripted model whose replies call
+//! The MCP client against real servers: `@modelcontextprotocol/server-everything` and
+//! `@modelcontextprotocol/server-filesystem` from npm, installed once into `.ci/cache/npm` by
+//! `.ci/install-mcp-servers` (run here when they are missing). Each test runs the built `agentloop -p` with a scripted model whose replies call
 //! the server's tools, and reads the tool results off `--output-format stream-json`.
 
 use std::io::Write;
@@ -26,6 +26,14 @@ fn everything_entry() -> PathBuf {
         installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
     });
     ready.clone().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// server-filesystem's entry point, installed beside server-everything by the same script.
+fn filesystem_entry() -> PathBuf {
+    let everything = everything_entry();
+    let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(entry.exists(), "{} is missing although {} is installed", entry.display(), everything.display());
+    entry
 }
 
 /// `--mcp-config` JSON with server-everything as `everything`, plus `extra` servers.
@@ -337,4 +345,236 @@ fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "everything", "status": "connected"}]));
     assert_eq!(tool_results(&lines), vec![("Echo: via the SDK".to_owned(), false)]);
+}
+
+/// server-filesystem serving `root`: a file's exact content and a directory's listing reach
+/// the model, and a path outside its allowed directories is refused by the server itself, as
+/// an error result the model reads.
+#[test]
+fn server_filesystem_reads_lists_and_refuses_paths_outside_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("served");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = std::fs::canonicalize(outside.path()).unwrap().join("secret.txt");
+    std::fs::write(&secret, "not for the model").unwrap();
+    let config = json!({"mcpServers": {"fs": {"command": "node", "args": [filesystem_entry(), &root]}}}).to_string();
+    let calls = [
+        ("mcp__fs__read_text_file", json!({"path": root.join("notes.txt")})),
+        ("mcp__fs__list_directory", json!({"path": &root})),
+        ("mcp__fs__read_text_file", json!({"path": &secret})),
+    ];
+    let (out, lines) = run_in(&dir, &calls, &["--mcp-config", &config, "--allowedTools", "mcp__fs"], &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "fs", "status": "connected"}]));
+    let results = tool_results(&lines);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0], ("first line\nsecond line\n".to_owned(), false));
+    // The listing comes in the directory's own order.
+    let mut listing: Vec<&str> = results[1].0.lines().collect();
+    listing.sort_unstable();
+    assert_eq!((listing, results[1].1), (vec!["[DIR] sub", "[FILE] notes.txt"], false));
+    let refusal =
+        format!("Access denied - path outside allowed directories: {} not in {}", secret.display(), root.display());
+    assert_eq!(results[2], (refusal, true));
+    assert_eq!(lines.last().unwrap()["result"], "done");
+}
+
+/// The trace shows an MCP call like any tool call, with the server and the tool's own name
+/// besides its duration; stream-json's tool lines carry them as `mcp`.
+#[test]
+fn the_trace_and_the_tool_lines_name_the_server_and_the_remote_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    let config = config(json!({}));
+    let calls = [("mcp__everything__echo", json!({"message": "traced"}))];
+    let trace_arg = trace.to_str().unwrap();
+    let args =
+        ["--mcp-config", &config, "--allowedTools", "mcp__everything", "--trace=pretty", "--trace-file", trace_arg];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    // The tool lines of the pretty trace, without their time and the call's duration.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let duration = regex::Regex::new(r"after \d+\.\dms").unwrap();
+    let tool_lines: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_once(['⇢', '⇠']).map(|(_, rest)| duration.replace(rest.trim(), "after …ms").into_owned())
+        })
+        .collect();
+    assert_eq!(
+        tool_lines,
+        vec![
+            "mcp__everything__echo toolu_scripted_0_0 started early [MCP server everything, tool echo]",
+            "mcp__everything__echo toolu_scripted_0_0 ok after …ms [MCP server everything, tool echo]",
+        ]
+    );
+    let system = |subtype: &str| {
+        let line = lines.iter().find(|l| l["type"] == "system" && l["subtype"] == subtype).unwrap();
+        (line["name"].clone(), line["mcp"].clone())
+    };
+    let expected = (json!("mcp__everything__echo"), json!({"server": "everything", "tool": "echo"}));
+    assert_eq!(system("tool_started"), expected);
+    assert_eq!(system("tool_finished"), expected);
+    assert_eq!(tool_results(&lines), vec![("Echo: traced".to_owned(), false)]);
+}
+
+/// A PreToolUse hook matching `^mcp__.*` denies the calls of every server's tools, which are
+/// never made (server-filesystem writes no file), and leaves the built-in tools alone.
+#[test]
+fn a_pre_tool_use_hook_matching_mcp_tools_blocks_them_before_the_server_is_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("kept.txt"), "built-in tools still run\n").unwrap();
+    let config = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything_entry(), "stdio"]},
+        "fs": {"command": "node", "args": [filesystem_entry(), &root]},
+    }})
+    .to_string();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "^mcp__.*", "hooks": [
+        {"type": "command", "command": "echo 'no MCP calls here' >&2; exit 2"}
+    ]}]}})
+    .to_string();
+    let calls = [
+        ("mcp__fs__write_file", json!({"path": root.join("written.txt"), "content": "x"})),
+        ("mcp__everything__echo", json!({"message": "hi"})),
+        ("Read", json!({"file_path": root.join("kept.txt")})),
+    ];
+    let args = ["--mcp-config", &config, "--settings", &settings, "--permission-mode", "bypassPermissions"];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let denied = ("PreToolUse hook denied this call: no MCP calls here".to_owned(), true);
+    let results = tool_results(&lines);
+    assert_eq!(results[..2], [denied.clone(), denied]);
+    assert_eq!(results[2], ("     1\tbuilt-in tools still run\n".to_owned(), false));
+    assert!(!root.join("written.txt").exists(), "the server was called");
+}
+
+/// Hooks matching one MCP tool by its full name run for that tool only: the PreToolUse hook
+/// sees the call's input and the PostToolUse hook its result, as for a built-in tool.
+#[test]
+fn hooks_matching_one_mcp_tool_see_its_input_and_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hooks.jsonl");
+    let record = format!("cat >> '{}'; echo >> '{}'", log.display(), log.display());
+    let group = json!([{"matcher": "mcp__everything__echo", "hooks": [{"type": "command", "command": record}]}]);
+    let settings = json!({"hooks": {"PreToolUse": group, "PostToolUse": group}}).to_string();
+    let config = config(json!({}));
+    let calls = [
+        ("mcp__everything__echo", json!({"message": "hooked"})),
+        ("mcp__everything__get-sum", json!({"a": 1, "b": 2})),
+    ];
+    let args = ["--mcp-config", &config, "--settings", &settings, "--allowedTools", "mcp__everything"];
+    let (out, lines) = run_in(&dir, &calls, &args, &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        tool_results(&lines),
+        vec![("Echo: hooked".to_owned(), false), ("The sum of 1 and 2 is 3.".to_owned(), false)]
+    );
+    let seen: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let fields = |v: &Value| {
+        json!({"event": v["hook_event_name"], "tool": v["tool_name"], "input": v["tool_input"],
+            "response": v.get("tool_response")})
+    };
+    assert_eq!(
+        seen.iter().map(fields).collect::<Vec<_>>(),
+        vec![
+            json!({"event": "PreToolUse", "tool": "mcp__everything__echo", "input": {"message": "hooked"},
+                "response": null}),
+            json!({"event": "PostToolUse", "tool": "mcp__everything__echo", "input": {"message": "hooked"},
+                "response": "Echo: hooked"}),
+        ]
+    );
+}
+
+/// The SDK's `mcp_status` control request: a connected server with its tools by their own
+/// names and their read-only annotation.
+#[test]
+fn sdk_mcp_status_lists_a_connected_servers_tools() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(json!({}));
+    let scenario = scenario(&dir, &[("mcp__everything__echo", json!({"message": "status"}))]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
+        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
+    writeln!(stdin, "{message}").unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    while next()["type"] != "result" {}
+    writeln!(stdin, "{}", json!({"type": "control_request", "request_id": "s1", "request": {"subtype": "mcp_status"}}))
+        .unwrap();
+    let answer = next();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let servers = &answer["response"]["response"]["mcpServers"];
+    assert_eq!(servers.as_array().unwrap().len(), 1, "{answer}");
+    let server = &servers[0];
+    assert_eq!(
+        (&server["name"], &server["status"], &server["config"]["type"], server.get("error")),
+        (&json!("everything"), &json!("connected"), &json!("stdio"), None)
+    );
+    let tools: Vec<(&str, &Value)> =
+        server["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), &t["annotations"])).collect();
+    let read_only = json!({"readOnly": true});
+    let writes = json!({"readOnly": false});
+    assert_eq!(tools.len(), 13, "{tools:?}");
+    assert_eq!(tools[0], ("echo", &read_only));
+    assert!(tools.contains(&("get-sum", &read_only)), "{tools:?}");
+    assert!(tools.contains(&("toggle-simulated-logging", &writes)), "{tools:?}");
+    assert_eq!(server["tools"][0]["description"], "Echoes back the input string");
+}
+
+/// The servers start in the background as soon as the run knows them: `Startup::begin`
+/// returns while the server cannot answer yet, the server process is started without anyone
+/// waiting, and `finish` (where the run needs the tools) waits for it.
+#[tokio::test]
+async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_needed() {
+    use agentloop::mcp::startup::Startup;
+    let dir = tempfile::tempdir().unwrap();
+    let (started, gate) = (dir.path().join("started"), dir.path().join("gate"));
+    // The server says it started, then waits for the gate before it speaks MCP.
+    let script = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done; exec node '{}' stdio",
+        started.display(),
+        gate.display(),
+        everything_entry().display()
+    );
+    let servers = agentloop::mcp::config::parse(
+        "test",
+        &json!({"mcpServers": {"gated": {"command": "sh", "args": ["-c", script]}}}),
+        &|_| None,
+    )
+    .unwrap();
+    let startup = Startup::begin(servers, dir.path().to_path_buf());
+    assert!(!startup.is_finished(), "the server cannot have answered: its gate is closed");
+    // Nothing waits on `startup`, yet its server process comes up (the deadline only keeps a
+    // broken start from hanging the test).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the server was not started in the background");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    std::fs::write(&gate, "").unwrap();
+    let mut tools = agentloop::tools::Registry::new();
+    let statuses = startup.finish(&mut tools).await;
+    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated")]);
+    assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
 }

@@ -500,3 +500,31 @@ fn assert_carries_the_first_exchange(history: &[(String, String)]) {
     ];
     assert!(in_order(history, &first), "{history:#?}");
 }
+
+/// (h) An MCP server in the SDK's `mcp_servers` option (server-everything from npm, installed
+/// by `.ci/install-mcp-servers`): the model's call of its `echo` reaches it, and
+/// `get_mcp_status()` reports it connected with its tools.
+#[test]
+fn sdk_mcp_server_answers_and_get_mcp_status_reports_it() {
+    let everything = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    installed::ensure(&repo(), "install-mcp-servers", everything, "the MCP servers", "npm").unwrap();
+    let dirs = dirs();
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200)
+                .tool_use("toolu_01", "mcp__everything__echo", &json!({"message": "via the SDK"}))
+                .stop("tool_use"),
+        ),
+        text_reply("Echoed."),
+    ]);
+    let obs = run_script("mcp_status.py", &mock, &dirs);
+    let tool_results = last_tool_results(&conversation_bodies(&mock)[1]);
+    assert_eq!(tool_results.len(), 1);
+    assert_eq!(content_text(&tool_results[0]["content"]), "Echo: via the SDK");
+    assert_eq!(result(&obs["messages"])["result"], "Echoed.");
+    let servers = obs["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    assert_eq!((&servers[0]["name"], &servers[0]["status"]), (&json!("everything"), &json!("connected")));
+    let tools: Vec<&str> = servers[0]["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"echo") && tools.contains(&"get-sum"), "{tools:?}");
+}

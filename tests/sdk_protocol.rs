@@ -8,6 +8,11 @@ use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
 
 fn sdk_mode(dir: &std::path::Path, scenario: &str) -> std::process::Child {
+    sdk_mode_with(dir, scenario, &[])
+}
+
+/// [`sdk_mode`] with `args` besides.
+fn sdk_mode_with(dir: &std::path::Path, scenario: &str, args: &[&str]) -> std::process::Child {
     Command::cargo_bin("agentloop")
         .unwrap()
         .env("AGENTLOOP_HOME", dir.join("home"))
@@ -17,6 +22,7 @@ fn sdk_mode(dir: &std::path::Path, scenario: &str) -> std::process::Child {
         .arg(format!("scripted:{scenario}"))
         .arg("--cwd")
         .arg(dir)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -41,7 +47,10 @@ fn control_requests_get_answers_never_silence() {
         &mut child,
         json!({"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize", "hooks": null}}),
     );
-    send(&mut child, json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "mcp_status"}}));
+    send(
+        &mut child,
+        json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "get_context_usage"}}),
+    );
     send(
         &mut child,
         json!({"type": "control_request", "request_id": "r3", "request": {"subtype": "set_model", "model": "gpt-9"}}),
@@ -69,7 +78,7 @@ fn control_requests_get_answers_never_silence() {
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
     assert_eq!(frames[0]["response"]["response"]["hooks_applied"], true);
-    assert_eq!(frames[1]["response"]["error"], "agentloop does not support the `mcp_status` control request");
+    assert_eq!(frames[1]["response"]["error"], "agentloop does not support the `get_context_usage` control request");
     assert_eq!(frames[2]["response"]["error"], "unknown model \"gpt-9\": use a claude-… model");
 }
 
@@ -100,4 +109,36 @@ fn sigterm_ends_the_prompt_with_a_result_and_exits() {
     assert_eq!(result["type"], "result", "{seen:#?}");
     assert_eq!(result["terminal_reason"], "aborted_tools");
     assert_eq!(result["subtype"], "error_during_execution");
+}
+
+/// `mcp_status` (the SDK's `get_mcp_status()`) answers in Claude Code's shape: after a prompt
+/// has waited for the servers, a server that could not start is `failed` with its error, and
+/// its configuration is shown without its environment.
+#[test]
+fn mcp_status_reports_each_server_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {"broken": {"command": "/nonexistent/mcp-server", "args": ["--port", "1"],
+        "env": {"TOKEN": "secret-token-1"}}}})
+    .to_string();
+    let mut child = sdk_mode_with(dir.path(), SCENARIO, &["--mcp-config", &config]);
+    send(&mut child, json!({"type": "user", "message": {"role": "user", "content": "Read greeting.txt"}}));
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    // The prompt's result comes after the servers were waited for.
+    while next()["type"] != "result" {}
+    send(&mut child, json!({"type": "control_request", "request_id": "s1", "request": {"subtype": "mcp_status"}}));
+    let answer = next();
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        answer,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": "s1", "response": {
+            "mcpServers": [{
+                "name": "broken",
+                "status": "failed",
+                "error": "cannot start `/nonexistent/mcp-server`: No such file or directory (os error 2)",
+                "config": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": ["--port", "1"]}
+            }]
+        }}})
+    );
 }

@@ -100,10 +100,10 @@ struct Observed {
 }
 
 impl Tool for Observed {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         self.inner.name()
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         self.inner.description()
     }
     fn input_schema(&self) -> serde_json::Value {

@@ -212,11 +212,11 @@ impl EventSink for CliSink {
                     hook();
                 }
             }
-            EngineEvent::ToolStarted { id, name, input, running, early } => {
+            EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {
                 let beside =
                     if running.is_empty() { String::new() } else { format!(" (beside {})", running.join(", ")) };
                 let when = if *early { "early" } else { "after reply" };
-                self.trace_tool(&format!("⇢ {name} {id} started {when}{beside}"));
+                self.trace_tool(&format!("⇢ {name} {id} started {when}{beside}{}", on_server(mcp.as_ref())));
                 if self.show_tools {
                     let line = format!("→ {name} {}", compact(input));
                     self.end_text_line();
@@ -224,15 +224,19 @@ impl EventSink for CliSink {
                     stderr_line(&line);
                 }
                 if self.format == OutputFormat::StreamJson {
-                    self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
+                    let mut line = json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
                         "name": name, "concurrent_with": running, "started_early": early,
-                        "session_id": self.session_id}));
+                        "session_id": self.session_id});
+                    if let Some(mcp) = mcp {
+                        line["mcp"] = json!(mcp);
+                    }
+                    self.stream_json(line);
                 }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration } => {
+            EngineEvent::ToolFinished { id, name, is_error, duration, mcp } => {
                 let status = if *is_error { "error" } else { "ok" };
                 let ms = duration.as_secs_f64() * 1e3;
-                self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms"));
+                self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms{}", on_server(mcp.as_ref())));
                 if self.show_tools {
                     let line = format!("← {name} {status} ({ms:.1} ms)");
                     self.end_text_line();
@@ -240,8 +244,12 @@ impl EventSink for CliSink {
                     stderr_line(&line);
                 }
                 if self.format == OutputFormat::StreamJson {
-                    self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
-                        "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id}));
+                    let mut line = json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
+                        "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id});
+                    if let Some(mcp) = mcp {
+                        line["mcp"] = json!(mcp);
+                    }
+                    self.stream_json(line);
                 }
             }
             EngineEvent::Retrying { attempt, max, delay, error } if self.format == OutputFormat::Text => {
@@ -263,6 +271,12 @@ impl EventSink for CliSink {
             _ => {}
         }
     }
+}
+
+/// What the trace adds to the lines of an MCP call: ` [MCP server S, tool T]`; nothing for
+/// a built-in tool.
+fn on_server(mcp: Option<&crate::tools::McpOrigin>) -> String {
+    mcp.map(|m| format!(" [MCP server {}, tool {}]", m.server, m.tool)).unwrap_or_default()
 }
 
 /// Edges after which the reply attempt whose text was shown is not kept: the stream failed and

@@ -235,8 +235,9 @@ pub struct RunSpec {
     pub tools: Registry,
     /// `--include-partial-messages`.
     pub partial_messages: bool,
-    /// The MCP servers to connect to before the run (`--mcp-config`).
-    pub mcp_servers: crate::mcp::Servers,
+    /// The MCP servers (`--mcp-config`, `.mcp.json`), started in the background as soon as
+    /// they are known; the run waits for them where it first needs its tools.
+    pub mcp: crate::mcp::startup::Startup,
 }
 
 /// Run `agentloop run`.
@@ -304,7 +305,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     if let Some(settings) = &args.settings {
         spec.settings = load_settings(settings)?;
     }
-    spec.mcp_servers = mcp_servers(args, &spec.cwd, &spec.settings)?;
+    // The servers start now, while the rest is prepared (the session loaded, the trace opened).
+    spec.mcp = crate::mcp::startup::Startup::begin(mcp_servers(args, &spec.cwd, &spec.settings)?, spec.cwd.clone());
     spec.policy = policy(
         &spec.settings.permissions,
         args.permission_mode.as_deref(),
@@ -374,7 +376,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         tools: Registry::standard(),
         partial_messages: false,
-        mcp_servers: crate::mcp::Servers::new(),
+        mcp: crate::mcp::startup::Startup::default(),
         cwd,
         options,
         model: Arc::new(model),
@@ -503,7 +505,7 @@ pub fn spec_for_scenario(
         session: Session::in_memory(id, cwd.clone()),
         tools: Registry::standard(),
         partial_messages: false,
-        mcp_servers: crate::mcp::Servers::new(),
+        mcp: crate::mcp::startup::Startup::default(),
         cwd,
         options,
         model: scripted.clone(),
@@ -564,10 +566,10 @@ pub async fn execute(spec: RunSpec) -> u8 {
     }
     let mut tools = spec.tools.clone();
     let mut mcp_status = Vec::new();
-    if !spec.mcp_servers.is_empty() {
-        // Servers start before the run; a signal meanwhile ends the command (their process
-        // groups die with their connections).
-        let connecting = crate::mcp::connect(&spec.mcp_servers, &spec.cwd, &mut tools);
+    if !spec.mcp.is_empty() {
+        // The servers started with the preparation; the run needs their tools now. A signal
+        // meanwhile ends the command (their process groups die with their connections).
+        let connecting = spec.mcp.finish(&mut tools);
         let cancel = spec.cancel.clone();
         let guarded = async move {
             tokio::select! {

@@ -9,6 +9,9 @@
 //! {"type":"text_delta","text":"Hel"}
 //! {"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.5}
 //! ```
+//!
+//! The calls of an MCP server's tools carry `"mcp":{"server":…,"tool":…}` besides (the server's
+//! name and the tool's own name on it); other calls have no `mcp` field.
 
 use std::time::Duration;
 
@@ -18,6 +21,7 @@ use serde_json::Value;
 use crate::engine::trace::TraceRecord;
 use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
+use crate::tools::McpOrigin;
 
 /// One thing that happened in a run, streamed to the caller as it happens.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +64,8 @@ pub enum EngineEvent {
         /// It started while the reply was still streaming (only concurrency-safe, read-only
         /// calls do); `false` when it started after the reply's `message_stop`.
         early: bool,
+        /// The MCP server and remote tool, for a tool of an MCP server.
+        mcp: Option<McpOrigin>,
     },
     /// A tool call finished.
     ToolFinished {
@@ -71,6 +77,8 @@ pub enum EngineEvent {
         is_error: bool,
         /// How long it ran.
         duration: Duration,
+        /// The MCP server and remote tool, for a tool of an MCP server.
+        mcp: Option<McpOrigin>,
     },
     /// A reply finished; its usage and, when the model is in the price table, its cost.
     Usage {
@@ -132,6 +140,8 @@ enum Wire<'a> {
         input: &'a Value,
         running: &'a [String],
         early: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mcp: Option<&'a McpOrigin>,
     },
     ToolFinished {
         id: &'a str,
@@ -139,6 +149,8 @@ enum Wire<'a> {
         is_error: bool,
         #[serde(serialize_with = "millis")]
         duration_ms: Duration,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mcp: Option<&'a McpOrigin>,
     },
     Usage {
         model: &'a str,
@@ -177,11 +189,11 @@ impl Serialize for EngineEvent {
             EngineEvent::Message(message) => Wire::Message { message },
             EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
             EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
-            EngineEvent::ToolStarted { id, name, input, running, early } => {
-                Wire::ToolStarted { id, name, input, running, early: *early }
+            EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {
+                Wire::ToolStarted { id, name, input, running, early: *early, mcp: mcp.as_ref() }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration } => {
-                Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration }
+            EngineEvent::ToolFinished { id, name, is_error, duration, mcp } => {
+                Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration, mcp: mcp.as_ref() }
             }
             EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
             EngineEvent::Retrying { attempt, max, delay, error } => {
@@ -239,6 +251,7 @@ mod tests {
             input: json!({"file_path": "a.txt"}),
             running: vec!["Grep".into()],
             early: true,
+            mcp: None,
         };
         assert_eq!(
             line(&started),
@@ -249,10 +262,35 @@ mod tests {
             name: "Read".into(),
             is_error: false,
             duration: Duration::from_micros(12_345),
+            mcp: None,
         };
         assert_eq!(
             line(&finished),
             r#"{"type":"tool_finished","id":"toolu_1","name":"Read","is_error":false,"duration_ms":12.345}"#
+        );
+        let origin = McpOrigin { server: "everything".into(), tool: "get-sum".into() };
+        let started = EngineEvent::ToolStarted {
+            id: "toolu_2".into(),
+            name: "mcp__everything__get-sum".into(),
+            input: json!({"a": 1, "b": 2}),
+            running: vec![],
+            early: false,
+            mcp: Some(origin.clone()),
+        };
+        assert_eq!(
+            line(&started),
+            r#"{"type":"tool_started","id":"toolu_2","name":"mcp__everything__get-sum","input":{"a":1,"b":2},"running":[],"early":false,"mcp":{"server":"everything","tool":"get-sum"}}"#
+        );
+        let finished = EngineEvent::ToolFinished {
+            id: "toolu_2".into(),
+            name: "mcp__everything__get-sum".into(),
+            is_error: true,
+            duration: Duration::from_micros(2_500),
+            mcp: Some(origin),
+        };
+        assert_eq!(
+            line(&finished),
+            r#"{"type":"tool_finished","id":"toolu_2","name":"mcp__everything__get-sum","is_error":true,"duration_ms":2.5,"mcp":{"server":"everything","tool":"get-sum"}}"#
         );
         let record = TraceRecord {
             record_type: "transition",

@@ -74,9 +74,10 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     };
     let terminal = term::Terminal::save();
     let screen = Screen::stdout(Style::detect());
-    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp_servers, .. } = spec;
-    // MCP servers start before the first prompt; a failure is a warning naming the server.
-    let statuses = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
+    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp, .. } = spec;
+    // MCP servers started while the session was prepared; they are up (or a warning names
+    // each failed one) before the first prompt.
+    let statuses = mcp.finish(&mut tools).await;
     let connected: Vec<&str> = statuses.iter().filter(|s| s.status == "connected").map(|s| s.name.as_str()).collect();
     if !connected.is_empty() {
         eprintln!("MCP servers: {}", connected.join(", "));

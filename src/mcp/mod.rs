@@ -4,8 +4,11 @@
 //! - [`config`]: the servers, configured in Claude Code's format (`--mcp-config`).
 //! - [`stdio`] and [`http`]: the two transports, each giving a [`Connection`].
 //! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
+//! - [`startup`]: the servers started in the background while the run prepares.
+//! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
 //!
-//! [`connect`] starts every configured server at once before the run. A stdio server is a
+//! [`connect`] starts every configured server at once; a run calls it through
+//! [`startup::Startup`], as soon as it knows its servers. A stdio server is a
 //! child process in its own process group ([`crate::process_group`]): it is killed when the
 //! run's tools are dropped, and by [`crate::process_group::kill_all`] on a second signal. The
 //! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
@@ -16,6 +19,8 @@
 
 pub mod config;
 pub mod http;
+pub mod startup;
+pub mod status;
 pub mod stdio;
 pub mod tool;
 
@@ -38,6 +43,21 @@ pub struct ServerStatus {
     pub name: String,
     /// `connected` or `failed`.
     pub status: &'static str,
+    /// Why it failed (not in `system/init`, which Claude Code keeps to name and status).
+    #[serde(skip)]
+    pub error: Option<String>,
+}
+
+impl ServerStatus {
+    /// The server `name` is connected.
+    pub fn connected(name: &str) -> Self {
+        ServerStatus { name: name.to_owned(), status: "connected", error: None }
+    }
+
+    /// The server `name` failed to start or to list its tools, for `message`.
+    pub fn failed(name: &str, message: &str) -> Self {
+        ServerStatus { name: name.to_owned(), status: "failed", error: Some(message.to_owned()) }
+    }
 }
 
 /// The client's side of the `initialize` handshake: agentloop's name and version, and the
@@ -162,16 +182,16 @@ pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec
                 for t in server_tools {
                     tools.register(t);
                 }
-                "connected"
+                ServerStatus::connected(name)
             }
             Err(message) => {
                 crate::cli::interrupt::stderr_line(&format!(
                     "agentloop: warning: MCP server `{name}` failed: {message}"
                 ));
-                "failed"
+                ServerStatus::failed(name, &message)
             }
         };
-        statuses.push(ServerStatus { name: name.clone(), status });
+        statuses.push(status);
     }
     statuses
 }

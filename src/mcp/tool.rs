@@ -9,15 +9,15 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::Connection;
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{McpOrigin, Tool, ToolContext, ToolOutput};
 
 /// Answer of a call cancelled by `ctx.cancel` (an interrupt).
 pub const CANCELLED: &str = "MCP tool call was cancelled";
 
 /// A tool of an MCP server.
 pub struct McpTool {
-    name: &'static str,
-    description: &'static str,
+    name: String,
+    description: String,
     schema: Value,
     server: String,
     remote: String,
@@ -36,15 +36,12 @@ pub fn qualified_name(server: &str, tool: &str) -> String {
 
 impl McpTool {
     /// The tool `tool` of the server `server`, called over `connection`.
-    ///
-    /// Its name and description live as long as the process (the [`Tool`] trait hands out
-    /// `&'static str`): servers connect once per process, so this is bounded.
     pub fn new(server: &str, tool: &rmcp::model::Tool, connection: Arc<Connection>, timeout: Duration) -> Self {
         let name = qualified_name(server, &tool.name);
         let description = tool.description.as_deref().unwrap_or_default().to_owned();
         McpTool {
-            name: Box::leak(name.into_boxed_str()),
-            description: Box::leak(description.into_boxed_str()),
+            name,
+            description,
             schema: Value::Object((*tool.input_schema).clone()),
             server: server.to_owned(),
             remote: tool.name.to_string(),
@@ -56,12 +53,12 @@ impl McpTool {
 }
 
 impl Tool for McpTool {
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> &str {
+        &self.name
     }
 
-    fn description(&self) -> &'static str {
-        self.description
+    fn description(&self) -> &str {
+        &self.description
     }
 
     fn input_schema(&self) -> Value {
@@ -77,6 +74,10 @@ impl Tool for McpTool {
     /// server says about it, as in Claude Code.
     fn is_read_only(&self, _input: &Value) -> bool {
         false
+    }
+
+    fn mcp_origin(&self) -> Option<McpOrigin> {
+        Some(McpOrigin { server: self.server.clone(), tool: self.remote.clone() })
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

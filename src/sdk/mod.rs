@@ -3,8 +3,8 @@
 //!
 //! Both directions are newline-delimited JSON. From the SDK: `initialize` (which registers its
 //! hook callbacks), user messages — each one a prompt on the same session, run one after the
-//! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`; any other
-//! gets an error answer, never silence). To the SDK: the answers, `system/init`, the
+//! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
+//! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
 //! (`hook_callback`, `can_use_tool`), whose answers [`control::Controller`] routes back.
 //!
@@ -68,7 +68,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let controller = Arc::new(Controller::new(stdout.clone()));
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(read_stdin(tx));
-    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone()).await;
+    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut input_open = true;
@@ -84,6 +84,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     loop {
         if running.is_none() {
             if let Some(prompt) = queue.pop_front() {
+                // The first prompt needs the MCP servers' tools: they started with the process.
+                host.servers_ready().await;
                 let current = session.take().expect("the session is back whenever no prompt runs");
                 cancel = CancellationToken::new();
                 running = Some(host.start(current, prompt, cancel.clone()));
@@ -116,6 +118,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     }
                 }
                 Some(Inbound::Request { id, request }) => {
+                    if request.get("subtype").and_then(Value::as_str) == Some("mcp_status") {
+                        host.servers_if_ready().await;
+                    }
                     stdout.line(&host.answer(&id, &request, &cancel).to_string());
                 }
                 Some(Inbound::Ignored(_)) => {}
@@ -158,15 +163,21 @@ struct Host {
     shell_env: Arc<ShellEnv>,
     approver: Arc<dyn Approver>,
     partial_messages: bool,
-    mcp_status: Vec<crate::mcp::ServerStatus>,
+    /// The MCP servers' start, until the first prompt waits for it.
+    mcp: Option<crate::mcp::startup::Startup>,
+    /// The configured MCP servers.
+    mcp_servers: crate::mcp::Servers,
+    /// How each MCP server came up, once they have.
+    mcp_status: Option<Vec<crate::mcp::ServerStatus>>,
 }
 
 impl Host {
-    /// The host of `spec`'s run, and its session.
-    /// Connects the MCP servers first: their tools join the built-in ones for every prompt.
-    async fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, mut tools, mcp_servers, .. } = spec;
-        let mcp_status = crate::mcp::connect(&mcp_servers, &cwd, &mut tools).await;
+    /// The host of `spec`'s run, and its session. The MCP servers go on starting in the
+    /// background until the first prompt waits for them ([`Host::servers_ready`]): their
+    /// tools join the built-in ones for every prompt.
+    fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
+        let RunSpec { cwd, options, model, settings, policy, session, tools, mcp, .. } = spec;
+        let mcp_servers = mcp.servers().clone();
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
             Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
@@ -191,9 +202,26 @@ impl Host {
             shell_env,
             approver,
             partial_messages: flags.include_partial_messages,
-            mcp_status,
+            mcp: Some(mcp),
+            mcp_servers,
+            mcp_status: None,
         };
         (host, session)
+    }
+
+    /// Wait until the MCP servers are up (or failed), once: their tools join the others.
+    async fn servers_ready(&mut self) {
+        if let Some(startup) = self.mcp.take() {
+            self.mcp_status = Some(startup.finish(&mut self.tools).await);
+        }
+    }
+
+    /// Take the MCP servers' statuses and tools if they have all come up (or failed), without
+    /// waiting for those still starting.
+    async fn servers_if_ready(&mut self) {
+        if self.mcp.as_ref().is_some_and(crate::mcp::startup::Startup::is_finished) {
+            self.servers_ready().await;
+        }
     }
 
     /// Print `system/init` and start `prompt` on `session`; the future gives the session back
@@ -213,7 +241,8 @@ impl Host {
         let id = session.id.to_string();
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
         let mode = self.policy.mode().as_str();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, &self.mcp_status);
+        let statuses = self.mcp_status.as_deref().unwrap_or_default();
+        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses);
         self.stdout.line(&init.to_string());
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
         sink.model = self.options.model.clone();
@@ -259,6 +288,10 @@ impl Host {
                 }
                 Some(other) => wire::error(id, &format!("unknown model {other}: use a claude-… model")),
             },
+            "mcp_status" => wire::success(
+                id,
+                crate::mcp::status::response(&self.mcp_servers, self.mcp_status.as_deref(), &self.tools),
+            ),
             other => wire::error(id, &format!("agentloop does not support the `{other}` control request")),
         }
     }

@@ -143,6 +143,16 @@ pub enum Subject {
     None,
 }
 
+/// Where a tool of an MCP server lives: the server's name in the configuration and the
+/// tool's own name on that server (the model calls it `mcp__<server>__<tool>`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct McpOrigin {
+    /// The server's name in the configuration.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+}
+
 /// One tool.
 ///
 /// Implementations validate their input by deserialising it into a typed struct; a failure
@@ -154,9 +164,9 @@ pub enum Subject {
 /// outside the tool matches on its name, so a new tool plugs in by implementing this trait.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by (Claude Code's names).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// What the tool does, for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON schema of the input.
     fn input_schema(&self) -> Value;
     /// Whether this call may run at the same time as other concurrency-safe calls (and start
@@ -182,6 +192,11 @@ pub trait Tool: Send + Sync {
     /// the same reply not started yet. `false` unless it says.
     fn failure_cancels_siblings(&self) -> bool {
         false
+    }
+    /// The MCP server and remote tool behind this tool, shown with its calls (events, trace);
+    /// `None` for built-in tools.
+    fn mcp_origin(&self) -> Option<McpOrigin> {
+        None
     }
     /// Run the call. The future owns what it needs, so it can be spawned.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
@@ -257,6 +272,18 @@ impl Registry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
+    }
+
+    /// Add every tool of `other` (see [`Registry::register`]).
+    pub fn extend(&mut self, other: Registry) {
+        for tool in other.tools {
+            self.register(tool);
+        }
+    }
+
+    /// The tools, in registration order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
     }
 
     /// The tool with this name.

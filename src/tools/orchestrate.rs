@@ -91,6 +91,11 @@ impl Toolbox {
         self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
     }
 
+    /// The MCP server and remote tool `call` goes to, for a tool of an MCP server.
+    pub fn mcp_origin(&self, call: &ToolCall) -> Option<crate::tools::McpOrigin> {
+        self.registry.get(&call.name).and_then(|t| t.mcp_origin())
+    }
+
     /// Whether a failure of `call` cancels its siblings (its tool says so).
     pub fn failure_cancels_siblings(&self, call: &ToolCall) -> bool {
         self.registry.get(&call.name).is_some_and(|t| t.failure_cancels_siblings())

@@ -50,6 +50,8 @@ struct Entry {
     cancels_siblings: bool,
     /// It may start before the reply ends: concurrency-safe, and no tool hook runs for it.
     early: bool,
+    /// The MCP server and remote tool, for a tool of an MCP server.
+    mcp: Option<crate::tools::McpOrigin>,
     status: Status,
 }
 
@@ -108,7 +110,8 @@ impl Executor {
         let cancels_siblings = self.toolbox.failure_cancels_siblings(&call);
         // A hook command that runs for the call could change anything: it waits too.
         let early = safe && !self.toolbox.hooks.runs_for_tool(&call.name);
-        self.entries.push(Entry { call, safe, cancels_siblings, early, status: Status::Queued });
+        let mcp = self.toolbox.mcp_origin(&call);
+        self.entries.push(Entry { call, safe, cancels_siblings, early, mcp, status: Status::Queued });
         self.start_eligible()
     }
 
@@ -159,6 +162,7 @@ impl Executor {
             name: entry.call.name.clone(),
             is_error: result.output.is_error,
             duration: result.duration,
+            mcp: entry.mcp.clone(),
         });
         self.entries[index].status = Status::Done(result);
         events.extend(self.start_eligible());
@@ -228,6 +232,7 @@ impl Executor {
                 input: entry.call.input.clone(),
                 running: running.iter().map(|e| e.call.name.clone()).collect(),
                 early: !self.reply_ended,
+                mcp: entry.mcp.clone(),
             });
             let toolbox = self.toolbox.clone();
             let call = entry.call.clone();
