@@ -348,7 +348,7 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
         }
     }
     for value in &args.mcp_config {
-        servers.extend(config::load(value, &config::env_var)?);
+        servers.extend(config::load(value, cwd, &config::env_var)?);
     }
     Ok(servers)
 }

@@ -124,9 +124,14 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
 
 /// `--mcp-config VALUE`: a file, or the JSON itself (it starts with `{`).
 ///
+/// Claude Code's own `~/.claude.json` is such a file: its top-level `mcpServers` are the user
+/// scope, and its `projects` map holds, under the project's absolute path, the local scope
+/// (where `claude mcp add` puts a server by default). The local servers of `cwd` are taken too
+/// and win over user servers of the same name, as in Claude Code.
+///
 /// # Errors
 /// A message naming the flag or the file.
-pub fn load(value: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+pub fn load(value: &str, cwd: &std::path::Path, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
     let (origin, text) = if value.trim_start().starts_with('{') {
         ("--mcp-config".to_owned(), value.to_owned())
     } else {
@@ -134,7 +139,19 @@ pub fn load(value: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers
         (format!("--mcp-config {value}"), text)
     };
     let json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
-    parse(&origin, &json, var)
+    let mut servers = parse(&origin, &json, var)?;
+    if let Some((key, local)) = local_scope(&json, cwd) {
+        let local = serde_json::json!({ "mcpServers": local });
+        servers.extend(parse(&format!("{origin}: projects[{key}]"), &local, var)?);
+    }
+    Ok(servers)
+}
+
+/// The `mcpServers` of the entry for `cwd` in a Claude Code `projects` map, with its key.
+fn local_scope<'a>(json: &'a Value, cwd: &std::path::Path) -> Option<(&'a str, &'a Value)> {
+    let cwd = cwd.to_str()?;
+    let (key, project) = json.get("projects")?.as_object()?.get_key_value(cwd)?;
+    Some((key.as_str(), project.get("mcpServers")?))
 }
 
 /// Which servers of a project's `.mcp.json` may start: the settings' consent.
@@ -217,6 +234,7 @@ pub fn env_var(name: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::path::Path;
 
     fn vars(name: &str) -> Option<String> {
         match name {
@@ -327,13 +345,61 @@ mod tests {
         );
         assert_eq!(err(json!([])), "--mcp-config: expected an object with `mcpServers`");
         assert_eq!(
-            load("{not json", &vars).unwrap_err(),
+            load("{not json", Path::new("/p"), &vars).unwrap_err(),
             "--mcp-config: not valid JSON: key must be a string at line 1 column 2"
         );
         assert!(
-            load("/nonexistent/mcp.json", &vars)
+            load("/nonexistent/mcp.json", Path::new("/p"), &vars)
                 .unwrap_err()
                 .starts_with("--mcp-config /nonexistent/mcp.json: cannot read: ")
+        );
+    }
+
+    #[test]
+    fn claude_code_user_file_gives_user_and_local_servers_of_the_project() {
+        // The shape of ~/.claude.json: settings of Claude Code's own beside the servers.
+        let file = json!({
+            "numStartups": 12,
+            "theme": "dark",
+            "mcpServers": {
+                "shared": {"type": "stdio", "command": "user-shared"},
+                "docs": {"type": "http", "url": "https://docs.example/mcp"}
+            },
+            "projects": {
+                "/work/app": {
+                    "allowedTools": [],
+                    "mcpServers": {"shared": {"type": "stdio", "command": "local-shared", "args": ["${HOME}"]}}
+                },
+                "/work/other": {"mcpServers": {"elsewhere": {"command": "other"}}}
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(&path, file.to_string()).unwrap();
+        let path = path.to_str().unwrap();
+
+        let in_app = load(path, Path::new("/work/app"), &vars).unwrap();
+        assert_eq!(in_app.keys().collect::<Vec<_>>(), ["docs", "shared"]);
+        assert_eq!(
+            in_app["shared"],
+            ServerConfig::Stdio { command: "local-shared".into(), args: vec!["/home/me".into()], env: BTreeMap::new() }
+        );
+        let elsewhere = load(path, Path::new("/work/unknown"), &vars).unwrap();
+        assert_eq!(
+            elsewhere["shared"],
+            ServerConfig::Stdio { command: "user-shared".into(), args: vec![], env: BTreeMap::new() }
+        );
+        assert_eq!(elsewhere.len(), 2);
+
+        let bad = json!({"projects": {"/work/app": {"mcpServers": {"s": {"type": "http"}}}}});
+        std::fs::write(dir.path().join("bad.json"), bad.to_string()).unwrap();
+        let bad_path = dir.path().join("bad.json");
+        assert_eq!(
+            load(bad_path.to_str().unwrap(), Path::new("/work/app"), &vars).unwrap_err(),
+            format!(
+                "--mcp-config {}: projects[/work/app]: at mcpServers.s.url: missing: an http server needs a url",
+                bad_path.display()
+            )
         );
     }
 }
