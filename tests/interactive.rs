@@ -275,6 +275,109 @@ fn sigterm_at_the_prompt_ends_the_session_with_143() {
     assert_eq!(pty.wait(WAIT), 143);
 }
 
+/// Whether `request` is a compaction's summary request (recognised by its system prompt).
+fn is_summary_request(request: &mock_api::Recorded) -> bool {
+    request.body["system"][0]["text"] == agentloop::context::COMPACT_SYSTEM
+}
+
+/// Every transcript file under `home`, read.
+fn transcripts(home: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                found.push(std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn compact_replaces_the_history_with_a_summary_and_ctrl_c_stops_it() {
+    const SUMMARY: &str = "The user asked a first question; it was answered.";
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+    ])
+    .answer_side_requests(move |request| {
+        if !is_summary_request(request) {
+            return None;
+        }
+        let body = Sse::new("claude-sonnet-4-5", 500).text(SUMMARY).stop("end_turn");
+        // The first summary request hangs (and is interrupted); the second is answered.
+        Some(match summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Reply::paused_before(body, "content_block_stop", Duration::from_secs(60)),
+            _ => Reply::Sse(body),
+        })
+    });
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/compact\r");
+    pty.expect("nothing to compact: the conversation is empty", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("first question\r");
+    pty.expect("First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    // Interrupted: the history stays as it was.
+    pty.send("/compact\r");
+    pty.expect("compacting history", WAIT);
+    pty.send("\x03");
+    pty.expect("compaction interrupted; the history is unchanged", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/compact keep the file names\r");
+    let done = pty.expect(" tokens\r\n", WAIT);
+    assert!(done.contains("compacted: 2 messages → 1 summary · about "), "{done}");
+    pty.expect("> ", WAIT);
+    // The summary's tokens count: 100 + 500 input.
+    pty.send("/cost\r");
+    pty.expect("1 prompt(s) · 600 input + ", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("second question\r");
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+
+    let requests = api.requests();
+    let summary_requests: Vec<_> = requests.iter().filter(|r| is_summary_request(r)).collect();
+    assert_eq!(summary_requests.len(), 2);
+    let instruction = summary_requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        instruction,
+        format!("{}\n\nAdditional instructions: keep the file names", agentloop::context::COMPACT_INSTRUCTION)
+    );
+    // The next prompt sends exactly the compacted history, with the prompt after the summary.
+    let next: Vec<_> = requests.iter().filter(|r| !is_summary_request(r)).collect();
+    assert_eq!(next.len(), 2);
+    let compacted = &agentloop::context::compacted_history(SUMMARY)[0];
+    assert_eq!(
+        next[1].body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": compacted.text()},
+            {"type": "text", "text": "second question", "cache_control": {"type": "ephemeral"}}
+        ]}])
+    );
+    // The transcript holds the compacted history as a snapshot.
+    let transcript = transcripts(home.path()).concat();
+    let snapshot = transcript
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["type"] == "agentloop-history")
+        .unwrap_or_else(|| panic!("no history snapshot in {transcript}"));
+    assert_eq!(snapshot["reason"], "compaction");
+    assert_eq!(snapshot["messages"][0]["content"][0]["text"], compacted.text());
+}
+
 /// A server whose first reply runs `command` with Bash and whose second answers `answer`.
 fn bash_then_answer(command: &str, answer: &str) -> MockApi {
     MockApi::start(vec![
