@@ -204,6 +204,25 @@ fn trace_shows_transitions_and_a_backslash_continues_the_line() {
 }
 
 #[test]
+fn alt_enter_and_ctrl_j_insert_newlines() {
+    let api =
+        MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Three lines.").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    // Alt+Enter arrives as ESC CR, Ctrl+J as LF; only the last CR sends the input.
+    pty.send("line one\x1b\rline two\nline three\r");
+    pty.expect("Three lines.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[0].body["messages"][0]["content"][0]["text"], "line one\nline two\nline three");
+    // The history keeps it as one entry (newlines escaped).
+    let history = std::fs::read_to_string(home.path().join("history")).unwrap();
+    assert!(history.contains("line one\\nline two\\nline three"), "{history}");
+}
+
+#[test]
 fn a_resumed_session_shows_its_last_exchanges() {
     let api = MockApi::start(vec![
         Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),

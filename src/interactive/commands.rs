@@ -37,7 +37,8 @@ pub const HELP: &str = "\
 /resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
 /compact [TEXT]      replace the history with a summary now (TEXT: what the summary must keep)
 /exit                leave (also Ctrl+D, or Ctrl+C twice)
-A line ending in \\ continues on the next; Ctrl+R searches the history; Ctrl+C interrupts a reply.";
+Alt+Enter or Ctrl+J inserts a newline (so does a line ending in \\); Ctrl+R searches the history;
+Ctrl+C interrupts a reply.";
 
 /// The command `line` is, if it is one (a line starting with `/`).
 pub fn parse(line: &str) -> Option<Command> {
