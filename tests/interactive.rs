@@ -74,6 +74,8 @@ fn a_bash_call_asks_and_runs_after_y() {
     let mut pty = session(&api, dir.path(), home.path(), &[]);
     pty.expect("> ", WAIT);
     pty.send("make a file\r");
+    // The call's start line comes before its question.
+    pty.expect("● Bash(touch made.txt)", WAIT);
     pty.expect("? Bash(touch made.txt)", WAIT);
     pty.expect("y allow once", WAIT);
     pty.expect("n deny · Esc deny and interrupt", WAIT);
@@ -201,6 +203,28 @@ fn trace_shows_transitions_and_a_backslash_continues_the_line() {
     pty.send("/exit\r");
     assert_eq!(pty.wait(WAIT), 0);
     assert_eq!(api.requests()[0].body["messages"][0]["content"][0]["text"], "line one\nline two");
+}
+
+#[test]
+fn a_retried_stream_erases_its_partial_text() {
+    let cut = Sse::new("claude-sonnet-4-5", 100).text("A partial attempt.").stop("end_turn");
+    let api = MockApi::start(vec![
+        Reply::dropped_before(cut, "content_block_stop"),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("The whole answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &["--retry-base-delay-ms", "1"]);
+    pty.expect("> ", WAIT);
+    pty.send("go\r");
+    pty.expect("A partial attempt.", WAIT);
+    // Between the cut attempt and the answer: back to the attempt's first column, and the
+    // screen cleared from there.
+    let between = pty.expect("The whole answer.", WAIT);
+    assert!(between.contains("\r\x1b[J"), "{between:?}");
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests().len(), 2);
 }
 
 #[test]

@@ -229,7 +229,7 @@ impl EventSink for CliSink {
                         "session_id": self.session_id}));
                 }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration } => {
+            EngineEvent::ToolFinished { id, name, is_error, duration, .. } => {
                 let status = if *is_error { "error" } else { "ok" };
                 let ms = duration.as_secs_f64() * 1e3;
                 self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms"));

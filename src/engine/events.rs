@@ -71,6 +71,9 @@ pub enum EngineEvent {
         is_error: bool,
         /// How long it ran.
         duration: Duration,
+        /// A glimpse of the result for a person watching ([`result_preview`]); not sent on the
+        /// wire.
+        preview: String,
     },
     /// A reply finished; its usage and, when the model is in the price table, its cost.
     Usage {
@@ -180,7 +183,7 @@ impl Serialize for EngineEvent {
             EngineEvent::ToolStarted { id, name, input, running, early } => {
                 Wire::ToolStarted { id, name, input, running, early: *early }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration } => {
+            EngineEvent::ToolFinished { id, name, is_error, duration, .. } => {
                 Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration }
             }
             EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
@@ -192,6 +195,25 @@ impl Serialize for EngineEvent {
         };
         wire.serialize(s)
     }
+}
+
+/// Characters of a result's first line kept by [`result_preview`].
+const PREVIEW_CHARS: usize = 80;
+
+/// A tool result at a glance: its first non-blank line, trimmed and cut to 80 characters
+/// (`…` when cut), and `(+N lines)` when more lines follow; empty for an empty result.
+pub fn result_preview(content: &str) -> String {
+    let mut lines = content.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else { return String::new() };
+    let mut preview = match first.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &first[..cut]),
+        None => first.to_owned(),
+    };
+    let more = lines.count();
+    if more > 0 {
+        preview.push_str(&format!(" (+{more} lines)"));
+    }
+    preview
 }
 
 /// Receives [`EngineEvent`]s. Closures `FnMut(&EngineEvent)` are sinks.
@@ -249,6 +271,7 @@ mod tests {
             name: "Read".into(),
             is_error: false,
             duration: Duration::from_micros(12_345),
+            preview: "hello".into(),
         };
         assert_eq!(
             line(&finished),

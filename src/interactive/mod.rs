@@ -576,8 +576,10 @@ impl PrettyTrace {
     }
 }
 
-/// Edges after which the reply being streamed is not kept.
-const ABANDONING_EDGES: &[&str] = &["consume.retry", "consume.prompt_too_long"];
+/// Edges after which the reply attempt on screen is not kept: a stream retried, and a new
+/// stream opened while an attempt is still unkept (a truncated reply withheld and sent again,
+/// a prompt-too-long recovery), as in `-p`'s text output.
+const ABANDONING_EDGES: &[&str] = &["consume.retry", "request.stream_opened"];
 
 /// The sink of `/compact`: the status line kept current, the summary's usage kept for
 /// `/cost`, warnings shown.
@@ -620,25 +622,26 @@ impl EventSink for TurnSink {
                     self.screen.end_line();
                 }
                 self.text_block = Some(*index);
-                self.screen.text(text);
+                self.screen.reply_text(text);
             }
             EngineEvent::Message(message) if message.role == Role::Assistant => {
                 self.text_block = None;
+                self.screen.keep_attempt();
                 self.screen.end_line();
             }
-            EngineEvent::ToolStarted { name, input, .. } => {
+            EngineEvent::ToolStarted { id, name, input, .. } => {
                 self.text_block = None;
-                self.screen.line(&render::tool_started(style, name, input));
+                self.screen.tool_started(id, &render::tool_started(style, name, input));
             }
-            EngineEvent::ToolFinished { name, is_error, duration, .. } => {
-                self.screen.line(&render::tool_finished(style, name, *is_error, *duration));
+            EngineEvent::ToolFinished { name, is_error, duration, preview, .. } => {
+                self.screen.line(&render::tool_finished(style, name, *is_error, *duration, preview));
             }
             EngineEvent::Warning(warning) => self.screen.line(&style.paint(YELLOW, &format!("warning: {warning}"))),
             EngineEvent::Transition(record) => {
-                // A stream that failed is sent again: its partial text stays on screen, marked.
-                if ABANDONING_EDGES.contains(&record.edge.as_str()) && self.text_block.is_some() {
+                // A stream that failed is sent again: its partial text is erased.
+                if ABANDONING_EDGES.contains(&record.edge.as_str()) {
                     self.text_block = None;
-                    self.screen.line(&style.paint(DIM, "  (cut off; the reply is asked for again)"));
+                    self.screen.abandon_attempt();
                 }
                 if let Some(trace) = &mut self.trace {
                     let _ = trace.writer.record(record);

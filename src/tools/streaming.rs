@@ -159,6 +159,7 @@ impl Executor {
             name: entry.call.name.clone(),
             is_error: result.output.is_error,
             duration: result.duration,
+            preview: crate::engine::events::result_preview(&result.output.content),
         });
         self.entries[index].status = Status::Done(result);
         events.extend(self.start_eligible());
