@@ -4,6 +4,8 @@
 //! streams, Ctrl+C interrupting it and the next prompt answered, `/cost`, and Ctrl+D or two
 //! Ctrl+C leaving.
 
+#[path = "common/installed.rs"]
+mod installed;
 #[path = "common/mock_api.rs"]
 mod mock_api;
 #[path = "common/pty.rs"]
@@ -419,6 +421,53 @@ fn compact_replaces_the_history_with_a_summary_and_ctrl_c_stops_it() {
         .unwrap_or_else(|| panic!("no history snapshot in {transcript}"));
     assert_eq!(snapshot["reason"], "compaction");
     assert_eq!(snapshot["messages"][0]["content"][0]["text"], compacted.text());
+}
+
+/// `--mcp-config` with the real server-everything (from npm, installed once into
+/// `.ci/cache/npm` by `.ci/install-mcp-servers`, run here when it is missing) as `everything`.
+fn everything_config() -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let entry = repo.join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = installed::ensure(repo, "install-mcp-servers", entry, "the MCP servers", "npm")
+        .unwrap_or_else(|e| panic!("{e}"));
+    json!({"mcpServers": {"everything": {"type": "stdio", "command": "node", "args": [entry, "stdio"]}}}).to_string()
+}
+
+#[test]
+fn an_mcp_tool_is_asked_about_and_runs_after_y() {
+    let api = MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "mcp__everything__echo", &json!({"message": "hello from mcp"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("The server echoed it.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let config = everything_config();
+    let mut pty = session(&api, dir.path(), home.path(), &["--mcp-config", &config]);
+    pty.expect("MCP servers: everything", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("echo something\r");
+    pty.expect("● mcp__everything__echo(hello from mcp)", WAIT);
+    pty.expect("? mcp__everything__echo(hello from mcp)", WAIT);
+    pty.expect("a allow mcp__everything__echo for this session", WAIT);
+    pty.send("y");
+    pty.expect("allowed once", WAIT);
+    pty.expect("⎿ mcp__everything__echo ok · ", WAIT);
+    pty.expect("Echo: hello from mcp", WAIT);
+    pty.expect("The server echoed it.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let requests = api.requests();
+    let tools: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(tools.contains(&"mcp__everything__echo"), "{tools:?}");
+    let result = &requests[1].body["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_01");
+    assert_ne!(result["is_error"], true, "{result}");
+    assert!(result["content"].to_string().contains("Echo: hello from mcp"), "{result}");
 }
 
 /// A server whose first reply runs `command` with Bash and whose second answers `answer`.
