@@ -200,11 +200,15 @@ impl Serialize for EngineEvent {
 /// Characters of a result's first line kept by [`result_preview`].
 const PREVIEW_CHARS: usize = 80;
 
-/// A tool result at a glance: its first non-blank line, trimmed and cut to 80 characters
-/// (`…` when cut), and `(+N lines)` when more lines follow; empty for an empty result.
+/// A tool result at a glance: its first non-blank line, trimmed, its control characters made
+/// spaces, cut to 80 characters (`…` when cut), and `(+N lines)` when more lines follow; empty
+/// for an empty result.
 pub fn result_preview(content: &str) -> String {
     let mut lines = content.lines().map(str::trim).filter(|l| !l.is_empty());
     let Some(first) = lines.next() else { return String::new() };
+    // Tabs and control characters (an escape sequence in a command's output) become spaces.
+    let first: String = first.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let first = first.as_str();
     let mut preview = match first.char_indices().nth(PREVIEW_CHARS) {
         Some((cut, _)) => format!("{}…", &first[..cut]),
         None => first.to_owned(),

@@ -616,13 +616,21 @@ struct TurnSink {
 impl EventSink for TurnSink {
     fn event(&mut self, event: &EngineEvent) {
         let style = self.screen.style;
+        let mut status_line = {
+            let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            status.observe(event).then(|| status.line(Instant::now()))
+        };
         match event {
             EngineEvent::TextDelta { index, text } => {
                 if self.text_block.is_some_and(|b| b != *index) {
                     self.screen.end_line();
                 }
                 self.text_block = Some(*index);
-                self.screen.reply_text(text);
+                // The new status goes out with the text: one write to the terminal per delta.
+                if let Some(line) = status_line.take() {
+                    self.screen.store_status(line);
+                }
+                self.screen.reply_text(&render::printable(text));
             }
             EngineEvent::Message(message) if message.role == Role::Assistant => {
                 self.text_block = None;
@@ -650,9 +658,8 @@ impl EventSink for TurnSink {
             }
             _ => {}
         }
-        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
-        if status.observe(event) {
-            self.screen.set_status(Some(status.line(Instant::now())));
+        if let Some(line) = status_line {
+            self.screen.set_status(Some(line));
         }
     }
 }

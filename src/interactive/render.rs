@@ -181,6 +181,11 @@ impl Screen {
         }
     }
 
+    /// Change the status line's text without redrawing it: the next output draws it.
+    pub fn store_status(&self, status: String) {
+        self.lock().status = Some(status);
+    }
+
     /// Show `status` as the last line (or none).
     pub fn set_status(&self, status: Option<String>) {
         let mut s = self.lock();
@@ -335,6 +340,25 @@ impl Inner {
         }
         let _ = self.out.flush();
     }
+}
+
+/// Model text as it may reach the terminal: a tab becomes four spaces and any other control
+/// character but the newline becomes `�`, so a reply cannot move the cursor, change colours or
+/// retitle the window.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `text` without its ANSI escape sequences (`ESC [ … letter`), as it takes room on screen.
@@ -500,6 +524,13 @@ mod tests {
         ● mcp__everything__echo(hi)
           ⎿ Grep ok · 40 ms · xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…
         ");
+    }
+
+    #[test]
+    fn model_text_cannot_drive_the_terminal() {
+        assert_eq!(printable("plain\ntext"), "plain\ntext");
+        assert_eq!(printable("a\tb\x1b[2Jc\r\x07"), "a    b\u{fffd}[2Jc\u{fffd}\u{fffd}");
+        assert_eq!(crate::engine::events::result_preview("1\talpha\x1b[31m\n2\tbeta"), "1 alpha [31m (+1 lines)");
     }
 
     #[test]
