@@ -160,3 +160,90 @@ pub async fn compact_session(
         cost_usd: cost_usd.unwrap_or(0.0),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::machine::Deps;
+    use crate::protocol::{ContentBlock, Role};
+    use crate::session::Uuid;
+
+    /// Deps whose model answers summary requests with `summaries`, in order.
+    fn deps(summaries: &[&str], dir: &std::path::Path) -> Deps {
+        let aux: Vec<_> = summaries.iter().map(|s| json!({"content": [{"type": "text", "text": s}]})).collect();
+        let scenario: crate::scenario::Scenario =
+            serde_json::from_value(json!({"prompt": "x", "responses": [], "aux": aux})).unwrap();
+        let cancel = CancellationToken::new();
+        Deps {
+            model: Arc::new(crate::model::scripted::ScriptedModel::new(&scenario, cancel.clone())),
+            tools: crate::tools::Registry::standard(),
+            hooks: Arc::new(crate::hooks::NoHooks),
+            clock: Arc::new(crate::engine::clock::SystemClock::new()),
+            cancel,
+            cwd: dir.to_path_buf(),
+            policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.into())),
+            shell_env: crate::tools::shell_env::ShellEnv::inherited_default(),
+            approver: Arc::new(crate::permissions::Unattended),
+        }
+    }
+
+    fn session(dir: &std::path::Path) -> Session {
+        let mut session = Session::in_memory(Uuid::new_v4(), dir.to_path_buf());
+        session.messages = vec![
+            Message::user_text("Read every file and tell me about them. ".repeat(50)),
+            Message { role: Role::Assistant, content: vec![ContentBlock::text("They are fine. ".repeat(100))] },
+        ]
+        .into();
+        session
+    }
+
+    fn options() -> EngineOptions {
+        EngineOptions { model: "claude-sonnet-4-5".into(), ..EngineOptions::default() }
+    }
+
+    #[tokio::test]
+    async fn the_history_becomes_the_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let deps = deps(&["The user asked about the files; they are fine."], dir.path());
+        let mut session = session(dir.path());
+        let mut events = Vec::new();
+        let mut sink = |e: &EngineEvent| events.push(e.clone());
+        let done =
+            compact_session(&mut session, &deps, &options(), Some("keep the file names"), &mut sink).await.unwrap();
+        assert_eq!(
+            session.messages.to_messages(),
+            context::compacted_history("The user asked about the files; they are fine.")
+        );
+        assert_eq!(done.messages_before, 2);
+        assert!(done.tokens_after < done.tokens_before, "{done:?}");
+        assert_eq!(events.len(), 1);
+        assert!(matches!(&events[0], EngineEvent::Usage { usage, .. } if *usage == done.usage));
+    }
+
+    #[tokio::test]
+    async fn an_empty_summary_an_empty_session_and_an_interrupt_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = session(dir.path()).messages.to_messages();
+
+        let deps_blank = deps(&["  "], dir.path());
+        let mut s = session(dir.path());
+        let result = compact_session(&mut s, &deps_blank, &options(), None, &mut |_: &EngineEvent| {}).await;
+        assert!(matches!(result, Err(CompactError::Failed { usage: Some(_), .. })), "{result:?}");
+        assert_eq!(s.messages.to_messages(), before);
+
+        let mut empty = Session::in_memory(Uuid::new_v4(), dir.path().to_path_buf());
+        let result = compact_session(&mut empty, &deps_blank, &options(), None, &mut |_: &EngineEvent| {}).await;
+        assert!(matches!(result, Err(CompactError::Empty)), "{result:?}");
+
+        let deps_cancelled = deps(&["unused"], dir.path());
+        deps_cancelled.cancel.cancel();
+        let mut s = session(dir.path());
+        let result = compact_session(&mut s, &deps_cancelled, &options(), None, &mut |_: &EngineEvent| {}).await;
+        assert!(matches!(result, Err(CompactError::Interrupted)), "{result:?}");
+        assert_eq!(s.messages.to_messages(), before);
+    }
+}
