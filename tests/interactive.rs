@@ -4,6 +4,8 @@
 //! streams, Ctrl+C interrupting it and the next prompt answered, `/cost`, and Ctrl+D or two
 //! Ctrl+C leaving.
 
+#[path = "common/installed.rs"]
+mod installed;
 #[path = "common/mock_api.rs"]
 mod mock_api;
 #[path = "common/pty.rs"]
@@ -74,6 +76,8 @@ fn a_bash_call_asks_and_runs_after_y() {
     let mut pty = session(&api, dir.path(), home.path(), &[]);
     pty.expect("> ", WAIT);
     pty.send("make a file\r");
+    // The call's start line comes before its question.
+    pty.expect("● Bash(touch made.txt)", WAIT);
     pty.expect("? Bash(touch made.txt)", WAIT);
     pty.expect("y allow once", WAIT);
     pty.expect("n deny · Esc deny and interrupt", WAIT);
@@ -204,6 +208,47 @@ fn trace_shows_transitions_and_a_backslash_continues_the_line() {
 }
 
 #[test]
+fn a_retried_stream_erases_its_partial_text() {
+    let cut = Sse::new("claude-sonnet-4-5", 100).text("A partial attempt.").stop("end_turn");
+    let api = MockApi::start(vec![
+        Reply::dropped_before(cut, "content_block_stop"),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("The whole answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &["--retry-base-delay-ms", "1"]);
+    pty.expect("> ", WAIT);
+    pty.send("go\r");
+    pty.expect("A partial attempt.", WAIT);
+    // Between the cut attempt and the answer: back to the attempt's first column, and the
+    // screen cleared from there.
+    let between = pty.expect("The whole answer.", WAIT);
+    assert!(between.contains("\r\x1b[J"), "{between:?}");
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests().len(), 2);
+}
+
+#[test]
+fn alt_enter_and_ctrl_j_insert_newlines() {
+    let api =
+        MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Three lines.").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    // Alt+Enter arrives as ESC CR, Ctrl+J as LF; only the last CR sends the input.
+    pty.send("line one\x1b\rline two\nline three\r");
+    pty.expect("Three lines.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert_eq!(api.requests()[0].body["messages"][0]["content"][0]["text"], "line one\nline two\nline three");
+    // The history keeps it as one entry (newlines escaped).
+    let history = std::fs::read_to_string(home.path().join("history")).unwrap();
+    assert!(history.contains("line one\\nline two\\nline three"), "{history}");
+}
+
+#[test]
 fn a_resumed_session_shows_its_last_exchanges() {
     let api = MockApi::start(vec![
         Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),
@@ -273,6 +318,156 @@ fn sigterm_at_the_prompt_ends_the_session_with_143() {
         libc::kill(pty.pid(), libc::SIGTERM);
     }
     assert_eq!(pty.wait(WAIT), 143);
+}
+
+/// Whether `request` is a compaction's summary request (recognised by its system prompt).
+fn is_summary_request(request: &mock_api::Recorded) -> bool {
+    request.body["system"][0]["text"] == agentloop::context::COMPACT_SYSTEM
+}
+
+/// Every transcript file under `home`, read.
+fn transcripts(home: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                found.push(std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn compact_replaces_the_history_with_a_summary_and_ctrl_c_stops_it() {
+    const SUMMARY: &str = "The user asked a first question; it was answered.";
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("First answer.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+    ])
+    .answer_side_requests(move |request| {
+        if !is_summary_request(request) {
+            return None;
+        }
+        let body = Sse::new("claude-sonnet-4-5", 500).text(SUMMARY).stop("end_turn");
+        // The first summary request hangs (and is interrupted); the second is answered.
+        Some(match summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Reply::paused_before(body, "content_block_stop", Duration::from_secs(60)),
+            _ => Reply::Sse(body),
+        })
+    });
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/compact\r");
+    pty.expect("nothing to compact: the conversation is empty", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("first question\r");
+    pty.expect("First answer.", WAIT);
+    pty.expect("> ", WAIT);
+    // Interrupted: the history stays as it was.
+    pty.send("/compact\r");
+    pty.expect("compacting history", WAIT);
+    pty.send("\x03");
+    pty.expect("compaction interrupted; the history is unchanged", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/compact keep the file names\r");
+    let done = pty.expect(" tokens\r\n", WAIT);
+    assert!(done.contains("compacted: 2 messages → 1 summary · about "), "{done}");
+    pty.expect("> ", WAIT);
+    // The summary's tokens count: 100 + 500 input.
+    pty.send("/cost\r");
+    pty.expect("1 prompt(s) · 600 input + ", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("second question\r");
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+
+    let requests = api.requests();
+    let summary_requests: Vec<_> = requests.iter().filter(|r| is_summary_request(r)).collect();
+    assert_eq!(summary_requests.len(), 2);
+    let instruction = summary_requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        instruction,
+        format!("{}\n\nAdditional instructions: keep the file names", agentloop::context::COMPACT_INSTRUCTION)
+    );
+    // The next prompt sends exactly the compacted history, with the prompt after the summary.
+    let next: Vec<_> = requests.iter().filter(|r| !is_summary_request(r)).collect();
+    assert_eq!(next.len(), 2);
+    let compacted = &agentloop::context::compacted_history(SUMMARY)[0];
+    assert_eq!(
+        next[1].body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": compacted.text()},
+            {"type": "text", "text": "second question", "cache_control": {"type": "ephemeral"}}
+        ]}])
+    );
+    // The transcript holds the compacted history as a snapshot.
+    let transcript = transcripts(home.path()).concat();
+    let snapshot = transcript
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["type"] == "agentloop-history")
+        .unwrap_or_else(|| panic!("no history snapshot in {transcript}"));
+    assert_eq!(snapshot["reason"], "compaction");
+    assert_eq!(snapshot["messages"][0]["content"][0]["text"], compacted.text());
+}
+
+/// `--mcp-config` with the real server-everything (from npm, installed once into
+/// `.ci/cache/npm` by `.ci/install-mcp-servers`, run here when it is missing) as `everything`.
+fn everything_config() -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let entry = repo.join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = installed::ensure(repo, "install-mcp-servers", entry, "the MCP servers", "npm")
+        .unwrap_or_else(|e| panic!("{e}"));
+    json!({"mcpServers": {"everything": {"type": "stdio", "command": "node", "args": [entry, "stdio"]}}}).to_string()
+}
+
+#[test]
+fn an_mcp_tool_is_asked_about_and_runs_after_y() {
+    let api = MockApi::start(vec![
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 100)
+                .tool_use("toolu_01", "mcp__everything__echo", &json!({"message": "hello from mcp"}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("The server echoed it.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let config = everything_config();
+    let mut pty = session(&api, dir.path(), home.path(), &["--mcp-config", &config]);
+    pty.expect("MCP servers: everything", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("echo something\r");
+    pty.expect("● mcp__everything__echo(hello from mcp)", WAIT);
+    pty.expect("? mcp__everything__echo(hello from mcp)", WAIT);
+    pty.expect("a allow mcp__everything__echo for this session", WAIT);
+    pty.send("y");
+    pty.expect("allowed once", WAIT);
+    pty.expect("⎿ mcp__everything__echo ok · ", WAIT);
+    pty.expect("Echo: hello from mcp", WAIT);
+    pty.expect("The server echoed it.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let requests = api.requests();
+    let tools: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(tools.contains(&"mcp__everything__echo"), "{tools:?}");
+    let result = &requests[1].body["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_01");
+    assert_ne!(result["is_error"], true, "{result}");
+    assert!(result["content"].to_string().contains("Echo: hello from mcp"), "{result}");
 }
 
 /// A server whose first reply runs `command` with Bash and whose second answers `answer`.

@@ -233,7 +233,7 @@ impl EventSink for CliSink {
                     self.stream_json(line);
                 }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration, mcp } => {
+            EngineEvent::ToolFinished { id, name, is_error, duration, mcp, .. } => {
                 let status = if *is_error { "error" } else { "ok" };
                 let ms = duration.as_secs_f64() * 1e3;
                 self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms{}", on_server(mcp.as_ref())));

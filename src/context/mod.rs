@@ -98,13 +98,18 @@ what has been done, the files involved, what remains. Be complete but brief. Rep
 /// System prompt of a compaction request.
 pub const COMPACT_SYSTEM: &str = "You write summaries of coding-agent conversations.";
 
-/// The messages of a compaction request: the history, then the instruction.
+/// The messages of a compaction request: the history, then the instruction, with the
+/// user's `instructions` (`/compact keep the file names`) after it when given.
 /// A trailing user message is merged with the instruction so roles keep alternating.
-pub fn compaction_request_messages<M: Borrow<Message>>(history: &[M]) -> Vec<Message> {
+pub fn compaction_request_messages<M: Borrow<Message>>(history: &[M], instructions: Option<&str>) -> Vec<Message> {
+    let instruction = match instructions.map(str::trim).filter(|i| !i.is_empty()) {
+        Some(extra) => format!("{COMPACT_INSTRUCTION}\n\nAdditional instructions: {extra}"),
+        None => COMPACT_INSTRUCTION.to_owned(),
+    };
     let mut messages: Vec<Message> = history.iter().map(|m| m.borrow().clone()).collect();
     match messages.last_mut() {
-        Some(last) if last.role == Role::User => last.content.push(ContentBlock::text(COMPACT_INSTRUCTION)),
-        _ => messages.push(Message::user_text(COMPACT_INSTRUCTION)),
+        Some(last) if last.role == Role::User => last.content.push(ContentBlock::text(instruction)),
+        _ => messages.push(Message::user_text(instruction)),
     }
     messages
 }
@@ -157,6 +162,26 @@ mod tests {
         );
         assert_eq!(history[2].content[0], ContentBlock::tool_result("b", "recent", false));
         assert_eq!(staged_collapses(&history), 0);
+    }
+
+    #[test]
+    fn compaction_instructions_follow_the_summary_instruction() {
+        let history = vec![
+            Message::user_text("hi"),
+            Message { role: Role::Assistant, content: vec![ContentBlock::text("hello")] },
+        ];
+        let plain = compaction_request_messages(&history, None);
+        assert_eq!(plain.len(), 3);
+        assert_eq!(plain[2], Message::user_text(COMPACT_INSTRUCTION));
+        let extra = compaction_request_messages(&history, Some(" keep the file names "));
+        assert_eq!(
+            extra[2],
+            Message::user_text(format!("{COMPACT_INSTRUCTION}\n\nAdditional instructions: keep the file names"))
+        );
+        // A trailing user message takes the instruction as one more block.
+        let merged = compaction_request_messages(&history[..1], None);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].content.len(), 2);
     }
 
     #[test]

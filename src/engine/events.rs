@@ -79,6 +79,9 @@ pub enum EngineEvent {
         duration: Duration,
         /// The MCP server and remote tool, for a tool of an MCP server.
         mcp: Option<McpOrigin>,
+        /// A glimpse of the result for a person watching ([`result_preview`]); not sent on the
+        /// wire.
+        preview: String,
     },
     /// A reply finished; its usage and, when the model is in the price table, its cost.
     Usage {
@@ -192,7 +195,7 @@ impl Serialize for EngineEvent {
             EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {
                 Wire::ToolStarted { id, name, input, running, early: *early, mcp: mcp.as_ref() }
             }
-            EngineEvent::ToolFinished { id, name, is_error, duration, mcp } => {
+            EngineEvent::ToolFinished { id, name, is_error, duration, mcp, .. } => {
                 Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration, mcp: mcp.as_ref() }
             }
             EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
@@ -204,6 +207,29 @@ impl Serialize for EngineEvent {
         };
         wire.serialize(s)
     }
+}
+
+/// Characters of a result's first line kept by [`result_preview`].
+const PREVIEW_CHARS: usize = 80;
+
+/// A tool result at a glance: its first non-blank line, trimmed, its control characters made
+/// spaces, cut to 80 characters (`…` when cut), and `(+N lines)` when more lines follow; empty
+/// for an empty result.
+pub fn result_preview(content: &str) -> String {
+    let mut lines = content.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else { return String::new() };
+    // Tabs and control characters (an escape sequence in a command's output) become spaces.
+    let first: String = first.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let first = first.as_str();
+    let mut preview = match first.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &first[..cut]),
+        None => first.to_owned(),
+    };
+    let more = lines.count();
+    if more > 0 {
+        preview.push_str(&format!(" (+{more} lines)"));
+    }
+    preview
 }
 
 /// Receives [`EngineEvent`]s. Closures `FnMut(&EngineEvent)` are sinks.
@@ -263,6 +289,7 @@ mod tests {
             is_error: false,
             duration: Duration::from_micros(12_345),
             mcp: None,
+            preview: "hello".into(),
         };
         assert_eq!(
             line(&finished),
@@ -287,6 +314,7 @@ mod tests {
             is_error: true,
             duration: Duration::from_micros(2_500),
             mcp: Some(origin),
+            preview: "Error: no such sum".into(),
         };
         assert_eq!(
             line(&finished),

@@ -7,6 +7,7 @@
 
 pub mod acting;
 pub mod clock;
+pub mod compact;
 pub mod decide;
 pub mod edge;
 pub mod events;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use statig::prelude::*;
 
 use crate::context::{self, Thresholds};
+use crate::engine::compact;
 use crate::engine::events::{EngineEvent, human_duration};
 use crate::engine::generated::choice::consume::{MessageComplete, StreamFailed};
 use crate::engine::generated::choice::prepare::ContextReady;
@@ -16,7 +17,7 @@ use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
 use crate::model::assemble::{Assembler, Step};
-use crate::model::{ErrorClass, ModelError, ModelRequest, Purpose, reply};
+use crate::model::{ErrorClass, ModelError, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::session::HistoryReason;
 use crate::tools::ToolCall;
@@ -79,39 +80,13 @@ and nothing is left to compact",
         context::estimate_tokens_of_chars(self.st.options.system.len() + self.st.tools_chars + self.st.messages.chars())
     }
 
-    /// Replace the history with a summary written by an aux request.
+    /// Replace the history with a summary written by an aux request (the request and the
+    /// new history are shared with `/compact`: [`crate::engine::compact`]).
     pub(crate) async fn compact(&mut self, ctx: &mut Ctx) -> Result<(), ModelError> {
-        let request = ModelRequest {
-            model: self.st.model().to_owned(),
-            system: context::COMPACT_SYSTEM.to_owned(),
-            messages: context::compaction_request_messages(&self.st.messages).into(),
-            tools: Vec::new(),
-            max_tokens: crate::model::DEFAULT_MAX_TOKENS,
-            purpose: Purpose::Aux,
-        };
-        let mut reply = ctx.deps.model.stream(request).await?;
-        let mut asm = Assembler::new();
-        let mut failed = None;
-        reply::read_to_end(&mut reply, &mut asm, &mut |step| {
-            if let Step::Failed(e) = step {
-                failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
-            }
-        })
-        .await?;
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        if !asm.is_complete() {
-            return Err(ModelError::Incomplete);
-        }
-        let done = asm.finish();
-        self.account(ctx, &done.usage);
-        let (message, _) = done.into_message();
-        let summary = message.text();
-        if summary.trim().is_empty() {
-            return Err(ModelError::Protocol("the compaction summary was empty".into()));
-        }
-        self.st.messages = context::compacted_history(&summary).into();
+        let model = ctx.deps.model.clone();
+        let summary = compact::summarize(&*model, self.st.model(), &self.st.messages[..], None).await?;
+        self.account(ctx, &summary.usage);
+        self.st.messages = summary.history()?.into();
         self.history_rewritten(ctx, HistoryReason::Compaction);
         Ok(())
     }
@@ -436,6 +411,7 @@ pub fn backoff(attempt: u32, base: Duration, max: Duration, jitter: f64) -> Dura
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{ModelRequest, Purpose};
 
     #[test]
     fn backoff_doubles_caps_and_jitters() {

@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 
-use super::render::{DIM, Screen, permission_prompt};
+use super::render::{DIM, Screen, permission_prompt, tool_started};
 use super::term::{self, Key, Terminal};
 use crate::permissions::approver::{Approval, ApprovalRequest, Approver};
 
@@ -56,6 +56,9 @@ impl Approver for TerminalApprover {
         Box::pin(async move {
             let style = self.screen.style;
             let suggestion = request.suggestion.as_deref();
+            // The call's start line comes first, even if the question is put before the
+            // engine's start event is shown.
+            self.screen.tool_started(&request.tool_use_id, &tool_started(style, &request.tool, &request.input));
             self.screen.begin_question();
             self.screen.ask_line(&permission_prompt(style, &request.tool, &request.input, &request.reason, suggestion));
             self.screen.ask_text("  > ");

@@ -17,6 +17,9 @@ pub enum Command {
     Permissions,
     /// `/resume [N|ID]`: list this directory's sessions, or reopen one.
     Resume(Option<String>),
+    /// `/compact [INSTRUCTIONS]`: replace the history with a summary now; the rest of the
+    /// line, if any, is added to the summary instruction.
+    Compact(Option<String>),
     /// `/exit` (or `/quit`).
     Exit,
     /// Anything else starting with `/`.
@@ -32,8 +35,10 @@ pub const HELP: &str = "\
 /model [NAME]        show the model, or switch to NAME (claude-…)
 /permissions         the permission mode, the rules in force and this session's grants
 /resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
+/compact [TEXT]      replace the history with a summary now (TEXT: what the summary must keep)
 /exit                leave (also Ctrl+D, or Ctrl+C twice)
-A line ending in \\ continues on the next; Ctrl+R searches the history; Ctrl+C interrupts a reply.";
+Alt+Enter or Ctrl+J inserts a newline (so does a line ending in \\); Ctrl+R searches the history;
+Ctrl+C interrupts a reply.";
 
 /// The command `line` is, if it is one (a line starting with `/`).
 pub fn parse(line: &str) -> Option<Command> {
@@ -42,6 +47,8 @@ pub fn parse(line: &str) -> Option<Command> {
     let mut words = rest.split_whitespace();
     let name = words.next().unwrap_or("");
     let arg = words.next().map(str::to_owned);
+    // Everything after the command's name, for commands that take free text.
+    let text = rest.trim_start().strip_prefix(name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
     Some(match name {
         "help" | "?" => Command::Help,
         "cost" => Command::Cost,
@@ -50,6 +57,7 @@ pub fn parse(line: &str) -> Option<Command> {
         "model" => Command::Model(arg),
         "permissions" => Command::Permissions,
         "resume" => Command::Resume(arg),
+        "compact" => Command::Compact(text),
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(other.to_owned()),
     })
@@ -69,5 +77,7 @@ mod tests {
         assert_eq!(parse("/resume 2"), Some(Command::Resume(Some("2".into()))));
         assert_eq!(parse("/frobnicate"), Some(Command::Unknown("frobnicate".into())));
         assert_eq!(parse("hello /help"), None);
+        assert_eq!(parse("/compact"), Some(Command::Compact(None)));
+        assert_eq!(parse("/compact  keep the file names "), Some(Command::Compact(Some("keep the file names".into()))));
     }
 }

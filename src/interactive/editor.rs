@@ -1,6 +1,14 @@
 //! The line editor (rustyline) on a thread of its own, so the async session can wait for a
-//! line and for signals at once. History is kept in `$AGENTLOOP_HOME/history`; a line ending
-//! in `\` continues on the next one (Enter inserts the newline); Ctrl+R searches the history.
+//! line and for signals at once. History is kept in `$AGENTLOOP_HOME/history`; Ctrl+R
+//! searches it.
+//!
+//! Multi-line input: Alt+Enter (the terminal sends ESC CR) and Ctrl+J (LF) insert a newline,
+//! and a line ending in `\` continues on the next one when Enter is pressed. Shift+Enter sends
+//! the same CR as Enter in most terminals; where it can be set to send ESC CR instead (Claude
+//! Code's `/terminal-setup` does that), it inserts a newline too. The kitty keyboard protocol
+//! (`CSI 13;2u`) and xterm's modifyOtherKeys (`CSI 27;2;13~`) are not turned on: rustyline 17
+//! reads the first as an unknown sequence like any other and stops reading the second at its
+//! second `;`, so neither can be bound.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -10,7 +18,7 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::FileHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Config, Editor, Helper};
+use rustyline::{Cmd, Config, Editor, Helper, KeyCode, KeyEvent, Modifiers};
 
 /// What a read gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +30,11 @@ pub enum Input {
     /// Ctrl+D on an empty line, or stdin closed.
     Eof,
 }
+
+/// Keys that insert a newline instead of sending the input: Alt+Enter (ESC CR, also what a
+/// terminal set up to send ESC CR for Shift+Enter sends) and Ctrl+J (LF).
+pub const NEWLINE_KEYS: [KeyEvent; 2] =
+    [KeyEvent(KeyCode::Enter, Modifiers::ALT), KeyEvent(KeyCode::Char('J'), Modifiers::CTRL)];
 
 /// Asks the editor thread for lines.
 pub struct LineEditor {
@@ -48,6 +61,9 @@ impl LineEditor {
                 }
             };
             editor.set_helper(Some(Continuation));
+            for key in NEWLINE_KEYS {
+                editor.bind_sequence(key, Cmd::Newline);
+            }
             let _ = ready.send(());
             if let Some(path) = &history {
                 let _ = editor.load_history(path);

@@ -26,6 +26,7 @@ use crate::cli::interrupt::{Signals, Stop};
 use crate::cli::run::{DEFAULT_MODEL, RunSpec};
 use crate::cli::session_args::{self, SessionArgs};
 use crate::engine::clock::SystemClock;
+use crate::engine::compact;
 use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
@@ -38,7 +39,7 @@ use crate::hooks::settings::Settings;
 use crate::model::Model;
 use crate::permissions::Policy;
 use crate::permissions::approver::Approver;
-use crate::protocol::Role;
+use crate::protocol::{Role, Usage};
 use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use approver::TerminalApprover;
@@ -143,6 +144,15 @@ impl Totals {
         self.cost_usd += outcome.cost_usd;
     }
 
+    /// Add the usage of a request outside the prompts (`/compact`'s summary).
+    pub fn add_usage(&mut self, usage: &Usage, cost_usd: f64) {
+        self.input_tokens += usage.input_tokens.unwrap_or(0);
+        self.output_tokens += usage.output_tokens.unwrap_or(0);
+        self.cache_write_tokens += usage.cache_creation_input_tokens.unwrap_or(0);
+        self.cache_read_tokens += usage.cache_read_input_tokens.unwrap_or(0);
+        self.cost_usd += cost_usd;
+    }
+
     /// What `/cost` prints.
     pub fn describe(&self) -> String {
         format!(
@@ -236,6 +246,7 @@ impl Interactive {
                 continue;
             }
             let next = match commands::parse(&line) {
+                Some(Command::Compact(instructions)) => self.compact(instructions.as_deref()).await,
                 Some(command) => self.command(command),
                 None => self.turn(&line).await,
             };
@@ -280,6 +291,8 @@ impl Interactive {
             ),
             Command::Permissions => self.screen.line(&permissions_text(&self.policy)),
             Command::Resume(which) => self.resume(which.as_deref()),
+            // Async: run by the main loop.
+            Command::Compact(_) => {}
             Command::Exit => return Next::Exit(0),
             Command::Unknown(name) => {
                 self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));
@@ -337,10 +350,9 @@ impl Interactive {
         }
     }
 
-    /// Run `prompt` on the session, streaming its output, until it ends or is interrupted.
-    async fn turn(&mut self, prompt: &str) -> Next {
-        let cancel = CancellationToken::new();
-        let deps = Deps {
+    /// What the engine runs with, cancelled by `cancel`.
+    fn deps(&self, cancel: &CancellationToken) -> Deps {
+        Deps {
             model: self.model.clone(),
             tools: self.tools.clone(),
             hooks: Arc::new(CommandHooks::new(self.settings.hooks.clone())),
@@ -350,7 +362,73 @@ impl Interactive {
             policy: Arc::new(self.policy.clone()),
             shell_env: self.shell_env.clone(),
             approver: self.approver.clone(),
+        }
+    }
+
+    /// `/compact`: replace the history with a summary now, as the loop's autocompact does,
+    /// with the status line up and Ctrl+C able to stop it (the history then stays).
+    async fn compact(&mut self, instructions: Option<&str>) -> Next {
+        let style = self.screen.style;
+        if self.session.messages.is_empty() {
+            self.screen.line("nothing to compact: the conversation is empty");
+            return Next::Continue;
+        }
+        let cancel = CancellationToken::new();
+        let deps = self.deps(&cancel);
+        let started = Instant::now();
+        let status = Arc::new(Mutex::new(Status::compacting(started)));
+        let mut sink = CompactSink { screen: self.screen.clone(), status: status.clone(), usage: None };
+        self.terminal.turn_mode();
+        self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
+        let options = self.options.clone();
+        let mut stopped: Option<Stop> = None;
+        // The future borrows the sink: it is dropped before the sink is read.
+        let result = {
+            let run = compact::compact_session(&mut self.session, &deps, &options, instructions, &mut sink);
+            tokio::pin!(run);
+            let mut ticker = tokio::time::interval(TICK);
+            loop {
+                tokio::select! {
+                    result = &mut run => break result,
+                    _ = ticker.tick() => {
+                        let line = status.lock().unwrap_or_else(PoisonError::into_inner).line(Instant::now());
+                        self.screen.set_status(Some(line));
+                    }
+                    stop = self.signals.next() => {
+                        cancel.cancel();
+                        if stop != Stop::Interrupt {
+                            stopped = Some(stop);
+                        }
+                    }
+                }
+            }
         };
+        self.screen.set_status(None);
+        self.screen.end_line();
+        self.terminal.restore();
+        if let Some((usage, cost)) = sink.usage {
+            self.totals.add_usage(&usage, cost);
+        }
+        match result {
+            Ok(done) => self.screen.line(&format!(
+                "compacted: {} messages → 1 summary · about {} → {} tokens",
+                done.messages_before, done.tokens_before, done.tokens_after
+            )),
+            Err(compact::CompactError::Interrupted) => {
+                self.screen.line(&style.paint(YELLOW, "⎿ compaction interrupted; the history is unchanged"));
+            }
+            Err(e) => self.screen.line(&style.paint(RED, &format!("⎿ {e}; the history is unchanged"))),
+        }
+        match stopped {
+            Some(stop) => Next::Exit(stop.exit_code()),
+            None => Next::Continue,
+        }
+    }
+
+    /// Run `prompt` on the session, streaming its output, until it ends or is interrupted.
+    async fn turn(&mut self, prompt: &str) -> Next {
+        let cancel = CancellationToken::new();
+        let deps = self.deps(&cancel);
         let started = Instant::now();
         let status = Arc::new(Mutex::new(Status::new(started)));
         let trace = self.trace.then(|| PrettyTrace::new(self.screen.style.color, &self.options));
@@ -499,8 +577,34 @@ impl PrettyTrace {
     }
 }
 
-/// Edges after which the reply being streamed is not kept.
-const ABANDONING_EDGES: &[&str] = &["consume.retry", "consume.prompt_too_long"];
+/// Edges after which the reply attempt on screen is not kept: a stream retried, and a new
+/// stream opened while an attempt is still unkept (a truncated reply withheld and sent again,
+/// a prompt-too-long recovery), as in `-p`'s text output.
+const ABANDONING_EDGES: &[&str] = &["consume.retry", "request.stream_opened"];
+
+/// The sink of `/compact`: the status line kept current, the summary's usage kept for
+/// `/cost`, warnings shown.
+struct CompactSink {
+    screen: Screen,
+    status: Arc<Mutex<Status>>,
+    usage: Option<(Usage, f64)>,
+}
+
+impl EventSink for CompactSink {
+    fn event(&mut self, event: &EngineEvent) {
+        match event {
+            EngineEvent::Usage { usage, cost_usd, .. } => self.usage = Some((*usage, cost_usd.unwrap_or(0.0))),
+            EngineEvent::Warning(warning) => {
+                self.screen.line(&self.screen.style.paint(YELLOW, &format!("warning: {warning}")));
+            }
+            _ => {}
+        }
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        if status.observe(event) {
+            self.screen.set_status(Some(status.line(Instant::now())));
+        }
+    }
+}
 
 /// The sink of one turn: text and tool lines to the screen, the status line kept current.
 struct TurnSink {
@@ -513,31 +617,40 @@ struct TurnSink {
 impl EventSink for TurnSink {
     fn event(&mut self, event: &EngineEvent) {
         let style = self.screen.style;
+        let mut status_line = {
+            let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            status.observe(event).then(|| status.line(Instant::now()))
+        };
         match event {
             EngineEvent::TextDelta { index, text } => {
                 if self.text_block.is_some_and(|b| b != *index) {
                     self.screen.end_line();
                 }
                 self.text_block = Some(*index);
-                self.screen.text(text);
+                // The new status goes out with the text: one write to the terminal per delta.
+                if let Some(line) = status_line.take() {
+                    self.screen.store_status(line);
+                }
+                self.screen.reply_text(&render::printable(text));
             }
             EngineEvent::Message(message) if message.role == Role::Assistant => {
                 self.text_block = None;
+                self.screen.keep_attempt();
                 self.screen.end_line();
             }
-            EngineEvent::ToolStarted { name, input, .. } => {
+            EngineEvent::ToolStarted { id, name, input, .. } => {
                 self.text_block = None;
-                self.screen.line(&render::tool_started(style, name, input));
+                self.screen.tool_started(id, &render::tool_started(style, name, input));
             }
-            EngineEvent::ToolFinished { name, is_error, duration, .. } => {
-                self.screen.line(&render::tool_finished(style, name, *is_error, *duration));
+            EngineEvent::ToolFinished { name, is_error, duration, preview, .. } => {
+                self.screen.line(&render::tool_finished(style, name, *is_error, *duration, preview));
             }
             EngineEvent::Warning(warning) => self.screen.line(&style.paint(YELLOW, &format!("warning: {warning}"))),
             EngineEvent::Transition(record) => {
-                // A stream that failed is sent again: its partial text stays on screen, marked.
-                if ABANDONING_EDGES.contains(&record.edge.as_str()) && self.text_block.is_some() {
+                // A stream that failed is sent again: its partial text is erased.
+                if ABANDONING_EDGES.contains(&record.edge.as_str()) {
                     self.text_block = None;
-                    self.screen.line(&style.paint(DIM, "  (cut off; the reply is asked for again)"));
+                    self.screen.abandon_attempt();
                 }
                 if let Some(trace) = &mut self.trace {
                     let _ = trace.writer.record(record);
@@ -546,9 +659,8 @@ impl EventSink for TurnSink {
             }
             _ => {}
         }
-        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
-        if status.observe(event) {
-            self.screen.set_status(Some(status.line(Instant::now())));
+        if let Some(line) = status_line {
+            self.screen.set_status(Some(line));
         }
     }
 }
@@ -590,6 +702,12 @@ mod tests {
         assert_eq!(
             totals.describe(),
             "2 prompt(s) · 200 input + 40 output tokens (cache: 0 written, 0 read) · $0.0030"
+        );
+        let summary = Usage { input_tokens: Some(50), output_tokens: Some(10), ..Usage::default() };
+        totals.add_usage(&summary, 0.0005);
+        assert_eq!(
+            totals.describe(),
+            "2 prompt(s) · 250 input + 50 output tokens (cache: 0 written, 0 read) · $0.0035"
         );
     }
 }

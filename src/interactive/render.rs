@@ -2,6 +2,7 @@
 //! as the last line while a prompt runs), and the one-line renderings of tool calls and of
 //! permission questions.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -61,7 +62,27 @@ struct Inner {
     /// Characters written since the last newline (to know when the cursor sits at the right
     /// margin, waiting to wrap: a saved and restored cursor would lose that wait).
     column: usize,
+    /// The reply attempt on screen that may still be abandoned (a stream retried, a
+    /// withheld reply sent again): where it started, so that it can be erased.
+    attempt: Option<Attempt>,
+    /// Ids of the tool calls whose start line is shown (it is shown once, by whichever of the
+    /// start event and the permission question comes first).
+    tools_shown: HashSet<String>,
 }
+
+/// Where the reply attempt on screen started, counted from the cursor.
+#[derive(Debug, Clone, Copy)]
+struct Attempt {
+    /// Rows the cursor moved down since the attempt's first character (wrapped rows included).
+    rows: usize,
+    /// The column the attempt started at.
+    start_column: usize,
+    /// The cursor's column on its row (wrapping counted).
+    column: usize,
+}
+
+/// What is written in place of an abandoned attempt too tall to erase.
+pub const CUT_OFF: &str = "  (cut off; the reply is asked for again)";
 
 /// Output that arrived while a question was open.
 enum Held {
@@ -78,8 +99,17 @@ impl Screen {
 
     /// A screen writing to `out`.
     pub fn new(out: Box<dyn Write + Send>, style: Style) -> Screen {
-        let inner =
-            Inner { out, status: None, shown: false, asking: false, held: Vec::new(), at_line_start: true, column: 0 };
+        let inner = Inner {
+            out,
+            status: None,
+            shown: false,
+            asking: false,
+            held: Vec::new(),
+            at_line_start: true,
+            column: 0,
+            attempt: None,
+            tools_shown: HashSet::new(),
+        };
         Screen { inner: Arc::new(Mutex::new(inner)), style }
     }
 
@@ -102,6 +132,58 @@ impl Screen {
     /// One whole line (ending an open line of text first).
     pub fn line(&self, line: &str) {
         self.lock().put(Held::Line(line.to_owned()));
+    }
+
+    /// A text delta of the reply being streamed: like [`Screen::text`], and the first one
+    /// starts an attempt that [`Screen::abandon_attempt`] can erase.
+    pub fn reply_text(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut s = self.lock();
+        if s.attempt.is_none() && !s.asking {
+            let column = if s.at_line_start { 0 } else { s.column % super::term::columns() };
+            s.attempt = Some(Attempt { rows: 0, start_column: column, column });
+        }
+        s.put(Held::Text(text.to_owned()));
+    }
+
+    /// The reply being streamed is kept in the conversation: it can no longer be abandoned.
+    pub fn keep_attempt(&self) {
+        self.lock().attempt = None;
+    }
+
+    /// The reply being streamed is not kept: erase it (everything written since its first
+    /// text, up to the cursor), or, when it no longer fits on the screen, mark it cut off.
+    pub fn abandon_attempt(&self) {
+        let mut s = self.lock();
+        let Some(attempt) = s.attempt.take() else { return };
+        s.hide();
+        if attempt.rows + 1 < super::term::rows() {
+            let up = if attempt.rows > 0 { format!("\x1b[{}A", attempt.rows) } else { String::new() };
+            let right =
+                if attempt.start_column > 0 { format!("\x1b[{}C", attempt.start_column) } else { String::new() };
+            let _ = write!(s.out, "\r{up}{right}\x1b[J");
+            s.at_line_start = attempt.start_column == 0;
+            s.column = attempt.start_column;
+        } else {
+            let line = self.style.paint(DIM, CUT_OFF);
+            s.write(Held::Line(line));
+        }
+        s.draw();
+    }
+
+    /// The start line of call `id`, unless it is shown already.
+    pub fn tool_started(&self, id: &str, line: &str) {
+        let mut s = self.lock();
+        if s.tools_shown.insert(id.to_owned()) {
+            s.put(Held::Line(line.to_owned()));
+        }
+    }
+
+    /// Change the status line's text without redrawing it: the next output draws it.
+    pub fn store_status(&self, status: String) {
+        self.lock().status = Some(status);
     }
 
     /// Show `status` as the last line (or none).
@@ -169,6 +251,36 @@ impl Inner {
 
     fn write(&mut self, what: Held) {
         self.hide();
+        if let Some(attempt) = &mut self.attempt {
+            let columns = super::term::columns();
+            let at_line_start = self.at_line_start;
+            let mut advance = |text: &str| {
+                for c in text.chars() {
+                    if c == '\n' {
+                        attempt.rows += 1;
+                        attempt.column = 0;
+                    } else {
+                        if attempt.column >= columns {
+                            attempt.rows += 1;
+                            attempt.column = 0;
+                        }
+                        attempt.column += 1;
+                    }
+                }
+            };
+            match &what {
+                Held::Text(text) => advance(text),
+                Held::EndLine if !at_line_start => advance("\n"),
+                Held::EndLine => {}
+                Held::Line(line) => {
+                    if !at_line_start {
+                        advance("\n");
+                    }
+                    advance(&strip_ansi(line));
+                    advance("\n");
+                }
+            }
+        }
         match what {
             Held::Text(text) => {
                 let _ = self.out.write_all(text.as_bytes());
@@ -230,11 +342,53 @@ impl Inner {
     }
 }
 
+/// Model text as it may reach the terminal: a tab becomes four spaces and any other control
+/// character but the newline becomes `�`, so a reply cannot move the cursor, change colours or
+/// retitle the window.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text` without its ANSI escape sequences (`ESC [ … letter`), as it takes room on screen.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The argument that says what a call does: its command, path or pattern.
+/// The input's first string field stands in for a tool that has none of the known ones (an
+/// MCP tool's `message`, say).
 pub fn key_argument(input: &Value) -> Option<String> {
     let field = ["command", "file_path", "pattern", "path", "url", "query", "notebook_path", "description"]
         .iter()
-        .find_map(|name| input.get(*name).and_then(Value::as_str))?;
+        .find_map(|name| input.get(*name).and_then(Value::as_str))
+        .or_else(|| input.as_object()?.values().find_map(Value::as_str))?;
     Some(shorten(field.lines().next().unwrap_or(""), 80))
 }
 
@@ -252,10 +406,15 @@ pub fn tool_started(style: Style, name: &str, input: &Value) -> String {
     format!("{} {}{arg}", style.paint(CYAN, "●"), style.paint(BOLD, name))
 }
 
-/// The line shown when a call finishes: `  ⎿ Bash ok · 12 ms`.
-pub fn tool_finished(style: Style, name: &str, is_error: bool, duration: Duration) -> String {
+/// The line shown when a call finishes: `  ⎿ Bash ok · 12 ms · total 8 (+3 lines)`, the
+/// preview (see [`crate::engine::events::result_preview`]) dimmed.
+pub fn tool_finished(style: Style, name: &str, is_error: bool, duration: Duration, preview: &str) -> String {
     let status = if is_error { style.paint(RED, "error") } else { style.paint(GREEN, "ok") };
-    format!("  ⎿ {name} {status} · {}", short_duration(duration))
+    let preview = match preview {
+        "" => String::new(),
+        text => format!(" · {}", style.paint(DIM, text)),
+    };
+    format!("  ⎿ {name} {status} · {}{preview}", short_duration(duration))
 }
 
 /// `12 ms` under a second, `1.5s` above.
@@ -334,8 +493,50 @@ mod tests {
         assert_eq!(tool_started(PLAIN, "Read", &json!({"file_path": "src/main.rs"})), "● Read(src/main.rs)");
         assert_eq!(tool_started(PLAIN, "Grep", &json!({"pattern": "fn main", "path": "src"})), "● Grep(fn main)");
         assert_eq!(tool_started(PLAIN, "TodoWrite", &json!({"todos": []})), "● TodoWrite");
-        assert_eq!(tool_finished(PLAIN, "Bash", false, Duration::from_millis(12)), "  ⎿ Bash ok · 12 ms");
-        assert_eq!(tool_finished(PLAIN, "Read", true, Duration::from_millis(1500)), "  ⎿ Read error · 1.5s");
+    }
+
+    #[test]
+    fn tool_lines_as_they_start_and_finish() {
+        use crate::engine::events::result_preview;
+        let lines = [
+            tool_started(PLAIN, "Read", &json!({"file_path": "src/main.rs"})),
+            tool_finished(PLAIN, "Read", false, Duration::from_millis(3), &result_preview("fn main() {\n}\n")),
+            tool_started(PLAIN, "Bash", &json!({"command": "cargo test --lib 2>&1 | tail -3", "timeout": 60000})),
+            tool_finished(
+                PLAIN,
+                "Bash",
+                true,
+                Duration::from_millis(12_400),
+                &result_preview("\nerror[E0425]: cannot find value `x` in this scope\n --> src/lib.rs:3:5\n"),
+            ),
+            tool_started(PLAIN, "Edit", &json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_finished(PLAIN, "Edit", false, Duration::from_millis(1), &result_preview("")),
+            tool_started(PLAIN, "mcp__everything__echo", &json!({"message": "hi"})),
+            tool_finished(PLAIN, "Grep", false, Duration::from_millis(40), &result_preview(&"x".repeat(100))),
+        ];
+        insta::assert_snapshot!(lines.join("\n"), @r"
+        ● Read(src/main.rs)
+          ⎿ Read ok · 3 ms · fn main() { (+1 lines)
+        ● Bash(cargo test --lib 2>&1 | tail -3)
+          ⎿ Bash error · 12.4s · error[E0425]: cannot find value `x` in this scope (+1 lines)
+        ● Edit(src/lib.rs)
+          ⎿ Edit ok · 1 ms
+        ● mcp__everything__echo(hi)
+          ⎿ Grep ok · 40 ms · xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…
+        ");
+    }
+
+    #[test]
+    fn model_text_cannot_drive_the_terminal() {
+        assert_eq!(printable("plain\ntext"), "plain\ntext");
+        assert_eq!(printable("a\tb\x1b[2Jc\r\x07"), "a    b\u{fffd}[2Jc\u{fffd}\u{fffd}");
+        assert_eq!(crate::engine::events::result_preview("1\talpha\x1b[31m\n2\tbeta"), "1 alpha [31m (+1 lines)");
+    }
+
+    #[test]
+    fn a_finished_line_in_colour_dims_the_preview() {
+        let line = tool_finished(Style { color: true }, "Bash", false, Duration::from_millis(12), "ok");
+        assert_eq!(line, "  ⎿ Bash \x1b[32mok\x1b[0m · 12 ms · \x1b[2mok\x1b[0m");
     }
 
     #[test]
@@ -396,19 +597,66 @@ mod tests {
         ");
     }
 
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Buf {
+        fn take(&self) -> String {
+            String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
+        }
+    }
+
+    #[test]
+    fn an_abandoned_attempt_is_erased_and_a_kept_one_stays() {
+        let buf = Buf::default();
+        let screen = Screen::new(Box::new(buf.clone()), PLAIN);
+        screen.line("> prompt");
+        buf.take();
+        // Two rows of text and a tool line: the cursor goes back up three rows.
+        screen.reply_text("first\nsecond");
+        screen.tool_started("toolu_1", "● Read(a)");
+        screen.abandon_attempt();
+        assert_eq!(buf.take(), "first\nsecond\n● Read(a)\n\r\x1b[3A\x1b[J");
+        // Nothing to erase: nothing is written.
+        screen.abandon_attempt();
+        assert_eq!(buf.take(), "");
+        // A kept reply is not erased by a later stream.
+        screen.reply_text("kept");
+        screen.keep_attempt();
+        screen.abandon_attempt();
+        assert_eq!(buf.take(), "kept");
+        // An attempt that starts mid-line goes back to its column.
+        screen.reply_text("more");
+        screen.abandon_attempt();
+        assert_eq!(buf.take(), "more\r\x1b[4C\x1b[J");
+    }
+
+    #[test]
+    fn a_tool_start_line_is_shown_once() {
+        let buf = Buf::default();
+        let screen = Screen::new(Box::new(buf.clone()), PLAIN);
+        // The question's own start line first; the engine's start event then adds nothing,
+        // even while the question is open.
+        screen.tool_started("toolu_1", "● Bash(ls)");
+        screen.begin_question();
+        screen.ask_line("? Bash(ls)");
+        screen.tool_started("toolu_1", "● Bash(ls)");
+        screen.ask_finish("  > y — allowed once");
+        screen.end_question();
+        screen.tool_started("toolu_2", "● Bash(pwd)");
+        assert_eq!(buf.take(), "● Bash(ls)\n? Bash(ls)\n  > y — allowed once\n● Bash(pwd)\n");
+    }
+
     #[test]
     fn the_status_line_is_erased_before_text_and_drawn_after_a_line() {
-        #[derive(Clone, Default)]
-        struct Buf(Arc<Mutex<Vec<u8>>>);
-        impl Write for Buf {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
         let buf = Buf::default();
         let screen = Screen::new(Box::new(buf.clone()), PLAIN);
         screen.set_status(Some("Request · 0.1s".into()));

@@ -23,6 +23,11 @@ impl Status {
         Status { started, state: "Prepare", output_tokens: 0, streamed_chars: 0, note: None }
     }
 
+    /// `/compact` running since `started` (no turn runs: the line names the command).
+    pub fn compacting(started: Instant) -> Status {
+        Status { state: "/compact", note: Some("compacting history".into()), ..Status::new(started) }
+    }
+
     /// Take in one event; returns whether the line changed.
     pub fn observe(&mut self, event: &EngineEvent) -> bool {
         match event {
@@ -160,5 +165,18 @@ mod tests {
         assert!(status.line(t0).contains("escalating output cap to 64K"));
         status.observe(&EngineEvent::Transition(record("recover.reactive_compact_retry", "Prepare", None)));
         assert!(status.line(t0).contains("compacting history"));
+    }
+
+    #[test]
+    fn compact_has_a_line_of_its_own() {
+        let t0 = Instant::now();
+        let mut status = Status::compacting(t0);
+        assert_eq!(
+            status.line(t0 + Duration::from_millis(300)),
+            "/compact · 0.3s · 0 tokens · compacting history · Ctrl+C to interrupt"
+        );
+        let usage = Usage { output_tokens: Some(120), ..Usage::default() };
+        status.observe(&EngineEvent::Usage { model: "m".into(), usage, cost_usd: None });
+        assert_eq!(status.line(t0), "/compact · 0.0s · 120 tokens · compacting history · Ctrl+C to interrupt");
     }
 }

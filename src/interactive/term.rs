@@ -158,6 +158,15 @@ pub async fn on_thread<T: Send + 'static>(read: impl FnOnce(&AtomicBool) -> Opti
     result
 }
 
+/// The terminal's height in rows (24 when unknown).
+pub fn rows() -> usize {
+    // SAFETY: TIOCGWINSZ fills the winsize we own.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_row > 0 { ws.ws_row as usize } else { 24 }
+    }
+}
+
 /// The terminal's width in columns (80 when unknown).
 pub fn columns() -> usize {
     // SAFETY: TIOCGWINSZ fills the winsize we own.

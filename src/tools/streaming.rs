@@ -163,6 +163,7 @@ impl Executor {
             is_error: result.output.is_error,
             duration: result.duration,
             mcp: entry.mcp.clone(),
+            preview: crate::engine::events::result_preview(&result.output.content),
         });
         self.entries[index].status = Status::Done(result);
         events.extend(self.start_eligible());

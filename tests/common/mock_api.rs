@@ -52,6 +52,17 @@ pub enum Reply {
         /// How many bytes of it are sent.
         sent: usize,
     },
+    /// `200 OK` announcing the whole of `body`, whose SSE events are written one at a time,
+    /// `interval` apart (a reply streaming at a steady rate); `log` gets the time each event
+    /// was written and its text.
+    Paced {
+        /// The whole SSE body.
+        body: String,
+        /// The time between two events.
+        interval: Duration,
+        /// When each event was written.
+        log: EventLog,
+    },
     /// `200 OK` announcing the whole of `body`, of which the first `at` bytes are written at
     /// once and the rest only after `pause`: a slow reply, to interrupt while it streams. The
     /// pause ends early if the client closes the connection.
@@ -94,6 +105,30 @@ impl Reply {
     pub fn paused_before(body: String, marker: &str, pause: Duration) -> Reply {
         let at = body.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the body"));
         Reply::Paused { body, at, pause }
+    }
+}
+
+/// When each event of a [`Reply::Paced`] was written (after its write and flush returned),
+/// with the event's text.
+#[derive(Clone, Default)]
+pub struct EventLog(pub Arc<Mutex<Vec<(Instant, String)>>>);
+
+impl EventLog {
+    /// The events written so far.
+    pub fn events(&self) -> Vec<(Instant, String)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl std::fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EventLog({} events)", self.0.lock().unwrap_or_else(|e| e.into_inner()).len())
+    }
+}
+
+impl PartialEq for EventLog {
+    fn eq(&self, other: &EventLog) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -394,6 +429,27 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
                 let _ = socket.flush();
                 let _ = socket.shutdown(Shutdown::Both);
                 return;
+            }
+            Reply::Paced { body, interval, log } => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                if socket.write_all(head.as_bytes()).and_then(|()| socket.flush()).is_err() {
+                    return;
+                }
+                let start = Instant::now();
+                let mut result = Ok(());
+                for (n, event) in body.split_inclusive("\n\n").enumerate() {
+                    let due = start + interval * n as u32;
+                    thread::sleep(due.saturating_duration_since(Instant::now()));
+                    result = socket.write_all(event.as_bytes()).and_then(|()| socket.flush());
+                    if result.is_err() {
+                        break;
+                    }
+                    log.0.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), event.to_owned()));
+                }
+                result
             }
             Reply::Paused { body, at, pause } => {
                 let head = format!(

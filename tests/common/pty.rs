@@ -16,6 +16,8 @@ pub struct Pty {
     child: Child,
     master: std::fs::File,
     output: Arc<Mutex<Vec<u8>>>,
+    /// When each read from the PTY returned: the output's length after it, and the time.
+    arrivals: Arc<Mutex<Vec<(usize, Instant)>>>,
     /// How far [`Pty::expect`] has read.
     seen: usize,
 }
@@ -46,19 +48,23 @@ impl Pty {
         let child = command.spawn().expect("spawn on a PTY");
         let master = std::fs::File::from(master);
         let output = Arc::new(Mutex::new(Vec::new()));
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
-        let sink = output.clone();
+        let (sink, times) = (output.clone(), arrivals.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                let at = Instant::now();
+                let mut out = sink.lock().unwrap();
+                out.extend_from_slice(&buf[..n]);
+                times.lock().unwrap().push((out.len(), at));
             }
         });
         let _ = master.as_raw_fd();
-        Pty { child, master, output, seen: 0 }
+        Pty { child, master, output, arrivals, seen: 0 }
     }
 
     /// The child's process id.
@@ -69,6 +75,34 @@ impl Pty {
     /// Everything printed so far, as text.
     pub fn output(&self) -> String {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
+
+    /// Everything printed so far, as bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Bytes printed so far.
+    pub fn len(&self) -> usize {
+        self.output.lock().unwrap().len()
+    }
+
+    /// Whether the terminal echoes typed keys itself (the `ECHO` flag), as opposed to the
+    /// program writing them.
+    pub fn kernel_echo(&self) -> bool {
+        // SAFETY: tcgetattr fills the zeroed termios we own; on a PTY's master it reports the
+        // terminal's mode.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            libc::tcgetattr(self.master.as_raw_fd(), &mut t) == 0 && t.c_lflag & libc::ECHO != 0
+        }
+    }
+
+    /// When the output's byte at `offset` was read from the PTY, if it was.
+    pub fn arrival(&self, offset: usize) -> Option<Instant> {
+        let arrivals = self.arrivals.lock().unwrap();
+        let at = arrivals.partition_point(|(end, _)| *end <= offset);
+        arrivals.get(at).map(|(_, time)| *time)
     }
 
     /// Wait until `needle` appears after what earlier calls matched; returns the text up to
