@@ -93,7 +93,7 @@ impl Bench {
         let arguments = self.input.as_object().cloned().unwrap_or_default();
         let result =
             self.peer.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments)).await.expect("echo");
-        agentloop::mcp::tool::render(&result)
+        agentloop::mcp::tool::render(&result).text
     }
 
     /// (b) the permission check and the tool.

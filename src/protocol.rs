@@ -155,6 +155,34 @@ impl ContentBlock {
         }
     }
 
+    /// A tool result of `text` followed by `images` (media type, base64 data): a block list
+    /// when there are images, a plain string otherwise. An empty text is left out of a block
+    /// list (the API refuses empty text blocks).
+    pub fn tool_result_with_images(
+        tool_use_id: impl Into<String>,
+        text: impl Into<String>,
+        images: impl IntoIterator<Item = (String, String)>,
+        is_error: bool,
+    ) -> Self {
+        let text = text.into();
+        let mut images = images.into_iter().peekable();
+        if images.peek().is_none() {
+            return ContentBlock::tool_result(tool_use_id, text, is_error);
+        }
+        let mut blocks = Vec::new();
+        if !text.is_empty() {
+            blocks.push(serde_json::json!({"type": "text", "text": text}));
+        }
+        blocks.extend(images.map(|(media_type, data)| {
+            serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }));
+        ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: ToolResultContent::Blocks(blocks),
+            is_error,
+        }
+    }
+
     /// Characters of payload in the block, used for token estimates.
     pub fn char_len(&self) -> usize {
         match self {
@@ -162,7 +190,7 @@ impl ContentBlock {
             ContentBlock::Thinking { thinking, .. } => thinking.len(),
             ContentBlock::RedactedThinking { data } => data.len(),
             ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
-            ContentBlock::ToolResult { content, .. } => content.as_str().len(),
+            ContentBlock::ToolResult { content, .. } => content.char_len(),
             ContentBlock::Other(v) => v.to_string().len(),
         }
     }
@@ -178,12 +206,33 @@ pub enum ToolResultContent {
     Blocks(Vec<Value>),
 }
 
+/// What one image block of a tool result counts for in a token estimate, in characters: about
+/// 1,600 tokens, the cost of an image at the API's largest unscaled size.
+pub const IMAGE_ESTIMATE_CHARS: usize = 6_400;
+
 impl ToolResultContent {
-    /// The text of the result; for block lists, an empty string.
+    /// The text of the result; for a block list, its first text block (or an empty string).
     pub fn as_str(&self) -> &str {
         match self {
             ToolResultContent::Text(s) => s,
-            ToolResultContent::Blocks(_) => "",
+            ToolResultContent::Blocks(blocks) => {
+                blocks.iter().find_map(|b| b.get("text").and_then(Value::as_str)).unwrap_or("")
+            }
+        }
+    }
+
+    /// Characters of payload, for token estimates: the text, and
+    /// [`IMAGE_ESTIMATE_CHARS`] for each image.
+    pub fn char_len(&self) -> usize {
+        match self {
+            ToolResultContent::Text(s) => s.len(),
+            ToolResultContent::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| match b.get("type").and_then(Value::as_str) {
+                    Some("image") => IMAGE_ESTIMATE_CHARS,
+                    _ => b.get("text").and_then(Value::as_str).map_or_else(|| b.to_string().len(), str::len),
+                })
+                .sum(),
         }
     }
 }
@@ -468,6 +517,32 @@ impl Serialize for Transcript {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_result_with_images_is_a_block_list_and_counts_them() {
+        let images = vec![("image/png".to_owned(), "iVBORw0K".to_owned())];
+        let block = ContentBlock::tool_result_with_images("t1", "a screenshot", images.clone(), false);
+        assert_eq!(
+            serde_json::to_value(&block).unwrap(),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "text", "text": "a screenshot"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}}
+            ]})
+        );
+        assert_eq!(block.char_len(), "a screenshot".len() + IMAGE_ESTIMATE_CHARS);
+        let ContentBlock::ToolResult { content, .. } = &block else { unreachable!() };
+        assert_eq!(content.as_str(), "a screenshot");
+        // No text: the list holds the image alone; no images: a plain string.
+        let only_image = ContentBlock::tool_result_with_images("t2", "", images, true);
+        assert_eq!(
+            serde_json::to_value(&only_image).unwrap()["content"],
+            json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}}])
+        );
+        assert_eq!(
+            ContentBlock::tool_result_with_images("t3", "text", Vec::new(), false),
+            ContentBlock::tool_result("t3", "text", false)
+        );
+    }
 
     #[test]
     fn a_transcript_shares_messages_and_counts_characters() {

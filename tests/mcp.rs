@@ -578,3 +578,34 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
     assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated")]);
     assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
 }
+
+#[test]
+fn an_image_result_reaches_the_model_as_an_image_block_after_its_text() {
+    // get-tiny-image answers text, a PNG, text; the image is the MCP logo the server ships.
+    let source = std::fs::read_to_string(everything_entry().parent().unwrap().join("tools/get-tiny-image.js")).unwrap();
+    let png = source.split("MCP_TINY_IMAGE = \"").nth(1).and_then(|rest| rest.split('"').next()).unwrap();
+    let (out, lines) = run(
+        &[("mcp__everything__get-tiny-image", json!({}))],
+        &["--mcp-config", &config(json!({})), "--allowedTools", "mcp__everything"],
+        &[],
+    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let result = lines
+        .iter()
+        .filter(|l| l["type"] == "user")
+        .flat_map(|l| l["message"]["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .expect("a tool result");
+    let text = format!(
+        "Here's the image you requested:\n[image: image/png, about {} bytes, attached]\nThe image above is the MCP logo.",
+        png.len() / 4 * 3
+    );
+    assert_eq!(
+        result["content"],
+        json!([
+            {"type": "text", "text": text},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+        ])
+    );
+    assert_eq!(result.get("is_error"), None);
+}

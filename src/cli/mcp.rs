@@ -98,7 +98,7 @@ async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<St
             return failed(&format!("tool `{tool}` timed out after {} ms (MCP_TOOL_TIMEOUT)", timeout.as_millis()));
         }
     };
-    println!("{}", crate::mcp::tool::render(&result));
+    println!("{}", crate::mcp::tool::render(&result).text);
     if result.is_error == Some(true) { EXIT_FAILED } else { 0 }
 }
 

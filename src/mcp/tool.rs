@@ -9,7 +9,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::Connection;
-use crate::tools::{McpOrigin, Tool, ToolContext, ToolOutput};
+use crate::tools::{McpOrigin, Tool, ToolContext, ToolImage, ToolOutput};
 
 /// Answer of a call cancelled by `ctx.cancel` (an interrupt).
 pub const CANCELLED: &str = "MCP tool call was cancelled";
@@ -100,8 +100,9 @@ impl Tool for McpTool {
                 )),
                 result = call => match result {
                     Ok(result) => {
-                        let content = render(&result);
-                        if result.is_error == Some(true) { ToolOutput::error(content) } else { ToolOutput::ok(content) }
+                        let Rendered { text, images } = render(&result);
+                        let output = if result.is_error == Some(true) { ToolOutput::error(text) } else { ToolOutput::ok(text) };
+                        output.with_images(images)
                     }
                     Err(e) => ToolOutput::error(format!("MCP server `{server}`: tool `{remote}` failed: {e}")),
                 },
@@ -110,20 +111,64 @@ impl Tool for McpTool {
     }
 }
 
-/// The text the model reads for a result: text content joined by newlines; images, audio and
-/// resources described in text; the structured content when there is nothing else.
-pub fn render(result: &rmcp::model::CallToolResult) -> String {
+/// A result as the model gets it: its text, and the images it sees after the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// Text content joined by newlines; audio, resources and images described in text (an
+    /// attached image as `[image: TYPE, about N bytes, attached]`); the structured content
+    /// when there is nothing else.
+    pub text: String,
+    /// The images the Messages API takes ([`ATTACHABLE`], at most [`MAX_IMAGE_BYTES`]).
+    pub images: Vec<ToolImage>,
+}
+
+/// Image types the Messages API accepts in a tool result.
+pub const ATTACHABLE: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// The largest image attached (decoded bytes), the Messages API's limit; a larger one is only
+/// described.
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// What the model reads for a result ([`Rendered`]).
+pub fn render(result: &rmcp::model::CallToolResult) -> Rendered {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in &result.content {
         let Ok(block) = serde_json::to_value(block) else { continue };
-        parts.push(describe(&block));
+        match attachable_image(&block) {
+            Some(image) => {
+                parts.push(format!(
+                    "[image: {}, about {} bytes, attached]",
+                    image.media_type,
+                    decoded_len(&image.data)
+                ));
+                images.push(image);
+            }
+            None => parts.push(describe(&block)),
+        }
     }
     if parts.is_empty()
         && let Some(structured) = &result.structured_content
     {
         parts.push(structured.to_string());
     }
-    parts.join("\n")
+    Rendered { text: parts.join("\n"), images }
+}
+
+/// The image of an `image` block the Messages API takes.
+fn attachable_image(block: &Value) -> Option<ToolImage> {
+    if block.get("type")?.as_str()? != "image" {
+        return None;
+    }
+    let media_type = block.get("mimeType")?.as_str()?;
+    let data = block.get("data")?.as_str()?;
+    (ATTACHABLE.contains(&media_type) && !data.is_empty() && decoded_len(data) <= MAX_IMAGE_BYTES)
+        .then(|| ToolImage { media_type: media_type.to_owned(), data: data.to_owned() })
+}
+
+/// About how many bytes base64 `data` decodes to.
+fn decoded_len(data: &str) -> usize {
+    data.len() / 4 * 3
 }
 
 /// One content block (its JSON form) as text.
@@ -132,7 +177,7 @@ pub fn describe(block: &Value) -> String {
     match block.get("type").and_then(Value::as_str) {
         Some("text") => s(block, "text"),
         Some(kind @ ("image" | "audio")) => {
-            let bytes = block.get("data").and_then(Value::as_str).map_or(0, |d| d.len() / 4 * 3);
+            let bytes = block.get("data").and_then(Value::as_str).map_or(0, decoded_len);
             format!("[{kind}: {}, about {bytes} bytes]", s(block, "mimeType"))
         }
         Some("resource") => {
@@ -156,6 +201,34 @@ mod tests {
     fn names_are_qualified_and_cleaned() {
         assert_eq!(qualified_name("everything", "echo"), "mcp__everything__echo");
         assert_eq!(qualified_name("my-srv", "get.file/x"), "mcp__my-srv__get_file_x");
+    }
+
+    #[test]
+    fn images_the_api_takes_are_attached_and_others_described() {
+        let result: rmcp::model::CallToolResult = serde_json::from_value(json!({"content": [
+            {"type": "text", "text": "shot:"},
+            {"type": "image", "data": "iVBORw0K", "mimeType": "image/png"},
+            {"type": "image", "data": "Qk0=", "mimeType": "image/bmp"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            render(&result),
+            Rendered {
+                text: "shot:\n[image: image/png, about 6 bytes, attached]\n[image: image/bmp, about 3 bytes]\n\
+                       [audio: audio/wav, about 3 bytes]"
+                    .into(),
+                images: vec![ToolImage { media_type: "image/png".into(), data: "iVBORw0K".into() }],
+            }
+        );
+        let too_large = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        let result: rmcp::model::CallToolResult = serde_json::from_value(json!({"content": [
+            {"type": "image", "data": too_large, "mimeType": "image/jpeg"}
+        ]}))
+        .unwrap();
+        let rendered = render(&result);
+        assert_eq!(rendered.images, vec![]);
+        assert_eq!(rendered.text, format!("[image: image/jpeg, about {} bytes]", (MAX_IMAGE_BYTES / 3 + 1) * 3));
     }
 
     #[test]

@@ -57,17 +57,36 @@ pub struct ToolOutput {
     pub content: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Images the model sees after the text (an MCP server's screenshot); none for the
+    /// built-in tools.
+    pub images: Vec<ToolImage>,
+}
+
+/// An image in a tool result, sent to the model as an image block of the `tool_result`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The image, base64-encoded.
+    pub data: String,
 }
 
 impl ToolOutput {
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: false }
+        ToolOutput { content: content.into(), is_error: false, images: Vec::new() }
     }
 
     /// A failed result the model can read and act on.
     pub fn error(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: true }
+        ToolOutput { content: content.into(), is_error: true, images: Vec::new() }
+    }
+
+    /// The result with `images` after its text.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<ToolImage>) -> Self {
+        self.images = images;
+        self
     }
 }
 

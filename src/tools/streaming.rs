@@ -193,7 +193,9 @@ impl Executor {
                     if hook_stop.is_none() {
                         hook_stop = result.stop;
                     }
-                    ContentBlock::tool_result(entry.call.id, result.output.content, result.output.is_error)
+                    let output = result.output;
+                    let images = output.images.into_iter().map(|i| (i.media_type, i.data));
+                    ContentBlock::tool_result_with_images(entry.call.id, output.content, images, output.is_error)
                 }
                 Status::Queued | Status::Running => {
                     let text = if interrupted || !self.sibling_failed { INTERRUPTED_RESULT } else { SIBLING_CANCELLED };
