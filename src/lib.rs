@@ -22,6 +22,7 @@ pub mod audit;
 pub mod cli;
 pub mod context;
 pub mod engine;
+mod error_chain;
 pub mod harness;
 pub mod hooks;
 pub mod interactive;

@@ -14,6 +14,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 
 use super::{Connection, client_info};
+use crate::error_chain::error_chain;
 
 /// Headers the transport sets itself: a configuration may not override them.
 const RESERVED: [&str; 5] = ["accept", "content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
@@ -53,27 +54,12 @@ fn describe(error: &rmcp::service::ClientInitializeError) -> String {
             let inner = error.error.as_ref();
             // The HTTP client's error is not a `source` of rmcp's: reach it by its type.
             match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-                Some(StreamableHttpError::Client(e)) => format!("{context}: {}", chain(e)),
-                _ => format!("{context}: {}", chain(inner)),
+                Some(StreamableHttpError::Client(e)) => format!("{context}: {}", error_chain(e)),
+                _ => format!("{context}: {}", error_chain(inner)),
             }
         }
-        other => chain(other),
+        other => error_chain(other),
     }
-}
-
-/// `error` and its sources, each once, joined by `: `.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
 }
 
 /// The configured headers as HTTP headers.

@@ -16,8 +16,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::stream::{DEFAULT_IDLE_TIMEOUT, error_chain, sse_reply};
+use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply};
 use super::{errors, request};
+use crate::error_chain::error_chain;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
 /// Where requests go when `ANTHROPIC_BASE_URL` is not set.

@@ -19,6 +19,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::decode::Intake;
 use super::sse::Parser;
+use crate::error_chain::error_chain;
 use crate::model::assemble::{Assembler, Step};
 use crate::model::{ModelError, Reply, ReplyStream};
 
@@ -95,22 +96,6 @@ where
             }
         }
     }
-}
-
-/// An error and its sources, joined with `: ` (reqwest's own message is often just
-/// "error decoding response body"; the cause is in the chain).
-pub(crate) fn error_chain(error: &dyn Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
 }
 
 #[cfg(test)]
