@@ -575,6 +575,7 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
     std::fs::write(&gate, "").unwrap();
     let mut tools = agentloop::tools::Registry::new();
     let statuses = startup.finish(&mut tools).await;
-    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated")]);
+    let info = agentloop::mcp::ServerInfo { name: "mcp-servers/everything".into(), version: "2.0.0".into() };
+    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated").with_server_info(Some(info))]);
     assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
 }
