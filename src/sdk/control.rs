@@ -1,5 +1,5 @@
-//! Control requests agentloop sends to the Claude Agent SDK (`hook_callback`, `can_use_tool`)
-//! and the routing of their answers.
+//! Control requests agentloop sends to the Claude Agent SDK (`hook_callback`, `can_use_tool`,
+//! `mcp_message`) and the routing of their answers.
 //!
 //! Each request gets a fresh id and a waiting slot; the reader of stdin hands every
 //! `control_response` to [`Controller::answer`], which fills the slot of its `request_id`.

@@ -6,7 +6,8 @@
 //! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
 //! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
-//! (`hook_callback`, `can_use_tool`), whose answers [`control::Controller`] routes back.
+//! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
+//! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
 //!
 //! An interrupt cancels the current prompt through the engine's abort edges; the process
 //! stays up for the next one. After stdin closes, the prompts already received run to their
