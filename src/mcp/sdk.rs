@@ -134,3 +134,92 @@ pub async fn connect(server: &str, channel: Arc<dyn Channel>) -> Result<Connecti
     let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A channel answering each message with `answer(message)`, recording what it was sent.
+    struct Fake {
+        sent: Mutex<Vec<(String, Value)>>,
+        answer: fn(&Value) -> Result<Value, String>,
+        open: bool,
+    }
+
+    impl Channel for Fake {
+        fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+            if !self.open {
+                return Err("the SDK's input is closed: nobody can answer".into());
+            }
+            let answer = (self.answer)(&message);
+            self.sent.lock().unwrap().push((server.to_owned(), message));
+            Ok(Box::pin(async move { answer }))
+        }
+    }
+
+    fn transport(answer: fn(&Value) -> Result<Value, String>, open: bool) -> (SdkTransport, Arc<Fake>) {
+        let fake = Arc::new(Fake { sent: Mutex::new(Vec::new()), answer, open });
+        (SdkTransport::new("calc", fake.clone()), fake)
+    }
+
+    fn message(json: Value) -> ClientJsonRpcMessage {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn received(reply: ServerJsonRpcMessage) -> Value {
+        serde_json::to_value(reply).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_gets_the_servers_reply_and_a_notification_nothing() {
+        let (mut t, fake) = transport(
+            |m| match m.get("id") {
+                Some(id) => Ok(json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": {"tools": []}}})),
+                None => Ok(json!({"mcp_response": {"jsonrpc": "2.0", "result": {}}})),
+            },
+            true,
+        );
+        t.send(message(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await.unwrap();
+        t.send(message(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}))).await.unwrap();
+        let reply = received(t.receive().await.unwrap());
+        assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}));
+        let sent = fake.sent.lock().unwrap().clone();
+        assert_eq!(
+            sent,
+            [
+                ("calc".to_owned(), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+                ("calc".to_owned(), json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}})),
+            ]
+        );
+        // The notification's acknowledgement never arrives as a message.
+        t.close().await.unwrap();
+        assert!(t.receive().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_fails_only_its_request() {
+        let (mut t, _) = transport(|_| Err("Server 'calc' not found".into()), true);
+        t.send(message(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))).await.unwrap();
+        assert_eq!(
+            received(t.receive().await.unwrap()),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603,
+                   "message": "SDK MCP server `calc`: Server 'calc' not found"}})
+        );
+        let (mut t, _) = transport(|_| Ok(json!({"other": 1})), true);
+        t.send(message(json!({"jsonrpc": "2.0", "id": "a", "method": "ping"}))).await.unwrap();
+        assert_eq!(
+            received(t.receive().await.unwrap()),
+            json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32603,
+                   "message": "SDK MCP server `calc`: the SDK's answer has no `mcp_response`"}})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_channel_refuses_the_message() {
+        let (mut t, fake) = transport(|_| Ok(json!({})), false);
+        let err = t.send(message(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))).await.unwrap_err();
+        assert_eq!(err.to_string(), "the SDK's input is closed: nobody can answer");
+        assert!(fake.sent.lock().unwrap().is_empty());
+    }
+}
