@@ -170,7 +170,9 @@ impl Startup {
     /// Whether [`Startup::finish`] would not wait: every server is up or has failed (or
     /// there are none).
     pub fn is_finished(&self) -> bool {
-        self.others.is_finished() && self.sdk.is_finished()
+        // SDK servers nobody can reach fail at once in `finish`.
+        let unreachable = self.sdk.sdk.is_none() && matches!(self.sdk.state, State::Planned);
+        self.others.is_finished() && (unreachable || self.sdk.is_finished())
     }
 
     /// Whether no server is configured.
@@ -190,5 +192,32 @@ impl Startup {
         statuses.extend(sdk.statuses);
         statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a way to the SDK, an SDK server does not hold the start up: it fails at once,
+    /// saying why, beside the other servers.
+    #[tokio::test]
+    async fn sdk_servers_without_the_sdk_fail_at_once() {
+        let mut servers = Servers::new();
+        servers.insert("calc".into(), ServerConfig::Sdk { name: "calc".into() });
+        servers.insert("legacy".into(), ServerConfig::Sse { url: None });
+        let startup = Startup::begin(servers, PathBuf::from("."));
+        let mut tools = Registry::new();
+        let statuses = startup.finish(&mut tools).await;
+        assert_eq!(
+            statuses,
+            [
+                ServerStatus::failed("calc", crate::mcp::sdk::SDK_ONLY),
+                ServerStatus::failed("legacy", crate::mcp::config::SSE_UNSUPPORTED),
+            ]
+        );
+        assert!(tools.tools().is_empty());
+        let only_sdk = Servers::from([("calc".to_owned(), ServerConfig::Sdk { name: "calc".into() })]);
+        assert!(Startup::begin(only_sdk, PathBuf::from(".")).is_finished());
     }
 }
