@@ -211,6 +211,49 @@ fn a_bad_config_is_a_usage_error_naming_the_json_path() {
     );
 }
 
+/// Server types agentloop does not run here keep the rest of the configuration working: a
+/// legacy `sse` server and an SDK server outside the SDK mode are each a warning saying why
+/// and `failed` in `system/init`; the run goes on.
+#[test]
+fn sse_and_sdk_servers_are_failed_servers_with_a_warning_not_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.json");
+    let reply =
+        json!({"name": "text", "prompt": "Hi.", "responses": [{"content": [{"type": "text", "text": "Hello."}]}]});
+    std::fs::write(&scenario, reply.to_string()).unwrap();
+    let config = json!({"mcpServers": {
+        "calc": {"type": "sdk", "name": "calc"},
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+    }})
+    .to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["-p", "Hi.", "--output-format", "stream-json", "--mcp-config", &config, "--model"])
+        .arg(format!("scripted:{}", scenario.display()))
+        .arg("--cwd")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut warnings: Vec<String> = String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        [
+            "agentloop: warning: MCP server `calc` failed: an SDK server is reachable only from the Claude Agent SDK",
+            "agentloop: warning: MCP server `legacy` failed: the legacy HTTP+SSE transport (`type: sse`) is not \
+supported: configure the server's Streamable HTTP endpoint with `type: http`",
+        ]
+    );
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        init(&lines)["mcp_servers"],
+        json!([{"name": "calc", "status": "failed"}, {"name": "legacy", "status": "failed"}])
+    );
+    assert_eq!(lines.last().unwrap()["result"], "Hello.");
+}
+
 #[test]
 fn an_interrupt_cancels_a_running_call_and_the_server_dies_with_the_run() {
     use std::io::BufRead;
@@ -575,7 +618,8 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
     std::fs::write(&gate, "").unwrap();
     let mut tools = agentloop::tools::Registry::new();
     let statuses = startup.finish(&mut tools).await;
-    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated")]);
+    let info = agentloop::mcp::ServerInfo { name: "mcp-servers/everything".into(), version: "2.0.0".into() };
+    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated").with_server_info(Some(info))]);
     assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
 }
 

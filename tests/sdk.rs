@@ -528,3 +528,47 @@ fn sdk_mcp_server_answers_and_get_mcp_status_reports_it() {
     let tools: Vec<&str> = servers[0]["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tools.contains(&"echo") && tools.contains(&"get-sum"), "{tools:?}");
 }
+
+/// (i) An in-process SDK server (`create_sdk_mcp_server`), reached through `mcp_message`
+/// control requests: the model's call of `mcp__calc__add` runs the Python tool and its
+/// result reaches the model; a tool that raises gives an error result; `get_mcp_status()`
+/// reports the server connected with its tools and `serverInfo`.
+#[test]
+fn sdk_in_process_server_runs_the_python_tools() {
+    let dirs = dirs();
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200).tool_use("toolu_01", "mcp__calc__add", &json!({"a": 2, "b": 40})).stop("tool_use"),
+        ),
+        Reply::Sse(
+            Sse::new(MODEL, 1300).tool_use("toolu_02", "mcp__calc__divide", &json!({"a": 1, "b": 0})).stop("tool_use"),
+        ),
+        text_reply("2 + 40 = 42; 1 / 0 failed."),
+    ]);
+    let obs = run_script("sdk_server.py", &mock, &dirs);
+    assert_eq!(obs.get("error"), None, "{obs:#}");
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 3);
+    let tools: Vec<&str> = bodies[0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(tools.contains(&"mcp__calc__add") && tools.contains(&"mcp__calc__divide"), "{tools:?}");
+    let added = last_tool_results(&bodies[1]);
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0]["tool_use_id"], "toolu_01");
+    assert_eq!(content_text(&added[0]["content"]), "42");
+    assert_ne!(added[0]["is_error"], true);
+    let divided = last_tool_results(&bodies[2]);
+    assert_eq!(divided.len(), 1);
+    assert_eq!(divided[0]["tool_use_id"], "toolu_02");
+    assert_eq!(content_text(&divided[0]["content"]), "integer division or modulo by zero");
+    assert_eq!(divided[0]["is_error"], true);
+    assert_eq!(
+        obs["calls"],
+        json!([{"tool": "add", "args": {"a": 2, "b": 40}}, {"tool": "divide", "args": {"a": 1, "b": 0}}])
+    );
+    assert_eq!(result(&obs["messages"])["result"], "2 + 40 = 42; 1 / 0 failed.");
+    assert_eq!(
+        obs["servers"],
+        json!([{"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "2.0.1"},
+                "tools": ["add", "divide"]}])
+    );
+}

@@ -142,3 +142,199 @@ fn mcp_status_reports_each_server_with_its_error() {
         }}})
     );
 }
+
+/// The SDK mode with the SDK server `calc` configured and allowed, on a scenario of
+/// `responses`; the initialize request and the prompt are already sent.
+fn calc_sdk_mode(dir: &std::path::Path, responses: Value) -> std::process::Child {
+    let scenario = dir.join("calc.json");
+    std::fs::write(&scenario, json!({"name": "calc", "prompt": "Add.", "responses": responses}).to_string()).unwrap();
+    let config = json!({"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}}).to_string();
+    let mut child = Command::cargo_bin("agentloop")
+        .unwrap()
+        .env("AGENTLOOP_HOME", dir.join("home"))
+        .env_remove("ANTHROPIC_API_KEY")
+        // Only keeps a broken transport from hanging the test.
+        .env("MCP_TIMEOUT", "60000")
+        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
+        .arg("--model")
+        .arg(format!("scripted:{}", scenario.display()))
+        .arg("--cwd")
+        .arg(dir)
+        .args(["--mcp-config", &config, "--allowedTools", "mcp__calc"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    send(&mut child, json!({"type": "control_request", "request_id": "i1", "request": {"subtype": "initialize"}}));
+    // Sent before the handshake is answered: the serve loop waits for the servers while their
+    // answers still have to be read.
+    send(&mut child, json!({"type": "user", "message": {"role": "user", "content": "Add."}}));
+    child
+}
+
+/// Answer the control request `request_id` with the server's reply `mcp_response`.
+fn mcp_answer(child: &mut std::process::Child, request_id: &Value, mcp_response: Value) {
+    let response = json!({"subtype": "success", "request_id": request_id, "response": {"mcp_response": mcp_response}});
+    send(child, json!({"type": "control_response", "response": response}));
+}
+
+/// Play the SDK with an in-process server `calc` (one read-only tool, `add`) until the
+/// prompt's result and until `enough` of the MCP messages came: the handshake and
+/// notifications are answered here, each `tools/call` goes to `on_call` (with its control
+/// request's id). Returns the MCP messages received, in order, and the other frames.
+fn serve_calc(
+    child: &mut std::process::Child,
+    enough: impl Fn(&[Value]) -> bool,
+    mut on_call: impl FnMut(&mut std::process::Child, &Value, &Value),
+) -> (Vec<Value>, Vec<Value>) {
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut messages, mut frames) = (Vec::new(), Vec::new());
+    let mut ended = false;
+    for line in lines {
+        let frame: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if frame["type"] != "control_request" {
+            ended |= frame["type"] == "result";
+            frames.push(frame);
+            if ended && enough(&messages) {
+                break;
+            }
+            continue;
+        }
+        let request = &frame["request"];
+        assert_eq!((&request["subtype"], &request["server_name"]), (&json!("mcp_message"), &json!("calc")));
+        let message = request["message"].clone();
+        messages.push(message.clone());
+        let (id, request_id) = (&message["id"], &frame["request_id"]);
+        match message["method"].as_str().unwrap() {
+            "initialize" => mcp_answer(
+                child,
+                request_id,
+                json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1.0.0"}}}),
+            ),
+            // The SDK acknowledges a notification with an empty result.
+            "notifications/initialized" | "notifications/cancelled" => {
+                mcp_answer(child, request_id, json!({"jsonrpc": "2.0", "result": {}}));
+                if ended && enough(&messages) {
+                    break;
+                }
+            }
+            "tools/list" => mcp_answer(
+                child,
+                request_id,
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "add", "description": "Add",
+                    "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+                    "annotations": {"readOnlyHint": true}}]}}),
+            ),
+            "tools/call" => on_call(child, request_id, &message),
+            other => panic!("unexpected MCP message {other}: {message}"),
+        }
+    }
+    (messages, frames)
+}
+
+/// The tool results of the stream-json `frames`: (content, is_error).
+fn tool_results(frames: &[Value]) -> Vec<(String, bool)> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "user")
+        .flat_map(|f| f["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| (content_of(&b["content"]), b["is_error"].as_bool().unwrap_or(false)))
+        .collect()
+}
+
+/// An SDK server (`"type": "sdk"`) spoken to by hand: every JSON-RPC message to it is an
+/// `mcp_message` control request, in order (initialize offering 2025-11-25, the initialized
+/// notification, tools/list, then the calls). The two read-only calls are both sent before
+/// either is answered: they run concurrently. The answers come back in reverse order and
+/// each result reaches its call.
+#[test]
+fn an_sdk_server_is_spoken_to_through_mcp_message_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |a: u64, b: u64| json!({"type": "tool_use", "name": "mcp__calc__add", "input": {"a": a, "b": b}});
+    let responses = json!([{"content": [call(2, 40), call(1, 1)]}, {"content": [{"type": "text", "text": "Done."}]}]);
+    let mut child = calc_sdk_mode(dir.path(), responses);
+    let mut calls: Vec<(Value, Value)> = Vec::new();
+    let (messages, frames) = serve_calc(
+        &mut child,
+        |_| true,
+        |child, request_id, message| {
+            calls.push((request_id.clone(), message.clone()));
+            if calls.len() == 2 {
+                // Both calls are out before either is answered; answer the second first.
+                for (request_id, call) in calls.iter().rev() {
+                    let args = &call["params"]["arguments"];
+                    let sum = args["a"].as_u64().unwrap() + args["b"].as_u64().unwrap();
+                    mcp_answer(
+                        child,
+                        request_id,
+                        json!({"jsonrpc": "2.0", "id": call["id"], "result":
+                        {"content": [{"type": "text", "text": sum.to_string()}], "isError": false}}),
+                    );
+                }
+            }
+        },
+    );
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let methods: Vec<&str> = messages.iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["initialize", "notifications/initialized", "tools/list", "tools/call", "tools/call"]);
+    assert_eq!(messages[0]["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(messages[0]["params"]["clientInfo"]["name"], "agentloop");
+    assert_eq!(messages[1].get("id"), None);
+    let arguments: Vec<&Value> = messages[3..].iter().map(|m| &m["params"]["arguments"]).collect();
+    assert_eq!(arguments, [&json!({"a": 2, "b": 40}), &json!({"a": 1, "b": 1})]);
+    assert!(messages[3..].iter().all(|m| m["params"]["name"] == "add"));
+    let init = frames.iter().find(|f| f["subtype"] == "init").unwrap();
+    assert_eq!(init["mcp_servers"], json!([{"name": "calc", "status": "connected"}]));
+    assert_eq!(tool_results(&frames), [("42".to_owned(), false), ("2".to_owned(), false)]);
+    assert_eq!(frames.iter().find(|f| f["type"] == "result").unwrap()["result"], "Done.");
+}
+
+/// An interrupt during an SDK server's call ends it: the call's result says it was
+/// cancelled, and the server is told so with `notifications/cancelled` naming the call.
+#[test]
+fn an_interrupted_sdk_server_call_is_cancelled_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = json!({"type": "tool_use", "name": "mcp__calc__add", "input": {"a": 2, "b": 40}});
+    let responses = json!([{"content": [call]}, {"content": [{"type": "text", "text": "Stopped."}]}]);
+    let mut child = calc_sdk_mode(dir.path(), responses);
+    // A broken cancellation would leave the test waiting for the notification: the child is
+    // killed then, and the assertions below fail.
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if finished.recv_timeout(std::time::Duration::from_secs(120)).is_err() {
+            // SAFETY: kill(2) on the pid of our own child, which has not been reaped yet.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    let cancelled = |messages: &[Value]| messages.iter().any(|m| m["method"] == "notifications/cancelled");
+    let (messages, frames) = serve_calc(&mut child, cancelled, |child, _, _| {
+        // The call is never answered: interrupt it.
+        send(child, json!({"type": "control_request", "request_id": "x1", "request": {"subtype": "interrupt"}}));
+    });
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(tool_results(&frames), [("MCP tool call was cancelled".to_owned(), true)]);
+    let result = frames.iter().find(|f| f["type"] == "result").unwrap();
+    assert_eq!(result["terminal_reason"], "aborted_tools");
+    let call = messages.iter().find(|m| m["method"] == "tools/call").unwrap();
+    let cancelled: Vec<&Value> = messages.iter().filter(|m| m["method"] == "notifications/cancelled").collect();
+    assert_eq!(cancelled.len(), 1, "{messages:#?}");
+    assert_eq!(cancelled[0]["params"]["requestId"], call["id"]);
+}
+
+/// A tool_result's content as text: a string, or its text blocks joined.
+fn content_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}

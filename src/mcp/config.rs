@@ -7,7 +7,10 @@
 //! }}
 //! ```
 //!
-//! `type` defaults to `stdio` when `command` is given. `${VAR}` and `${VAR:-default}` are
+//! `type` defaults to `stdio` when `command` is given. Two more types are recognized without
+//! being run everywhere: `sse` (the legacy HTTP+SSE transport: never run) and `sdk` (a server
+//! in the Claude Agent SDK's process: run only in the SDK mode); each is a failed server with
+//! a warning saying why, never an error of the whole configuration. `${VAR}` and `${VAR:-default}` are
 //! expanded in `command`, `args`, `env`, `url` and `headers`; an unset variable without a
 //! default is an error. Errors name where the configuration came from and the JSON path of
 //! the offending value.
@@ -38,7 +41,23 @@ pub enum ServerConfig {
         /// Headers sent with every request.
         headers: BTreeMap<String, String>,
     },
+    /// The legacy HTTP+SSE transport, which agentloop does not run: reported as a failed
+    /// server ([`SSE_UNSUPPORTED`]), the rest of the configuration still applies.
+    Sse {
+        /// The endpoint, as written (not expanded: it is only shown).
+        url: Option<String>,
+    },
+    /// A server in the Claude Agent SDK's process ([`super::sdk`]), reachable only from the
+    /// SDK mode; elsewhere it is reported as failed.
+    Sdk {
+        /// The server's name in the SDK (`mcp_message`'s `server_name`).
+        name: String,
+    },
 }
+
+/// Why a `"type": "sse"` server is not started.
+pub const SSE_UNSUPPORTED: &str = "the legacy HTTP+SSE transport (`type: sse`) is not supported: \
+configure the server's Streamable HTTP endpoint with `type: http`";
 
 /// Servers by name, in name order.
 pub type Servers = BTreeMap<String, ServerConfig>;
@@ -61,6 +80,7 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    name: Option<String>,
 }
 
 /// Parse one configuration (`origin` names it in errors), expanding variables with `var`.
@@ -113,8 +133,14 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
                     .collect::<Result<_, String>>()?;
                 ServerConfig::Http { url, headers }
             }
+            // Recognized but not run here: reported as failed when the servers start.
+            "sse" => ServerConfig::Sse { url: raw.url.clone() },
+            "sdk" => ServerConfig::Sdk { name: raw.name.clone().unwrap_or_else(|| name.clone()) },
             other => {
-                return Err(fail(&at("type"), &format!("unknown server type `{other}` (expected `stdio` or `http`)")));
+                return Err(fail(
+                    &at("type"),
+                    &format!("unknown server type `{other}` (expected `stdio`, `http`, `sse` or `sdk`)"),
+                ));
             }
         };
         servers.insert(name, server);
@@ -282,6 +308,22 @@ mod tests {
     }
 
     #[test]
+    fn sse_and_sdk_servers_are_recognized_beside_the_others() {
+        let json = json!({"mcpServers": {
+            "legacy": {"type": "sse", "url": "https://h/sse?key=${UNSET_KEY}", "headers": {"X-Key": "${UNSET_KEY}"}},
+            "calc": {"type": "sdk", "name": "calc"},
+            "unnamed": {"type": "sdk"},
+            "files": {"command": "srv"}
+        }});
+        let servers = parse("--mcp-config", &json, &vars).unwrap();
+        // Not run, so not expanded: an unset variable in it is no error.
+        assert_eq!(servers["legacy"], ServerConfig::Sse { url: Some("https://h/sse?key=${UNSET_KEY}".into()) });
+        assert_eq!(servers["calc"], ServerConfig::Sdk { name: "calc".into() });
+        assert_eq!(servers["unnamed"], ServerConfig::Sdk { name: "unnamed".into() });
+        assert_eq!(servers["files"], ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new() });
+    }
+
+    #[test]
     fn a_project_file_starts_only_the_servers_the_settings_consent_to() {
         let dir = tempfile::tempdir().unwrap();
         let none = ProjectConsent { all: false, enabled: &[], disabled: &[] };
@@ -332,8 +374,8 @@ mod tests {
             "--mcp-config: at mcpServers.s.url: missing: an http server needs a url"
         );
         assert_eq!(
-            err(json!({"mcpServers": {"s": {"type": "sse", "url": "u"}}})),
-            "--mcp-config: at mcpServers.s.type: unknown server type `sse` (expected `stdio` or `http`)"
+            err(json!({"mcpServers": {"s": {"type": "ssse", "url": "u"}}})),
+            "--mcp-config: at mcpServers.s.type: unknown server type `ssse` (expected `stdio`, `http`, `sse` or `sdk`)"
         );
         assert_eq!(
             err(json!({"mcpServers": {"a b": {"command": "c"}}})),

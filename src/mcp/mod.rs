@@ -2,7 +2,8 @@
 //! built-in ones, on the official Rust SDK ([`rmcp`]).
 //!
 //! - [`config`]: the servers, configured in Claude Code's format (`--mcp-config`).
-//! - [`stdio`] and [`http`]: the two transports, each giving a [`Connection`].
+//! - [`stdio`], [`http`] and [`sdk`]: the transports, each giving a [`Connection`] (an SDK
+//!   server lives in the Claude Agent SDK's process and is reached only in the SDK mode).
 //! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
 //! - [`startup`]: the servers started in the background while the run prepares.
 //! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
@@ -19,6 +20,7 @@
 
 pub mod config;
 pub mod http;
+pub mod sdk;
 pub mod startup;
 pub mod status;
 pub mod stdio;
@@ -46,17 +48,36 @@ pub struct ServerStatus {
     /// Why it failed (not in `system/init`, which Claude Code keeps to name and status).
     #[serde(skip)]
     pub error: Option<String>,
+    /// Who the server says it is in its `initialize` answer (not in `system/init` either).
+    #[serde(skip)]
+    pub server_info: Option<ServerInfo>,
+}
+
+/// A connected server's `serverInfo`: its name and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerInfo {
+    /// The server's own name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
 }
 
 impl ServerStatus {
     /// The server `name` is connected.
     pub fn connected(name: &str) -> Self {
-        ServerStatus { name: name.to_owned(), status: "connected", error: None }
+        ServerStatus { name: name.to_owned(), status: "connected", error: None, server_info: None }
+    }
+
+    /// This status with the server's `serverInfo`.
+    #[must_use]
+    pub fn with_server_info(mut self, info: Option<ServerInfo>) -> Self {
+        self.server_info = info;
+        self
     }
 
     /// The server `name` failed to start or to list its tools, for `message`.
     pub fn failed(name: &str, message: &str) -> Self {
-        ServerStatus { name: name.to_owned(), status: "failed", error: Some(message.to_owned()) }
+        ServerStatus { name: name.to_owned(), status: "failed", error: Some(message.to_owned()), server_info: None }
     }
 }
 
@@ -100,6 +121,13 @@ impl Connection {
     /// The peer requests go to.
     pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
         &self.peer
+    }
+
+    /// The server's name and version from its `initialize` answer.
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        let answer = self.peer.peer_info()?;
+        let info = answer.server_info.as_ref()?;
+        Some(ServerInfo { name: info.name.clone(), version: info.version.clone() })
     }
 
     /// The protocol version the server answered `initialize` with.
@@ -163,13 +191,18 @@ pub fn tool_timeout() -> Duration {
     env_duration("MCP_TOOL_TIMEOUT", Duration::from_secs(60))
 }
 
-/// Start every server in `servers` at once (stdio children run in `cwd`), register their
-/// tools in `tools`, and say how each one came up. A failure is a warning on stderr naming
-/// the server.
-pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec<ServerStatus> {
+/// Start every server in `servers` at once (stdio children run in `cwd`, SDK servers are
+/// reached through `sdk` when there is one), register their tools in `tools`, and say how
+/// each one came up. A failure is a warning on stderr naming the server.
+pub async fn connect(
+    servers: &Servers,
+    cwd: &Path,
+    sdk: Option<&Arc<dyn sdk::Channel>>,
+    tools: &mut Registry,
+) -> Vec<ServerStatus> {
     let timeout = startup_timeout();
     let attempts = servers.iter().map(|(name, config)| async move {
-        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd)).await {
+        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sdk)).await {
             Ok(result) => result,
             Err(_) => Err(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis())),
         };
@@ -178,11 +211,11 @@ pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec
     let mut statuses = Vec::new();
     for (name, result) in futures::future::join_all(attempts).await {
         let status = match result {
-            Ok(server_tools) => {
+            Ok((server_tools, info)) => {
                 for t in server_tools {
                     tools.register(t);
                 }
-                ServerStatus::connected(name)
+                ServerStatus::connected(name).with_server_info(info)
             }
             Err(message) => {
                 crate::cli::interrupt::stderr_line(&format!(
@@ -196,24 +229,49 @@ pub async fn connect(servers: &Servers, cwd: &Path, tools: &mut Registry) -> Vec
     statuses
 }
 
-/// Connect to the server `config` describes (a stdio child runs in `cwd`).
+/// Connect to the server `config` describes (a stdio child runs in `cwd`). An SDK server is
+/// not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches it in the SDK mode).
 ///
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
 pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
+    open_with(config, cwd, None).await
+}
+
+/// [`open`], reaching an SDK server through `sdk`.
+async fn open_with(
+    config: &ServerConfig,
+    cwd: &Path,
+    sdk: Option<&Arc<dyn sdk::Channel>>,
+) -> Result<Connection, String> {
     match config {
         ServerConfig::Stdio { command, args, env } => stdio::connect(command, args, env, cwd).await,
         ServerConfig::Http { url, headers } => http::connect(url, headers).await,
+        ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
+        ServerConfig::Sdk { name } => match sdk {
+            Some(channel) => sdk::connect(name, channel.clone()).await,
+            None => Err(sdk::SDK_ONLY.to_owned()),
+        },
     }
 }
 
-async fn connect_one(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Vec<Arc<dyn Tool>>, String> {
-    let connection = open(config, cwd).await?;
+/// A server's tools and its `serverInfo`.
+type Connected = (Vec<Arc<dyn Tool>>, Option<ServerInfo>);
+
+async fn connect_one(
+    name: &str,
+    config: &ServerConfig,
+    cwd: &Path,
+    sdk: Option<&Arc<dyn sdk::Channel>>,
+) -> Result<Connected, String> {
+    let connection = open_with(config, cwd, sdk).await?;
+    let info = connection.server_info();
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
     let connection = Arc::new(connection);
     let timeout = tool_timeout();
-    Ok(listed
+    let tools = listed
         .into_iter()
         .map(|t| Arc::new(tool::McpTool::new(name, &t, connection.clone(), timeout)) as Arc<dyn Tool>)
-        .collect())
+        .collect();
+    Ok((tools, info))
 }

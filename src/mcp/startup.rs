@@ -4,100 +4,75 @@
 //! list ([`Startup::finish`]).
 //!
 //! The start is a tokio task running [`super::connect`]: the same concurrency, timeouts and
-//! warnings as connecting in place. Dropping a [`Startup`] that was not finished aborts the
-//! task, and the servers' processes die with their connections.
+//! warnings as connecting in place. SDK servers (`"type": "sdk"`) start apart, on a task of
+//! their own, once the SDK mode gives the way to them ([`Startup::reach_sdk`]); without one
+//! (`-p`, the interactive mode) they are reported as failed ([`super::sdk::SDK_ONLY`]).
+//! Dropping a [`Startup`] that was not finished aborts the tasks, and the servers' processes
+//! die with their connections.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
-use super::{ServerStatus, Servers};
+use super::sdk::Channel;
+use super::{ServerConfig, ServerStatus, Servers};
 use crate::tools::Registry;
 
-/// What the background start produced: the servers' tools and how each server came up.
+/// What a start produced: the servers' tools and how each server came up.
 struct Connected {
     tools: Registry,
     statuses: Vec<ServerStatus>,
 }
 
-/// Where the start of a run's servers is.
+/// Where the start of some of a run's servers is.
 enum State {
-    /// Not started: no servers, or no tokio runtime to start them on yet.
+    /// Not started: no servers, no tokio runtime to start them on yet, or (SDK servers) no
+    /// way to them yet.
     Planned,
     /// Starting (or started) on a task of its own.
     Running(JoinHandle<Connected>),
 }
 
-/// The start of a run's MCP servers, begun by [`Startup::begin`] and awaited by
-/// [`Startup::finish`].
-pub struct Startup {
+/// Some of a run's servers and their start.
+struct Part {
     servers: Servers,
-    cwd: PathBuf,
     state: State,
+    sdk: Option<Arc<dyn Channel>>,
 }
 
-impl Default for Startup {
-    /// No servers.
-    fn default() -> Self {
-        Startup { servers: Servers::new(), cwd: PathBuf::new(), state: State::Planned }
+impl Part {
+    fn planned(servers: Servers) -> Part {
+        Part { servers, state: State::Planned, sdk: None }
     }
-}
 
-impl std::fmt::Debug for Startup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.state {
-            State::Planned => "planned",
-            State::Running(_) => "running",
-        };
-        f.debug_struct("Startup").field("servers", &self.servers.keys()).field("state", &state).finish()
-    }
-}
-
-impl Startup {
-    /// Start `servers` now (stdio children run in `cwd`) on a task of their own, when called
-    /// inside a tokio runtime; otherwise they start in [`Startup::finish`].
-    pub fn begin(servers: Servers, cwd: PathBuf) -> Startup {
-        let mut startup = Startup { servers, cwd, state: State::Planned };
-        if !startup.servers.is_empty()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let (servers, cwd) = (startup.servers.clone(), startup.cwd.clone());
-            startup.state = State::Running(runtime.spawn(async move {
-                let mut tools = Registry::new();
-                let statuses = super::connect(&servers, &cwd, &mut tools).await;
-                Connected { tools, statuses }
-            }));
+    /// Start the servers on a task of their own, when inside a tokio runtime.
+    fn begin(&mut self, cwd: &Path) {
+        if self.servers.is_empty() || !matches!(self.state, State::Planned) {
+            return;
         }
-        startup
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (servers, cwd, sdk) = (self.servers.clone(), cwd.to_path_buf(), self.sdk.clone());
+        self.state = State::Running(runtime.spawn(async move {
+            let mut tools = Registry::new();
+            let statuses = super::connect(&servers, &cwd, sdk.as_ref(), &mut tools).await;
+            Connected { tools, statuses }
+        }));
     }
 
-    /// The configured servers, by name.
-    pub fn servers(&self) -> &Servers {
-        &self.servers
-    }
-
-    /// Whether [`Startup::finish`] would not wait: every server is up or has failed (or
-    /// there are none).
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         match &self.state {
             State::Planned => self.servers.is_empty(),
             State::Running(task) => task.is_finished(),
         }
     }
 
-    /// Whether no server is configured.
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-
-    /// Wait until every server is up or has failed (each failure is a warning on stderr
-    /// naming the server), add their tools to `tools`, and say how each came up.
-    pub async fn finish(mut self, tools: &mut Registry) -> Vec<ServerStatus> {
-        let connected = match std::mem::replace(&mut self.state, State::Planned) {
+    async fn finish(&mut self, cwd: &Path) -> Connected {
+        match std::mem::replace(&mut self.state, State::Planned) {
             State::Planned => {
-                let mut started = Registry::new();
-                let statuses = super::connect(&self.servers, &self.cwd, &mut started).await;
-                Connected { tools: started, statuses }
+                let mut tools = Registry::new();
+                let statuses = super::connect(&self.servers, cwd, self.sdk.as_ref(), &mut tools).await;
+                Connected { tools, statuses }
             }
             State::Running(task) => match task.await {
                 Ok(connected) => connected,
@@ -116,17 +91,133 @@ impl Startup {
                     Connected { tools: Registry::new(), statuses }
                 }
             },
-        };
-        tools.extend(connected.tools);
-        connected.statuses
+        }
     }
 }
 
-impl Drop for Startup {
+impl Drop for Part {
     /// A start nobody waits for any more is abandoned: its servers are stopped.
     fn drop(&mut self) {
         if let State::Running(task) = &self.state {
             task.abort();
         }
+    }
+}
+
+/// The start of a run's MCP servers, begun by [`Startup::begin`] and awaited by
+/// [`Startup::finish`].
+pub struct Startup {
+    servers: Servers,
+    cwd: PathBuf,
+    /// Every server but the SDK servers.
+    others: Part,
+    /// The SDK servers.
+    sdk: Part,
+}
+
+impl Default for Startup {
+    /// No servers.
+    fn default() -> Self {
+        Startup {
+            servers: Servers::new(),
+            cwd: PathBuf::new(),
+            others: Part::planned(Servers::new()),
+            sdk: Part::planned(Servers::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Startup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = |part: &Part| match part.state {
+            State::Planned => "planned",
+            State::Running(_) => "running",
+        };
+        f.debug_struct("Startup")
+            .field("servers", &self.servers.keys())
+            .field("others", &state(&self.others))
+            .field("sdk", &state(&self.sdk))
+            .finish()
+    }
+}
+
+impl Startup {
+    /// Start `servers` now (stdio children run in `cwd`) on a task of their own, when called
+    /// inside a tokio runtime; otherwise they start in [`Startup::finish`]. SDK servers wait
+    /// for [`Startup::reach_sdk`].
+    pub fn begin(servers: Servers, cwd: PathBuf) -> Startup {
+        let (sdk, others): (Servers, Servers) =
+            servers.clone().into_iter().partition(|(_, config)| matches!(config, ServerConfig::Sdk { .. }));
+        let mut startup = Startup { servers, cwd, others: Part::planned(others), sdk: Part::planned(sdk) };
+        startup.others.begin(&startup.cwd);
+        startup
+    }
+
+    /// Start the SDK servers now, reaching them through `channel` (the SDK mode's control
+    /// requests). The caller must go on reading the SDK's answers meanwhile.
+    pub fn reach_sdk(&mut self, channel: Arc<dyn Channel>) {
+        if matches!(self.sdk.state, State::Planned) {
+            self.sdk.sdk = Some(channel);
+            self.sdk.begin(&self.cwd);
+        }
+    }
+
+    /// The configured servers, by name.
+    pub fn servers(&self) -> &Servers {
+        &self.servers
+    }
+
+    /// Whether [`Startup::finish`] would not wait: every server is up or has failed (or
+    /// there are none).
+    pub fn is_finished(&self) -> bool {
+        // SDK servers nobody can reach fail at once in `finish`.
+        let unreachable = self.sdk.sdk.is_none() && matches!(self.sdk.state, State::Planned);
+        self.others.is_finished() && (unreachable || self.sdk.is_finished())
+    }
+
+    /// Whether no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Wait until every server is up or has failed (each failure is a warning on stderr
+    /// naming the server), add their tools to `tools`, and say how each came up, in name
+    /// order.
+    pub async fn finish(mut self, tools: &mut Registry) -> Vec<ServerStatus> {
+        let others = self.others.finish(&self.cwd).await;
+        let sdk = self.sdk.finish(&self.cwd).await;
+        tools.extend(others.tools);
+        tools.extend(sdk.tools);
+        let mut statuses = others.statuses;
+        statuses.extend(sdk.statuses);
+        statuses.sort_by(|a, b| a.name.cmp(&b.name));
+        statuses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a way to the SDK, an SDK server does not hold the start up: it fails at once,
+    /// saying why, beside the other servers.
+    #[tokio::test]
+    async fn sdk_servers_without_the_sdk_fail_at_once() {
+        let mut servers = Servers::new();
+        servers.insert("calc".into(), ServerConfig::Sdk { name: "calc".into() });
+        servers.insert("legacy".into(), ServerConfig::Sse { url: None });
+        let startup = Startup::begin(servers, PathBuf::from("."));
+        let mut tools = Registry::new();
+        let statuses = startup.finish(&mut tools).await;
+        assert_eq!(
+            statuses,
+            [
+                ServerStatus::failed("calc", crate::mcp::sdk::SDK_ONLY),
+                ServerStatus::failed("legacy", crate::mcp::config::SSE_UNSUPPORTED),
+            ]
+        );
+        assert!(tools.tools().is_empty());
+        let only_sdk = Servers::from([("calc".to_owned(), ServerConfig::Sdk { name: "calc".into() })]);
+        assert!(Startup::begin(only_sdk, PathBuf::from(".")).is_finished());
     }
 }

@@ -3,12 +3,13 @@
 //!
 //! ```json
 //! {"mcpServers": [{"name": "files", "status": "connected",
+//!                  "serverInfo": {"name": "files-server", "version": "1.0.0"},
 //!                  "config": {"type": "stdio", "command": "node", "args": ["server.js"]},
 //!                  "tools": [{"name": "read_file", "description": "…", "annotations": {"readOnly": true}}]}]}
 //! ```
 //!
-//! `status` is `pending` while the servers start, then `connected` or `failed` (with its
-//! `error`). `config` leaves out a stdio server's `env` and an HTTP server's `headers`: that is
+//! `status` is `pending` while the servers start, then `connected` (with the `serverInfo`
+//! the server gave in its `initialize` answer) or `failed` (with its `error`). `config` leaves out a stdio server's `env` and an HTTP server's `headers`: that is
 //! where credentials go.
 
 use serde_json::{Value, json};
@@ -31,6 +32,9 @@ pub fn response(servers: &Servers, statuses: Option<&[ServerStatus]>, tools: &Re
             if let Some(error) = status.and_then(|s| s.error.as_ref()) {
                 entry["error"] = json!(error);
             }
+            if let Some(info) = status.and_then(|s| s.server_info.as_ref()) {
+                entry["serverInfo"] = json!(info);
+            }
             if status.is_some_and(|s| s.status == "connected") {
                 entry["tools"] = json!(server_tools(name, tools));
             }
@@ -45,6 +49,8 @@ fn config_summary(config: &ServerConfig) -> Value {
     match config {
         ServerConfig::Stdio { command, args, .. } => json!({"type": "stdio", "command": command, "args": args}),
         ServerConfig::Http { url, .. } => json!({"type": "http", "url": url}),
+        ServerConfig::Sse { url } => json!({"type": "sse", "url": url}),
+        ServerConfig::Sdk { name } => json!({"type": "sdk", "name": name}),
     }
 }
 
@@ -118,5 +124,27 @@ mod tests {
         );
         // A server missing from the statuses has not reported yet.
         assert_eq!(answer["mcpServers"][1]["status"], "pending");
+    }
+
+    #[test]
+    fn a_connected_server_has_its_server_info_and_sdk_and_sse_servers_show_their_type() {
+        let mut servers = Servers::new();
+        servers.insert("calc".into(), ServerConfig::Sdk { name: "calc".into() });
+        servers.insert("legacy".into(), ServerConfig::Sse { url: Some("https://h/sse".into()) });
+        let info = crate::mcp::ServerInfo { name: "calc".into(), version: "1.0.0".into() };
+        let statuses = [
+            ServerStatus::connected("calc").with_server_info(Some(info)),
+            ServerStatus::failed("legacy", crate::mcp::config::SSE_UNSUPPORTED),
+        ];
+        let answer = response(&servers, Some(&statuses), &Registry::new());
+        assert_eq!(
+            answer,
+            json!({"mcpServers": [
+                {"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "1.0.0"},
+                 "config": {"type": "sdk", "name": "calc"}, "tools": []},
+                {"name": "legacy", "status": "failed", "error": crate::mcp::config::SSE_UNSUPPORTED,
+                 "config": {"type": "sse", "url": "https://h/sse"}},
+            ]})
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! Control requests agentloop sends to the Claude Agent SDK (`hook_callback`, `can_use_tool`)
-//! and the routing of their answers.
+//! Control requests agentloop sends to the Claude Agent SDK (`hook_callback`, `can_use_tool`,
+//! `mcp_message`) and the routing of their answers.
 //!
 //! Each request gets a fresh id and a waiting slot; the reader of stdin hands every
 //! `control_response` to [`Controller::answer`], which fills the slot of its `request_id`.
@@ -36,17 +36,32 @@ impl Controller {
     /// # Errors
     /// The SDK's error, or that stdin closed before the answer came.
     pub async fn request(&self, request: Value) -> Result<Value, String> {
+        self.send(request)?.await
+    }
+
+    /// Write `request` now and return the wait for its answer, so that requests sent one
+    /// after the other reach the SDK in that order while their answers are awaited
+    /// concurrently.
+    ///
+    /// # Errors
+    /// Stdin is closed: nobody can answer. The returned wait fails with the SDK's error, or
+    /// when stdin closes before the answer came.
+    pub fn send(&self, request: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
         let id = format!("agentloop_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         {
-            if *self.closed.lock().expect("never poisoned") {
+            // Held while the slot is added, so that `close` cannot clear the slots in between.
+            let closed = self.closed.lock().expect("never poisoned");
+            if *closed {
                 return Err("the SDK's input is closed: nobody can answer".into());
             }
             self.waiting.lock().expect("never poisoned").insert(id.clone(), tx);
         }
         let line = json!({"type": "control_request", "request_id": id, "request": request});
         self.stdout.line(&line.to_string());
-        rx.await.unwrap_or_else(|_| Err("the SDK's input closed before it answered".into()))
+        Ok(Box::pin(
+            async move { rx.await.unwrap_or_else(|_| Err("the SDK's input closed before it answered".into())) },
+        ))
     }
 
     /// Route a `control_response` frame's `response` object to the request waiting for it.
@@ -70,6 +85,12 @@ impl Controller {
     pub fn close(&self) {
         *self.closed.lock().expect("never poisoned") = true;
         self.waiting.lock().expect("never poisoned").clear();
+    }
+}
+
+impl crate::mcp::sdk::Channel for Controller {
+    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+        Controller::send(self, json!({"subtype": "mcp_message", "server_name": server, "message": message}))
     }
 }
 

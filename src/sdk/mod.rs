@@ -6,7 +6,8 @@
 //! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
 //! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
-//! (`hook_callback`, `can_use_tool`), whose answers [`control::Controller`] routes back.
+//! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
+//! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
 //!
 //! An interrupt cancels the current prompt through the engine's abort edges; the process
 //! stays up for the next one. After stdin closes, the prompts already received run to their
@@ -67,7 +68,10 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let stdout = Stdout::new();
     let controller = Arc::new(Controller::new(stdout.clone()));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(read_stdin(tx));
+    // The reader answers agentloop's own requests itself: the SDK servers' start and a
+    // prompt's permission questions wait for those answers while this loop may be waiting
+    // for them.
+    tokio::spawn(read_stdin(tx, controller.clone()));
     let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
     let mut queue: VecDeque<String> = VecDeque::new();
@@ -112,11 +116,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     controller.close();
                 }
                 Some(Inbound::User(prompt)) => queue.push_back(prompt),
-                Some(Inbound::Response(response)) => {
-                    if !controller.answer(&response) {
-                        stderr_line("agentloop: warning: a control_response answers no request of ours");
-                    }
-                }
+                // Routed by the reader; never forwarded.
+                Some(Inbound::Response(_)) => {}
                 Some(Inbound::Request { id, request }) => {
                     if request.get("subtype").and_then(Value::as_str) == Some("mcp_status") {
                         host.servers_if_ready().await;
@@ -176,8 +177,10 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, mcp, .. } = spec;
+        let RunSpec { cwd, options, model, settings, policy, session, tools, mut mcp, .. } = spec;
         let mcp_servers = mcp.servers().clone();
+        // The SDK's own servers start now, spoken to through control requests.
+        mcp.reach_sdk(controller.clone());
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
             Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
@@ -297,17 +300,28 @@ impl Host {
     }
 }
 
-/// Read stdin line by line into frames; `None` (the channel closing) means EOF.
-async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>) {
+/// Read stdin line by line into frames; `None` (the channel closing) means EOF. The answers
+/// to agentloop's own control requests go straight to `controller`, which is closed at EOF.
+async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controller>) {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
             continue;
         }
-        if tx.send(wire::parse(&line)).is_err() {
+        let frame = match wire::parse(&line) {
+            Inbound::Response(response) => {
+                if !controller.answer(&response) {
+                    stderr_line("agentloop: warning: a control_response answers no request of ours");
+                }
+                continue;
+            }
+            other => other,
+        };
+        if tx.send(frame).is_err() {
             break;
         }
     }
+    controller.close();
 }
 
 /// What `initialize` answers: no slash commands or output styles of Claude Code's, the hooks
