@@ -701,6 +701,28 @@ mod tests {
     }
 
     #[test]
+    fn typed_ahead_lines_are_drawn_under_the_status_line_and_erased_with_it() {
+        let buf = Buf::default();
+        let screen = Screen::new(Box::new(buf.clone()), PLAIN);
+        screen.set_status(Some("S".into()));
+        assert_eq!(buf.take(), "\r\x1b[KS");
+        // At the start of a line: the status on it, the typed line below (room made first).
+        screen.set_extra(vec!["› ab".into()]);
+        assert_eq!(buf.take(), "\r\x1b[K\r\x1b[KS\x1bD\x1bM\x1b7\x1bD\r\x1b[K› ab\x1b8");
+        // The same lines again: nothing is written.
+        screen.set_extra(vec!["› ab".into()]);
+        assert_eq!(buf.take(), "");
+        // Under an open line of text: both lines below it, and both erased before more text.
+        screen.text("Hi");
+        assert_eq!(
+            buf.take(),
+            "\r\x1b[K\x1b7\x1bD\r\x1b[K\x1b8Hi\x1bD\x1bD\x1bM\x1bM\x1b7\x1bD\r\x1b[KS\x1bD\r\x1b[K› ab\x1b8"
+        );
+        screen.set_status(None);
+        assert_eq!(buf.take(), "\x1b7\x1bD\r\x1b[K\x1bD\r\x1b[K\x1b8");
+    }
+
+    #[test]
     fn the_status_line_is_erased_before_text_and_drawn_after_a_line() {
         let buf = Buf::default();
         let screen = Screen::new(Box::new(buf.clone()), PLAIN);
