@@ -162,7 +162,8 @@ fn n_denies_with_a_reason_and_a_allows_for_the_session() {
     pty.expect("Esc deny and interrupt", WAIT);
     pty.send("n");
     pty.expect("reason for the model", WAIT);
-    pty.send("use b.txt\r");
+    // Echoed and edited by the session (Backspace), not by the terminal.
+    pty.send("use b.txtt\x7f\r");
     pty.expect("⎿ Bash error", WAIT);
     pty.expect("? Bash(touch b.txt)", WAIT);
     let offer = pty.expect("for this session", WAIT);
@@ -185,7 +186,7 @@ fn n_denies_with_a_reason_and_a_allows_for_the_session() {
     assert!(dir.path().join("b.txt").exists());
     let denied = &api.requests()[1].body["messages"][2]["content"][0];
     assert_eq!(denied["is_error"], true, "{denied}");
-    assert!(denied["content"].to_string().contains("use b.txt"), "{denied}");
+    assert!(denied["content"].to_string().contains("The user denied this tool call: use b.txt\""), "{denied}");
 }
 
 #[test]
