@@ -10,9 +10,13 @@
 //!    PTY. The status line is redrawn as it streams, as on a real terminal.
 //!
 //! 3. **Ctrl+C to feedback while streaming**: during a reply streaming at 200 events/s, the
-//!    time from Ctrl+C to `interrupting…` on the screen (`INTERRUPTS` replies). Keys other
-//!    than Ctrl+C are not echoed during a turn (they wait for the next prompt), so this is the
-//!    keystroke a person sees answered while a reply streams.
+//!    time from Ctrl+C to `interrupting…` on the screen (`INTERRUPTS` replies).
+//!
+//! 4. **Keystroke to echo while streaming**: during a reply streaming at 200 events/s, one key
+//!    is typed at a time into the type-ahead buffer and the time from writing it to the PTY to
+//!    reading back the redrawn `› …` line that ends with it is taken (`STREAM_KEYS` keys, the
+//!    buffer cleared with Ctrl+U every 20). The text deltas that stream meanwhile are timed as
+//!    in 2 (those written before the last key), so both are known while typing.
 //!
 //! Times on both sides are taken in this process (the mock and the PTY reader are threads of
 //! it), so they share one clock. `cargo bench --bench interactive_latency` prints p50, p95,
@@ -31,6 +35,9 @@ use pty::Pty;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_agentloop");
 const KEYS: usize = 400;
+const STREAM_KEYS: usize = 400;
+/// Deltas of the reply typed over: longer than the typing takes (20 s at 200 events/s).
+const STREAM_DELTAS: usize = 4000;
 const INTERRUPTS: usize = 30;
 const DELTAS: usize = 1000;
 /// 200 events per second.
@@ -51,6 +58,10 @@ fn main() {
     for _ in 0..INTERRUPTS {
         script.push(Reply::Paced { body: body.clone(), interval: INTERVAL, log: EventLog::default() });
     }
+    let typed_over: String = (0..STREAM_DELTAS).map(|i| format!("s{i:05} ")).collect();
+    let typed_log = EventLog::default();
+    let typed_body = Sse::new("claude-sonnet-4-5", 100).text(&typed_over).stop("end_turn");
+    script.push(Reply::Paced { body: typed_body, interval: INTERVAL, log: typed_log.clone() });
     let api = MockApi::start(script);
     let dir = tempfile::tempdir().expect("temp dir");
     let mut command = Command::new(BINARY);
@@ -73,7 +84,7 @@ fn main() {
     pty.send("\x15stream please\r");
     pty.expect(&format!("t{:05} ", DELTAS - 1), Duration::from_secs(60));
     pty.expect("> ", WAIT);
-    let deltas = delta_latencies(&pty, &log);
+    let deltas = delta_latencies(&pty, &log, None);
     assert_eq!(deltas.len(), DELTAS, "every delta was found on the screen");
     let span = log.events().last().unwrap().0 - log.events()[0].0;
     println!(
@@ -98,6 +109,18 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     report("Ctrl+C to feedback (while streaming)", &interrupts);
+
+    pty.send("type over this\r");
+    pty.expect(&format!("s{:05} ", 100), WAIT);
+    let (echo, last_key) = keystrokes_while_streaming(&mut pty);
+    let events = typed_log.events().len();
+    assert!(events < STREAM_DELTAS, "the reply was still streaming after the last key ({events} events)");
+    report("keystroke to echo (while streaming 200 events/s)", &echo);
+    let deltas = delta_latencies(&pty, &typed_log, Some(last_key));
+    report(&format!("text delta to screen (while typing; {} deltas)", deltas.len()), &deltas);
+    pty.send("\x03");
+    pty.expect("interrupted", WAIT);
+    pty.expect("> ", WAIT);
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT), 0);
 }
@@ -120,6 +143,34 @@ fn keystrokes(pty: &mut Pty) -> Vec<f64> {
     pty.send("\x15");
     wait_quiet(pty);
     times
+}
+
+/// Type `STREAM_KEYS` keys one at a time while a reply streams; the time from each key to the
+/// type-ahead line that ends with it, in ms, and when the last key was typed.
+fn keystrokes_while_streaming(pty: &mut Pty) -> (Vec<f64>, Instant) {
+    let mut times = Vec::with_capacity(STREAM_KEYS);
+    let mut buffer = String::new();
+    let mut last = Instant::now();
+    for n in 0..STREAM_KEYS {
+        if n % 20 == 0 && n > 0 {
+            pty.send("\x15");
+            buffer.clear();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Capitals: the streamed tokens have none, so the echo is not found in them.
+        let key = (b'A' + (n % 26) as u8) as char;
+        buffer.push(key);
+        let needle = format!("› {buffer}");
+        let from = pty.len();
+        last = Instant::now();
+        pty.send(&key.to_string());
+        let at = wait_for(pty, from, needle.as_bytes());
+        times.push(ms(pty.arrival(at).expect("arrival") - last));
+        // Keys at no fixed phase of the 5 ms stream.
+        std::thread::sleep(Duration::from_micros(1500 + (n as u64 * 733) % 3000));
+    }
+    pty.send("\x15");
+    (times, last)
 }
 
 /// Wait until `needle` appears at or after byte `from`; its last byte's offset.
@@ -148,13 +199,14 @@ fn wait_quiet(pty: &Pty) {
     }
 }
 
-/// For each text delta the mock wrote, the time until its token was read from the PTY, in ms.
-fn delta_latencies(pty: &Pty, log: &EventLog) -> Vec<f64> {
+/// For each text delta the mock wrote (before `until`, when given), the time until its token
+/// was read from the PTY, in ms.
+fn delta_latencies(pty: &Pty, log: &EventLog, until: Option<Instant>) -> Vec<f64> {
     let screen = pty.bytes();
     let mut from = 0;
     let mut times = Vec::new();
     for (sent, event) in log.events() {
-        if !event.contains("\"text_delta\"") {
+        if !event.contains("\"text_delta\"") || until.is_some_and(|until| sent > until) {
             continue;
         }
         let value: serde_json::Value =

@@ -162,7 +162,8 @@ fn n_denies_with_a_reason_and_a_allows_for_the_session() {
     pty.expect("Esc deny and interrupt", WAIT);
     pty.send("n");
     pty.expect("reason for the model", WAIT);
-    pty.send("use b.txt\r");
+    // Echoed and edited by the session (Backspace), not by the terminal.
+    pty.send("use b.txtt\x7f\r");
     pty.expect("⎿ Bash error", WAIT);
     pty.expect("? Bash(touch b.txt)", WAIT);
     let offer = pty.expect("for this session", WAIT);
@@ -185,7 +186,7 @@ fn n_denies_with_a_reason_and_a_allows_for_the_session() {
     assert!(dir.path().join("b.txt").exists());
     let denied = &api.requests()[1].body["messages"][2]["content"][0];
     assert_eq!(denied["is_error"], true, "{denied}");
-    assert!(denied["content"].to_string().contains("use b.txt"), "{denied}");
+    assert!(denied["content"].to_string().contains("The user denied this tool call: use b.txt\""), "{denied}");
 }
 
 #[test]
@@ -480,4 +481,134 @@ fn bash_then_answer(command: &str, answer: &str) -> MockApi {
         ),
         Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text(answer).stop("end_turn")),
     ])
+}
+
+/// A reply of `tokens` unique 7-character text deltas (`w00000 `, `w00001 `, …), one event
+/// every `interval`: slow enough to type during it.
+fn slow_text(tokens: usize) -> Sse {
+    let text: String = (0..tokens).map(|i| format!("w{i:05} ")).collect();
+    Sse::new("claude-sonnet-4-5", 100).text(&text)
+}
+
+/// The text of the last block of the last message of `request`.
+fn last_text(request: &mock_api::Recorded) -> String {
+    let messages = request.body["messages"].as_array().unwrap();
+    let content = messages.last().unwrap()["content"].as_array().unwrap();
+    content.last().unwrap()["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn keys_typed_while_a_reply_streams_are_echoed_queued_and_run_next() {
+    let api = MockApi::start(vec![
+        Reply::Paced {
+            body: slow_text(40).stop("end_turn"),
+            interval: Duration::from_millis(100),
+            log: mock_api::EventLog::default(),
+        },
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Second answer.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 300).text("Third answer.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("take your time\r");
+    pty.expect("w00002 ", WAIT);
+    // Typed, with a Backspace, while the reply streams: echoed at once under it.
+    pty.send("helo\x7flo");
+    pty.expect("› hello", WAIT);
+    pty.send("\r");
+    pty.expect("queued: hello", WAIT);
+    // Unfinished when the turns end: it pre-fills the editor.
+    pty.send("dräft");
+    pty.expect("› dräft", WAIT);
+    pty.expect("w00039 ", WAIT);
+    // The queued prompt runs next, shown as the user's line.
+    pty.expect("> hello", WAIT);
+    pty.expect("Second answer.", WAIT);
+    pty.expect("> dräft", WAIT);
+    pty.send(" two\r");
+    pty.expect("Third answer.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    // The echo came while the reply was still streaming.
+    let screen = pty.output();
+    let echoed = screen.find("› hello").unwrap();
+    let reply_end = screen.find("w00039 ").unwrap();
+    assert!(echoed < reply_end, "{screen}");
+    let requests = api.requests();
+    let prompts: Vec<String> = requests.iter().map(last_text).collect();
+    assert_eq!(prompts, vec!["take your time", "hello", "dräft two"]);
+}
+
+#[test]
+fn a_question_in_the_middle_takes_y_and_the_type_ahead_keeps_its_keys() {
+    let first = slow_text(20).tool_use("toolu_01", "Bash", &json!({"command": "touch made.txt"})).stop("tool_use");
+    let api = MockApi::start(vec![
+        Reply::Paced { body: first, interval: Duration::from_millis(100), log: mock_api::EventLog::default() },
+        Reply::Paced {
+            body: slow_text(20).stop("end_turn"),
+            interval: Duration::from_millis(100),
+            log: mock_api::EventLog::default(),
+        },
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 300).text("Queued one answered.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make a file\r");
+    pty.expect("w00002 ", WAIT);
+    pty.send("ab");
+    pty.expect("› ab", WAIT);
+    // The question takes the next key; the buffer keeps what was typed before it.
+    pty.expect("? Bash(touch made.txt)", WAIT);
+    pty.expect("Esc deny and interrupt", WAIT);
+    pty.send("y");
+    pty.expect("y — allowed once", WAIT);
+    pty.expect("⎿ Bash ok", WAIT);
+    pty.send("c\r");
+    pty.expect("queued: abc", WAIT);
+    pty.expect("> abc", WAIT);
+    pty.expect("Queued one answered.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert!(dir.path().join("made.txt").exists());
+    let requests = api.requests();
+    assert_eq!(requests.len(), 3);
+    let result = &requests[1].body["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_01");
+    assert_ne!(result["is_error"], true, "{result}");
+    assert_eq!(last_text(&requests[2]), "abc");
+}
+
+#[test]
+fn ctrl_c_puts_the_queued_prompts_back_into_the_line_instead_of_running_them() {
+    let slow = Sse::new("claude-sonnet-4-5", 100).text("This will take a while.").stop("end_turn");
+    let api = MockApi::start(vec![
+        Reply::paused_before(slow, "content_block_stop", Duration::from_secs(60)),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Both at once.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("take your time\r");
+    pty.expect("This will take a while.", WAIT);
+    pty.send("first\r");
+    pty.expect("queued: first", WAIT);
+    pty.send("second");
+    pty.expect("› second", WAIT);
+    pty.send("\x03");
+    pty.expect("interrupted", WAIT);
+    // Back at the prompt with both in the line, nothing sent.
+    pty.expect("> first", WAIT);
+    pty.expect("second", WAIT);
+    pty.send("\r");
+    pty.expect("Both at once.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let requests = api.requests();
+    let prompts: Vec<String> = requests.iter().map(last_text).collect();
+    assert_eq!(prompts, vec!["take your time", "first\nsecond"]);
 }

@@ -1,11 +1,13 @@
 //! Permission questions on the terminal: the call is shown and one key answers it, without
 //! Enter — `y` allow once, `a` allow for the session, `n` deny (then an optional reason for
 //! the model), Esc deny and interrupt. The status line is paused while the question waits.
+//! Keys come from the turn's one reader ([`Keyboard`]): while the question is open they go to
+//! it, never to the type-ahead buffer, and keys typed before it was asked never answer it.
 
 use futures::future::BoxFuture;
 
+use super::keys::{Key, Keyboard, Question};
 use super::render::{DIM, Screen, permission_prompt, tool_started};
-use super::term::{self, Key, Terminal};
 use crate::permissions::approver::{Approval, ApprovalRequest, Approver};
 
 /// What the model reads when a call is denied without a reason.
@@ -17,24 +19,24 @@ pub const DENIED_AND_INTERRUPTED: &str =
 /// Asks the person at the terminal.
 pub struct TerminalApprover {
     screen: Screen,
-    terminal: Terminal,
+    keyboard: Keyboard,
 }
 
 impl TerminalApprover {
-    /// An approver that asks on `screen` and reads keys from stdin.
-    pub fn new(screen: Screen, terminal: Terminal) -> TerminalApprover {
-        TerminalApprover { screen, terminal }
+    /// An approver that asks on `screen` and takes its keys from `keyboard`.
+    pub fn new(screen: Screen, keyboard: Keyboard) -> TerminalApprover {
+        TerminalApprover { screen, keyboard }
     }
 }
 
 /// The answer a key gives, or `None` for a key that answers nothing (asked again).
 pub fn answer_for_key(key: Key, suggestion: Option<&str>) -> Option<KeyAnswer> {
     match key {
-        Key::Byte(b'y' | b'Y') => Some(KeyAnswer::Once),
-        Key::Byte(b'a' | b'A') => suggestion.map(|rule| KeyAnswer::Session(rule.to_owned())),
-        Key::Byte(b'n' | b'N') => Some(KeyAnswer::Deny),
-        Key::Escape | Key::Byte(0x03) | Key::Closed => Some(KeyAnswer::Interrupt),
-        Key::Byte(_) => None,
+        Key::Char('y' | 'Y') => Some(KeyAnswer::Once),
+        Key::Char('a' | 'A') => suggestion.map(|rule| KeyAnswer::Session(rule.to_owned())),
+        Key::Char('n' | 'N') => Some(KeyAnswer::Deny),
+        Key::Escape | Key::Control(0x03) | Key::Closed => Some(KeyAnswer::Interrupt),
+        Key::Char(_) | Key::Enter | Key::Backspace | Key::Control(_) => None,
     }
 }
 
@@ -62,9 +64,10 @@ impl Approver for TerminalApprover {
             self.screen.begin_question();
             self.screen.ask_line(&permission_prompt(style, &request.tool, &request.input, &request.reason, suggestion));
             self.screen.ask_text("  > ");
-            term::discard_typeahead();
+            // From here keys answer the question; those typed before stay typed ahead.
+            let mut keys = self.keyboard.question();
             let choice = loop {
-                let key = term::on_thread(term::read_key).await.unwrap_or(Key::Closed);
+                let key = keys.key().await;
                 if let Some(answer) = answer_for_key(key, suggestion) {
                     break answer;
                 }
@@ -85,10 +88,10 @@ impl Approver for TerminalApprover {
                 KeyAnswer::Deny => {
                     self.screen.ask_finish("n — denied");
                     self.screen.ask_text(&style.paint(DIM, "  reason for the model (Enter to skip): "));
-                    self.terminal.line_mode();
-                    let reason = term::on_thread(term::read_line).await.unwrap_or_default();
-                    self.terminal.turn_mode();
-                    self.screen.ask_line_ended();
+                    let Some(reason) = self.read_reason(&mut keys).await else {
+                        self.screen.ask_finish(" — Esc: denied; interrupting");
+                        return self.close(Approval::DenyAndInterrupt { message: DENIED_AND_INTERRUPTED.into() });
+                    };
                     let reason = reason.trim();
                     let message = if reason.is_empty() {
                         DENIED.to_owned()
@@ -98,9 +101,40 @@ impl Approver for TerminalApprover {
                     Approval::Deny { message }
                 }
             };
-            self.screen.end_question();
-            approval
+            self.close(approval)
         })
+    }
+}
+
+impl TerminalApprover {
+    fn close(&self, approval: Approval) -> Approval {
+        self.screen.end_question();
+        approval
+    }
+
+    /// The reason typed after `n`, echoed and edited here (Backspace), ended by Enter;
+    /// `None` when Esc gives up on it (deny and interrupt).
+    async fn read_reason(&self, keys: &mut Question) -> Option<String> {
+        let mut reason = String::new();
+        loop {
+            match keys.key().await {
+                Key::Char(c) => {
+                    reason.push(c);
+                    self.screen.ask_text(&c.to_string());
+                }
+                Key::Backspace => {
+                    if reason.pop().is_some() {
+                        self.screen.ask_erase();
+                    }
+                }
+                Key::Enter | Key::Closed => {
+                    self.screen.ask_text("\n");
+                    return Some(reason);
+                }
+                Key::Escape => return None,
+                Key::Control(_) => {}
+            }
+        }
     }
 }
 
@@ -111,12 +145,12 @@ mod tests {
     #[test]
     fn keys_answer_the_question() {
         let rule = Some("Bash(git push:*)");
-        assert_eq!(answer_for_key(Key::Byte(b'y'), rule), Some(KeyAnswer::Once));
-        assert_eq!(answer_for_key(Key::Byte(b'a'), rule), Some(KeyAnswer::Session("Bash(git push:*)".into())));
-        assert_eq!(answer_for_key(Key::Byte(b'a'), None), None);
-        assert_eq!(answer_for_key(Key::Byte(b'n'), rule), Some(KeyAnswer::Deny));
+        assert_eq!(answer_for_key(Key::Char('y'), rule), Some(KeyAnswer::Once));
+        assert_eq!(answer_for_key(Key::Char('a'), rule), Some(KeyAnswer::Session("Bash(git push:*)".into())));
+        assert_eq!(answer_for_key(Key::Char('a'), None), None);
+        assert_eq!(answer_for_key(Key::Char('n'), rule), Some(KeyAnswer::Deny));
         assert_eq!(answer_for_key(Key::Escape, rule), Some(KeyAnswer::Interrupt));
-        assert_eq!(answer_for_key(Key::Byte(b'x'), rule), None);
-        assert_eq!(answer_for_key(Key::Byte(b'\r'), rule), None);
+        assert_eq!(answer_for_key(Key::Char('x'), rule), None);
+        assert_eq!(answer_for_key(Key::Enter, rule), None);
     }
 }

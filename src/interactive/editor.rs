@@ -36,9 +36,16 @@ pub enum Input {
 pub const NEWLINE_KEYS: [KeyEvent; 2] =
     [KeyEvent(KeyCode::Enter, Modifiers::ALT), KeyEvent(KeyCode::Char('J'), Modifiers::CTRL)];
 
+/// One line asked of the editor thread.
+struct Request {
+    prompt: String,
+    initial: String,
+    answer: tokio::sync::oneshot::Sender<Input>,
+}
+
 /// Asks the editor thread for lines.
 pub struct LineEditor {
-    requests: mpsc::Sender<(String, tokio::sync::oneshot::Sender<Input>)>,
+    requests: mpsc::Sender<Request>,
 }
 
 impl LineEditor {
@@ -49,7 +56,7 @@ impl LineEditor {
     /// reads only while editing); catch the signals *after* this, so that the session's own
     /// handler is the one in place and Ctrl+C during a turn interrupts it.
     pub fn start(history: Option<PathBuf>) -> LineEditor {
-        let (requests, rx) = mpsc::channel::<(String, tokio::sync::oneshot::Sender<Input>)>();
+        let (requests, rx) = mpsc::channel::<Request>();
         let (ready, started) = mpsc::channel::<()>();
         std::thread::spawn(move || {
             let config = Config::builder().auto_add_history(false).max_history_size(10_000).ok().map(|b| b.build());
@@ -68,8 +75,8 @@ impl LineEditor {
             if let Some(path) = &history {
                 let _ = editor.load_history(path);
             }
-            while let Ok((prompt, answer)) = rx.recv() {
-                let input = match editor.readline(&prompt) {
+            while let Ok(Request { prompt, initial, answer }) = rx.recv() {
+                let input = match editor.readline_with_initial(&prompt, (&initial, "")) {
                     Ok(line) => {
                         if !line.trim().is_empty() {
                             let _ = editor.add_history_entry(line.as_str());
@@ -94,10 +101,11 @@ impl LineEditor {
         LineEditor { requests }
     }
 
-    /// Read one line after `prompt`.
-    pub async fn read(&self, prompt: &str) -> Input {
+    /// Read one line after `prompt`, the line starting as `initial` (typed ahead during the
+    /// last turn) with the cursor at its end.
+    pub async fn read(&self, prompt: &str, initial: String) -> Input {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.requests.send((prompt.to_owned(), tx)).is_err() {
+        if self.requests.send(Request { prompt: prompt.to_owned(), initial, answer: tx }).is_err() {
             return Input::Eof;
         }
         rx.await.unwrap_or(Input::Eof)

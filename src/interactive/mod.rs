@@ -5,12 +5,15 @@
 //! turn through the engine's abort edges (the transcript stays consistent).
 //!
 //! The turn runs on the main task (the machine's future is not `Send`) while the same
-//! `select!` waits for signals and ticks the status line; the line editor and key reads run
-//! on threads of their own.
+//! `select!` waits for signals and ticks the status line; the line editor and the turn's key
+//! reader run on threads of their own. Keys typed during a turn are typed ahead (see
+//! [`keys`]): echoed under the status line, queued with Enter, run in order when the turn
+//! ends; an interrupt puts them back into the editor's line instead.
 
 pub mod approver;
 pub mod commands;
 pub mod editor;
+pub mod keys;
 pub mod render;
 pub mod status;
 pub mod term;
@@ -45,6 +48,7 @@ use crate::tools::shell_env::ShellEnv;
 use approver::TerminalApprover;
 use commands::Command;
 use editor::{Input, LineEditor};
+use keys::Keyboard;
 use render::{DIM, RED, Screen, Style, YELLOW};
 use status::Status;
 
@@ -83,8 +87,10 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     if !connected.is_empty() {
         eprintln!("MCP servers: {}", connected.join(", "));
     }
+    let keyboard = Keyboard::new(screen.clone());
     let mut it = Interactive {
-        approver: Arc::new(TerminalApprover::new(screen.clone(), terminal)),
+        approver: Arc::new(TerminalApprover::new(screen.clone(), keyboard.clone())),
+        keyboard,
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
         screen,
         terminal,
@@ -170,6 +176,7 @@ impl Totals {
 struct Interactive {
     screen: Screen,
     terminal: term::Terminal,
+    keyboard: Keyboard,
     signals: Signals,
     editor: LineEditor,
     cwd: std::path::PathBuf,
@@ -215,12 +222,20 @@ impl Interactive {
         let mut pending = first;
         let mut interrupts = 0;
         loop {
-            let input = match pending.take() {
+            // The first prompt, then the ones queued during a turn (shown as if typed), then
+            // the editor, its line pre-filled with what was left unfinished.
+            let queued = || {
+                let prompt = self.keyboard.pop_queued()?;
+                self.screen.line(&format!("> {prompt}"));
+                Some(prompt)
+            };
+            let input = match pending.take().or_else(queued) {
                 Some(prompt) => Input::Line(prompt),
                 None => {
                     self.terminal.restore();
+                    let initial = self.keyboard.take_buffer();
                     tokio::select! {
-                        input = self.editor.read("> ") => input,
+                        input = self.editor.read("> ", initial) => input,
                         stop = self.signals.next() => match stop {
                             // A Ctrl+C that arrives after its turn ended: as one at the prompt.
                             Stop::Interrupt => Input::Interrupted,
@@ -380,8 +395,10 @@ impl Interactive {
         let mut sink = CompactSink { screen: self.screen.clone(), status: status.clone(), usage: None };
         self.terminal.turn_mode();
         self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
+        self.keyboard.start();
         let options = self.options.clone();
         let mut stopped: Option<Stop> = None;
+        let mut interrupted = false;
         // The future borrows the sink: it is dropped before the sink is read.
         let result = {
             let run = compact::compact_session(&mut self.session, &deps, &options, instructions, &mut sink);
@@ -396,6 +413,7 @@ impl Interactive {
                     }
                     stop = self.signals.next() => {
                         cancel.cancel();
+                        interrupted = true;
                         if stop != Stop::Interrupt {
                             stopped = Some(stop);
                         }
@@ -403,6 +421,10 @@ impl Interactive {
                 }
             }
         };
+        self.keyboard.stop();
+        if interrupted {
+            self.keyboard.unqueue();
+        }
         self.screen.set_status(None);
         self.screen.end_line();
         self.terminal.restore();
@@ -438,11 +460,13 @@ impl Interactive {
         let sink = TurnSink { screen: self.screen.clone(), status: status.clone(), trace, text_block: None };
         self.terminal.turn_mode();
         self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
+        self.keyboard.start();
         let options = self.options.clone();
         let run = run_prompt(&mut self.session, deps, options, prompt, Box::new(sink));
         tokio::pin!(run);
         let mut ticker = tokio::time::interval(TICK);
         let mut stopped: Option<Stop> = None;
+        let mut interrupted = false;
         let result = loop {
             tokio::select! {
                 result = &mut run => break result,
@@ -455,12 +479,22 @@ impl Interactive {
                         self.screen.line(&self.screen.style.paint(DIM, "interrupting…"));
                     }
                     cancel.cancel();
+                    interrupted = true;
                     if stop != Stop::Interrupt {
                         stopped = Some(stop);
                     }
                 }
             }
         };
+        self.keyboard.stop();
+        // An interrupted turn (Ctrl+C, or Esc at a question) runs none of the queued prompts:
+        // they go back into the editor's line.
+        let aborted = result
+            .as_ref()
+            .is_ok_and(|o| matches!(o.terminal, TerminalReason::AbortedStreaming | TerminalReason::AbortedTools));
+        if interrupted || aborted {
+            self.keyboard.unqueue();
+        }
         // An interrupt drops an open question unanswered: close it.
         self.screen.end_question();
         self.screen.set_status(None);

@@ -54,7 +54,10 @@ pub struct Screen {
 struct Inner {
     out: Box<dyn Write + Send>,
     status: Option<String>,
-    shown: bool,
+    /// Lines drawn under the status line (what is typed ahead).
+    extra: Vec<String>,
+    /// How many lines of the status block are on the screen.
+    shown: usize,
     /// A question is open: other output waits in `held` until it is answered.
     asking: bool,
     held: Vec<Held>,
@@ -102,7 +105,8 @@ impl Screen {
         let inner = Inner {
             out,
             status: None,
-            shown: false,
+            extra: Vec::new(),
+            shown: 0,
             asking: false,
             held: Vec::new(),
             at_line_start: true,
@@ -194,6 +198,17 @@ impl Screen {
         s.draw();
     }
 
+    /// Show `lines` under the status line (while one is shown), redrawn in place.
+    pub fn set_extra(&self, lines: Vec<String>) {
+        let mut s = self.lock();
+        if s.extra == lines {
+            return;
+        }
+        s.hide();
+        s.extra = lines;
+        s.draw();
+    }
+
     /// Open a question: the status line is hidden and other output is held until
     /// [`Screen::end_question`]; the question writes with the `ask_` methods.
     pub fn begin_question(&self) {
@@ -220,11 +235,14 @@ impl Screen {
         s.write(Held::Text("\n".to_owned()));
     }
 
-    /// The terminal itself ended the line (it echoed the Enter of a typed answer).
-    pub fn ask_line_ended(&self) {
+    /// Erase the last character of the question's open line (a Backspace in a typed answer).
+    pub fn ask_erase(&self) {
         let mut s = self.lock();
-        s.at_line_start = true;
-        s.column = 0;
+        if s.column > 0 {
+            let _ = s.out.write_all(b"\x08 \x08");
+            let _ = s.out.flush();
+            s.column -= 1;
+        }
     }
 
     /// Close the question: what was held is written, the status line comes back.
@@ -310,33 +328,60 @@ impl Inner {
     }
 
     fn hide(&mut self) {
-        if self.shown {
-            // On the cursor's line, or (under an open line of text) on the line below:
-            // save the cursor, go down, clear, come back.
-            let clear: &[u8] = if self.at_line_start { b"\r\x1b[K" } else { b"\x1b7\x1bD\r\x1b[K\x1b8" };
-            let _ = self.out.write_all(clear);
-            self.shown = false;
+        if self.shown > 0 {
+            // On the cursor's line, or (under an open line of text) on the line below, and
+            // the lines under it: save the cursor, go down, clear, come back.
+            let mut clear = Vec::new();
+            let below = if self.at_line_start {
+                clear.extend_from_slice(b"\r\x1b[K");
+                self.shown - 1
+            } else {
+                self.shown
+            };
+            if below > 0 {
+                clear.extend_from_slice(b"\x1b7");
+                for _ in 0..below {
+                    clear.extend_from_slice(b"\x1bD\r\x1b[K");
+                }
+                clear.extend_from_slice(b"\x1b8");
+            }
+            let _ = self.out.write_all(&clear);
+            self.shown = 0;
         }
     }
 
-    /// Draw the status line: at the start of a line, on it; under an open line of text, on
-    /// the line below (IND scrolls when the cursor is on the last row, and RI comes back up,
-    /// both keeping the column), so the status stays in view while text streams.
+    /// Draw the status line and the lines under it: at the start of a line, on it; under an
+    /// open line of text, on the line below (IND scrolls when the cursor is on the last row,
+    /// and RI comes back up, both keeping the column), so the status stays in view while text
+    /// streams.
     fn draw(&mut self) {
         let columns = super::term::columns();
         let waiting_to_wrap = !self.at_line_start && self.column > 0 && self.column.is_multiple_of(columns);
         if let (Some(status), false, false) = (&self.status, self.asking, waiting_to_wrap) {
             let width = columns.saturating_sub(1);
-            let line: String = status.chars().take(width).collect();
-            if self.at_line_start {
-                let _ = self.out.write_all(b"\r\x1b[K");
-                let _ = self.out.write_all(line.as_bytes());
+            let lines: Vec<String> =
+                std::iter::once(status).chain(&self.extra).map(|l| l.chars().take(width).collect()).collect();
+            let mut out = Vec::new();
+            let below: &[String] = if self.at_line_start {
+                out.extend_from_slice(b"\r\x1b[K");
+                out.extend_from_slice(lines[0].as_bytes());
+                &lines[1..]
             } else {
-                let _ = self.out.write_all(b"\x1bD\x1bM\x1b7\x1bD\r\x1b[K");
-                let _ = self.out.write_all(line.as_bytes());
-                let _ = self.out.write_all(b"\x1b8");
+                &lines
+            };
+            if !below.is_empty() {
+                // Make room under the cursor first, so that the saved position stays right.
+                out.extend(std::iter::repeat_n(b"\x1bD".as_slice(), below.len()).flatten());
+                out.extend(std::iter::repeat_n(b"\x1bM".as_slice(), below.len()).flatten());
+                out.extend_from_slice(b"\x1b7");
+                for line in below {
+                    out.extend_from_slice(b"\x1bD\r\x1b[K");
+                    out.extend_from_slice(line.as_bytes());
+                }
+                out.extend_from_slice(b"\x1b8");
             }
-            self.shown = true;
+            let _ = self.out.write_all(&out);
+            self.shown = lines.len();
         }
         let _ = self.out.flush();
     }
@@ -653,6 +698,28 @@ mod tests {
         screen.end_question();
         screen.tool_started("toolu_2", "● Bash(pwd)");
         assert_eq!(buf.take(), "● Bash(ls)\n? Bash(ls)\n  > y — allowed once\n● Bash(pwd)\n");
+    }
+
+    #[test]
+    fn typed_ahead_lines_are_drawn_under_the_status_line_and_erased_with_it() {
+        let buf = Buf::default();
+        let screen = Screen::new(Box::new(buf.clone()), PLAIN);
+        screen.set_status(Some("S".into()));
+        assert_eq!(buf.take(), "\r\x1b[KS");
+        // At the start of a line: the status on it, the typed line below (room made first).
+        screen.set_extra(vec!["› ab".into()]);
+        assert_eq!(buf.take(), "\r\x1b[K\r\x1b[KS\x1bD\x1bM\x1b7\x1bD\r\x1b[K› ab\x1b8");
+        // The same lines again: nothing is written.
+        screen.set_extra(vec!["› ab".into()]);
+        assert_eq!(buf.take(), "");
+        // Under an open line of text: both lines below it, and both erased before more text.
+        screen.text("Hi");
+        assert_eq!(
+            buf.take(),
+            "\r\x1b[K\x1b7\x1bD\r\x1b[K\x1b8Hi\x1bD\x1bD\x1bM\x1bM\x1b7\x1bD\r\x1b[KS\x1bD\r\x1b[K› ab\x1b8"
+        );
+        screen.set_status(None);
+        assert_eq!(buf.take(), "\x1b7\x1bD\r\x1b[K\x1bD\r\x1b[K\x1b8");
     }
 
     #[test]
