@@ -427,10 +427,7 @@ fn compact_replaces_the_history_with_a_summary_and_ctrl_c_stops_it() {
 /// `--mcp-config` with the real server-everything (from npm, installed once into
 /// `.ci/cache/npm` by `.ci/install-mcp-servers`, run here when it is missing) as `everything`.
 fn everything_config() -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let entry = repo.join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let entry = installed::ensure(repo, "install-mcp-servers", entry, "the MCP servers", "npm")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let entry = installed::mcp_server("server-everything");
     json!({"mcpServers": {"everything": {"type": "stdio", "command": "node", "args": [entry, "stdio"]}}}).to_string()
 }
 

@@ -6,34 +6,20 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 #[path = "common/installed.rs"]
 mod installed;
 
 use serde_json::{Value, json};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// server-everything's entry point, after `.ci/install-mcp-servers` made sure it is installed
-/// (once per test binary; the script is a no-op when it is, and locks against other callers).
+/// server-everything's entry point ([`installed::mcp_server`]).
 fn everything_entry() -> PathBuf {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
-    });
-    ready.clone().unwrap_or_else(|e| panic!("{e}"))
+    installed::mcp_server("server-everything")
 }
 
-/// server-filesystem's entry point, installed beside server-everything by the same script.
+/// server-filesystem's entry point ([`installed::mcp_server`]).
 fn filesystem_entry() -> PathBuf {
-    let everything = everything_entry();
-    let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    assert!(entry.exists(), "{} is missing although {} is installed", entry.display(), everything.display());
-    entry
+    installed::mcp_server("server-filesystem")
 }
 
 /// `--mcp-config` JSON with server-everything as `everything`, plus `extra` servers.

@@ -9,7 +9,6 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 
 #[path = "common/installed.rs"]
 mod installed;
@@ -18,18 +17,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// server-everything's entry point, installed by `.ci/install-mcp-servers` when missing.
+/// server-everything's entry point ([`installed::mcp_server`]).
 fn everything_entry() -> PathBuf {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        let entry = repo().join(".ci/cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        installed::ensure(&repo(), "install-mcp-servers", entry, "the MCP servers", "npm")
-    });
-    ready.clone().unwrap_or_else(|e| panic!("{e}"))
+    installed::mcp_server("server-everything")
 }
 
 /// server-everything in its Streamable HTTP mode, killed on drop.

@@ -30,3 +30,20 @@ pub fn ensure(repo: &Path, script: &str, artifact: PathBuf, what: &str, registry
     }
     Ok(artifact)
 }
+
+/// The entry point (`dist/index.js`) of `@modelcontextprotocol/<package>`, one of the MCP
+/// servers `.ci/install-mcp-servers` installs into `.ci/cache/npm` (run once per test binary,
+/// when they are missing).
+#[allow(dead_code, reason = "only the test crates that start MCP servers call it")]
+pub fn mcp_server(package: &str) -> PathBuf {
+    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let npm = repo.join(".ci/cache/npm/node_modules/@modelcontextprotocol");
+    let everything = npm.join("server-everything/dist/index.js");
+    let ready =
+        READY.get_or_init(|| ensure(repo, "install-mcp-servers", everything, "the MCP servers", "npm").map(drop));
+    ready.clone().unwrap_or_else(|e| panic!("{e}"));
+    let entry = npm.join(package).join("dist/index.js");
+    assert!(entry.exists(), "{} is missing after .ci/install-mcp-servers", entry.display());
+    entry
+}
