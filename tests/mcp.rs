@@ -9,8 +9,11 @@ use std::process::{Command, Output, Stdio};
 
 #[path = "common/installed.rs"]
 mod installed;
+#[path = "common/stream_json.rs"]
+mod stream_json;
 
 use serde_json::{Value, json};
+use stream_json::{init, tool_results};
 
 /// server-everything's entry point ([`installed::mcp_server`]).
 fn everything_entry() -> PathBuf {
@@ -72,26 +75,8 @@ fn run_in(
         .envs(env.iter().copied())
         .stdin(Stdio::null());
     let out = cmd.output().unwrap();
-    let lines = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let lines = stream_json::lines(&out.stdout);
     (out, lines)
-}
-
-/// The tool_result blocks of the run, in order: (content, is_error).
-fn tool_results(lines: &[Value]) -> Vec<(String, bool)> {
-    lines
-        .iter()
-        .filter(|l| l["type"] == "user")
-        .flat_map(|l| l["message"]["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| (b["content"].as_str().unwrap_or_default().to_owned(), b["is_error"] == true))
-        .collect()
-}
-
-fn init(lines: &[Value]) -> &Value {
-    lines.iter().find(|l| l["type"] == "system" && l["subtype"] == "init").expect("a system/init line")
 }
 
 #[test]
