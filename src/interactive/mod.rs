@@ -397,29 +397,10 @@ impl Interactive {
         self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
         self.keyboard.start();
         let options = self.options.clone();
-        let mut stopped: Option<Stop> = None;
-        let mut interrupted = false;
         // The future borrows the sink: it is dropped before the sink is read.
-        let result = {
+        let Driven { result, interrupted, stopped } = {
             let run = compact::compact_session(&mut self.session, &deps, &options, instructions, &mut sink);
-            tokio::pin!(run);
-            let mut ticker = tokio::time::interval(TICK);
-            loop {
-                tokio::select! {
-                    result = &mut run => break result,
-                    _ = ticker.tick() => {
-                        let line = status.lock().unwrap_or_else(PoisonError::into_inner).line(Instant::now());
-                        self.screen.set_status(Some(line));
-                    }
-                    stop = self.signals.next() => {
-                        cancel.cancel();
-                        interrupted = true;
-                        if stop != Stop::Interrupt {
-                            stopped = Some(stop);
-                        }
-                    }
-                }
-            }
+            drive(run, &mut self.signals, &self.screen, &status, &cancel, false).await
         };
         self.keyboard.stop();
         if interrupted {
@@ -463,29 +444,8 @@ impl Interactive {
         self.keyboard.start();
         let options = self.options.clone();
         let run = run_prompt(&mut self.session, deps, options, prompt, Box::new(sink));
-        tokio::pin!(run);
-        let mut ticker = tokio::time::interval(TICK);
-        let mut stopped: Option<Stop> = None;
-        let mut interrupted = false;
-        let result = loop {
-            tokio::select! {
-                result = &mut run => break result,
-                _ = ticker.tick() => {
-                    let line = status.lock().unwrap_or_else(PoisonError::into_inner).line(Instant::now());
-                    self.screen.set_status(Some(line));
-                }
-                stop = self.signals.next() => {
-                    if !cancel.is_cancelled() {
-                        self.screen.line(&self.screen.style.paint(DIM, "interrupting…"));
-                    }
-                    cancel.cancel();
-                    interrupted = true;
-                    if stop != Stop::Interrupt {
-                        stopped = Some(stop);
-                    }
-                }
-            }
-        };
+        let Driven { result, interrupted, stopped } =
+            drive(run, &mut self.signals, &self.screen, &status, &cancel, true).await;
         self.keyboard.stop();
         // An interrupted turn (Ctrl+C, or Esc at a question) runs none of the queued prompts:
         // they go back into the editor's line.
@@ -573,6 +533,53 @@ pub fn last_exchanges(messages: &[crate::protocol::Message], n: usize) -> Vec<St
         }
     }
     lines
+}
+
+/// How a driven future ended ([`drive`]).
+struct Driven<T> {
+    /// Its output.
+    result: T,
+    /// A signal cancelled it.
+    interrupted: bool,
+    /// A signal that ends the session (SIGTERM, SIGHUP, a second Ctrl+C), to exit with.
+    stopped: Option<Stop>,
+}
+
+/// Wait for `run` (a turn, or `/compact`) while the status line ticks; a signal cancels it
+/// through `cancel` (saying `interrupting…` first when `announce`), and one that ends the
+/// session is remembered.
+async fn drive<F: std::future::Future>(
+    run: F,
+    signals: &mut Signals,
+    screen: &Screen,
+    status: &Mutex<Status>,
+    cancel: &CancellationToken,
+    announce: bool,
+) -> Driven<F::Output> {
+    tokio::pin!(run);
+    let mut ticker = tokio::time::interval(TICK);
+    let mut stopped: Option<Stop> = None;
+    let mut interrupted = false;
+    let result = loop {
+        tokio::select! {
+            result = &mut run => break result,
+            _ = ticker.tick() => {
+                let line = status.lock().unwrap_or_else(PoisonError::into_inner).line(Instant::now());
+                screen.set_status(Some(line));
+            }
+            stop = signals.next() => {
+                if announce && !cancel.is_cancelled() {
+                    screen.line(&screen.style.paint(DIM, "interrupting…"));
+                }
+                cancel.cancel();
+                interrupted = true;
+                if stop != Stop::Interrupt {
+                    stopped = Some(stop);
+                }
+            }
+        }
+    };
+    Driven { result, interrupted, stopped }
 }
 
 /// `/trace`: the pretty trace of `--trace`, written through the screen.
