@@ -332,24 +332,30 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
     assert_eq!(init(&lines)["mcp_servers"], json!([]));
 }
 
-#[test]
-fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(json!({}));
-    let calls = [("mcp__everything__echo", json!({"message": "via the SDK"}))];
-    let scenario = scenario(&dir, &calls);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+/// agentloop in the SDK mode (stream-json in and out) in `dir`, with the scripted `calls`, the
+/// MCP `config` and an allow rule for server-everything; stdin, stdout and stderr piped.
+fn sdk_mode(dir: &tempfile::TempDir, calls: &[(&str, Value)], config: &str) -> std::process::Child {
+    let scenario = scenario(dir, calls);
+    Command::new(env!("CARGO_BIN_EXE_agentloop"))
         .env("AGENTLOOP_HOME", dir.path().join("home"))
         .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
         .arg("--model")
         .arg(format!("scripted:{}", scenario.display()))
-        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
+        .args(["--mcp-config", config, "--allowedTools", "mcp__everything", "--cwd"])
         .arg(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn sdk_mode_offers_the_servers_tools_and_reports_them_in_system_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(json!({}));
+    let calls = [("mcp__everything__echo", json!({"message": "via the SDK"}))];
+    let mut child = sdk_mode(&dir, &calls, &config);
     let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
     writeln!(child.stdin.as_mut().unwrap(), "{message}").unwrap();
     drop(child.stdin.take());
@@ -514,19 +520,7 @@ fn sdk_mcp_status_lists_a_connected_servers_tools() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let config = config(json!({}));
-    let scenario = scenario(&dir, &[("mcp__everything__echo", json!({"message": "status"}))]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
-        .env("AGENTLOOP_HOME", dir.path().join("home"))
-        .args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
-        .arg("--model")
-        .arg(format!("scripted:{}", scenario.display()))
-        .args(["--mcp-config", &config, "--allowedTools", "mcp__everything", "--cwd"])
-        .arg(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sdk_mode(&dir, &[("mcp__everything__echo", json!({"message": "status"}))], &config);
     let mut stdin = child.stdin.take().unwrap();
     let message = json!({"type": "user", "message": {"role": "user", "content": "Use the everything server."}});
     writeln!(stdin, "{message}").unwrap();
