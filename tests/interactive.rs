@@ -560,12 +560,14 @@ fn a_question_in_the_middle_takes_y_and_the_type_ahead_keeps_its_keys() {
     // The question takes the next key; the buffer keeps what was typed before it.
     pty.expect("? Bash(touch made.txt)", WAIT);
     pty.expect("Esc deny and interrupt", WAIT);
+    // A pasted `y` is no answer: it goes to the buffer.
+    pty.send("\x1b[200~y\x1b[201~");
     pty.send("y");
     pty.expect("y — allowed once", WAIT);
     pty.expect("⎿ Bash ok", WAIT);
     pty.send("c\r");
-    pty.expect("queued: abc", WAIT);
-    pty.expect("> abc", WAIT);
+    pty.expect("queued: abyc", WAIT);
+    pty.expect("> abyc", WAIT);
     pty.expect("Queued one answered.", WAIT);
     pty.expect("> ", WAIT);
     pty.send("\x04");
@@ -576,7 +578,7 @@ fn a_question_in_the_middle_takes_y_and_the_type_ahead_keeps_its_keys() {
     let result = &requests[1].body["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_01");
     assert_ne!(result["is_error"], true, "{result}");
-    assert_eq!(last_text(&requests[2]), "abc");
+    assert_eq!(last_text(&requests[2]), "abyc");
 }
 
 #[test]
@@ -608,4 +610,32 @@ fn ctrl_c_puts_the_queued_prompts_back_into_the_line_instead_of_running_them() {
     let requests = api.requests();
     let prompts: Vec<String> = requests.iter().map(last_text).collect();
     assert_eq!(prompts, vec!["take your time", "first\nsecond"]);
+}
+
+#[test]
+fn a_block_pasted_during_a_turn_is_one_prompt_with_its_newlines() {
+    let api = MockApi::start(vec![
+        Reply::Paced {
+            body: slow_text(30).stop("end_turn"),
+            interval: Duration::from_millis(100),
+            log: mock_api::EventLog::default(),
+        },
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Pasted one answered.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("take your time\r");
+    pty.expect("w00002 ", WAIT);
+    // The terminal brackets a paste; its Enter is a newline, and Alt+Enter adds one too.
+    pty.send("\x1b[200~first line\rsecond line\x1b[201~");
+    pty.expect("› first line↵second line", WAIT);
+    pty.send("\x1b\rthird\r");
+    pty.expect("queued: first line", WAIT);
+    pty.expect("Pasted one answered.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let prompts: Vec<String> = api.requests().iter().map(last_text).collect();
+    assert_eq!(prompts, vec!["take your time", "first line\nsecond line\nthird"]);
 }

@@ -36,7 +36,13 @@ pub fn answer_for_key(key: Key, suggestion: Option<&str>) -> Option<KeyAnswer> {
         Key::Char('a' | 'A') => suggestion.map(|rule| KeyAnswer::Session(rule.to_owned())),
         Key::Char('n' | 'N') => Some(KeyAnswer::Deny),
         Key::Escape | Key::Control(0x03) | Key::Closed => Some(KeyAnswer::Interrupt),
-        Key::Char(_) | Key::Enter | Key::Backspace | Key::Control(_) => None,
+        Key::Char(_)
+        | Key::Enter
+        | Key::Newline
+        | Key::Backspace
+        | Key::Control(_)
+        | Key::PasteStart
+        | Key::PasteEnd => None,
     }
 }
 
@@ -132,7 +138,7 @@ impl TerminalApprover {
                     return Some(reason);
                 }
                 Key::Escape => return None,
-                Key::Control(_) => {}
+                Key::Control(_) | Key::Newline | Key::PasteStart | Key::PasteEnd => {}
             }
         }
     }

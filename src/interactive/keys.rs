@@ -32,6 +32,12 @@ pub enum Key {
     Backspace,
     /// Esc on its own (not the start of an arrow key's sequence).
     Escape,
+    /// A newline inside the line: Alt+Enter (ESC CR), or Enter within a paste.
+    Newline,
+    /// The terminal's mark that pasted text starts (`ESC [ 200 ~`).
+    PasteStart,
+    /// The terminal's mark that pasted text ends (`ESC [ 201 ~`).
+    PasteEnd,
     /// Another control character (Ctrl+U is 0x15).
     Control(u8),
     /// Stdin closed.
@@ -45,6 +51,8 @@ pub struct TypeAhead {
     pub queued: Vec<String>,
     /// The unfinished line.
     pub buffer: String,
+    /// Between the terminal's paste marks: Enter is a newline, not the end of a prompt.
+    pub pasting: bool,
 }
 
 impl TypeAhead {
@@ -56,6 +64,18 @@ impl TypeAhead {
                 true
             }
             Key::Backspace => self.buffer.pop().is_some(),
+            Key::Newline => {
+                self.buffer.push('\n');
+                true
+            }
+            Key::Enter if self.pasting => {
+                self.buffer.push('\n');
+                true
+            }
+            Key::PasteStart | Key::PasteEnd => {
+                self.pasting = key == Key::PasteStart;
+                false
+            }
             Key::Enter if self.buffer.trim().is_empty() => false,
             Key::Enter => {
                 self.queued.push(std::mem::take(&mut self.buffer));
@@ -170,6 +190,7 @@ impl Keyboard {
         // SAFETY: both fds were just opened and are owned by nothing else.
         let (wake_read, wake) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         self.shared().closed = false;
+        self.inner.screen.bracketed_paste(true);
         let keyboard = self.clone();
         let thread = std::thread::spawn(move || {
             let mut input = Input { wake: wake_read };
@@ -197,7 +218,12 @@ impl Keyboard {
             }
             let _ = running.thread.join();
         }
-        self.shared().closed = true;
+        {
+            let mut shared = self.shared();
+            shared.closed = true;
+            shared.typed.pasting = false;
+        }
+        self.inner.screen.bracketed_paste(false);
         self.inner.screen.set_extra(Vec::new());
     }
 
@@ -206,7 +232,10 @@ impl Keyboard {
         if key == Key::Closed {
             shared.closed = true;
         }
-        if let Some(question) = &shared.question {
+        // A paste never answers a question (a pasted `y` is no approval): it goes to the
+        // buffer, marks included.
+        let pasted = shared.typed.pasting || key == Key::PasteStart;
+        if let Some(question) = shared.question.as_ref().filter(|_| !pasted) {
             if question.send(key).is_ok() {
                 return;
             }
@@ -348,7 +377,12 @@ fn next_key(input: &mut Input) -> Result<Key, Stopped> {
                 Err(NoByte::Timeout) => return Ok(Key::Escape),
                 Err(NoByte::Stop) => return Err(Stopped),
                 Err(NoByte::Closed) => return Ok(Key::Closed),
-                Ok(b'[') => skip_csi(input)?,
+                Ok(b'[') => match csi(input)? {
+                    Csi::PasteStart => return Ok(Key::PasteStart),
+                    Csi::PasteEnd => return Ok(Key::PasteEnd),
+                    Csi::Other => {}
+                },
+                Ok(b'\r' | b'\n') => return Ok(Key::Newline),
                 // SS3 (`ESC O A`): one more byte. Alt+key: the key is dropped.
                 Ok(b'O') => {
                     let _ = input.byte(Some(SEQUENCE_WAIT));
@@ -370,12 +404,31 @@ fn next_key(input: &mut Input) -> Result<Key, Stopped> {
     }
 }
 
-/// Skip a CSI sequence's parameters up to its final byte.
-fn skip_csi(input: &mut Input) -> Result<(), Stopped> {
+/// The CSI sequences the type-ahead acts on.
+enum Csi {
+    /// `ESC [ 200 ~`.
+    PasteStart,
+    /// `ESC [ 201 ~`.
+    PasteEnd,
+    /// Any other (an arrow key, a function key): skipped.
+    Other,
+}
+
+/// Read a CSI sequence's parameters up to its final byte.
+fn csi(input: &mut Input) -> Result<Csi, Stopped> {
+    let mut bytes = Vec::new();
     loop {
         match input.byte(Some(SEQUENCE_WAIT)) {
-            Ok(0x40..=0x7e) | Err(NoByte::Timeout | NoByte::Closed) => return Ok(()),
-            Ok(_) => {}
+            Ok(b @ 0x40..=0x7e) => {
+                bytes.push(b);
+                return Ok(match bytes.as_slice() {
+                    b"200~" => Csi::PasteStart,
+                    b"201~" => Csi::PasteEnd,
+                    _ => Csi::Other,
+                });
+            }
+            Ok(b) => bytes.push(b),
+            Err(NoByte::Timeout | NoByte::Closed) => return Ok(Csi::Other),
             Err(NoByte::Stop) => return Err(Stopped),
         }
     }
@@ -426,12 +479,28 @@ mod tests {
         keys.extend(chars("next one"));
         keys.push(Key::Control(0x17));
         let t = typed(&keys);
-        assert_eq!(t, TypeAhead { queued: vec!["hello wörld".into()], buffer: "next ".into() });
+        assert_eq!(t, TypeAhead { queued: vec!["hello wörld".into()], buffer: "next ".into(), pasting: false });
         assert_eq!(t.lines(80), vec!["  queued: hello wörld", "› next "]);
         let mut cleared = t.clone();
         assert!(cleared.key(Key::Control(0x15)));
         assert_eq!(cleared.buffer, "");
         assert!(!cleared.key(Key::Escape));
+    }
+
+    #[test]
+    fn a_paste_and_alt_enter_keep_newlines_inside_one_prompt() {
+        let mut keys = vec![Key::PasteStart];
+        keys.extend(chars("line one"));
+        keys.push(Key::Enter);
+        keys.extend(chars("line two"));
+        keys.push(Key::PasteEnd);
+        keys.push(Key::Newline);
+        keys.extend(chars("three"));
+        let t = typed(&keys);
+        assert_eq!(t, TypeAhead { queued: vec![], buffer: "line one\nline two\nthree".into(), pasting: false });
+        let mut keys = keys;
+        keys.push(Key::Enter);
+        assert_eq!(typed(&keys).queued, vec!["line one\nline two\nthree".to_owned()]);
     }
 
     #[test]
@@ -446,10 +515,10 @@ mod tests {
 
     #[test]
     fn an_interrupt_joins_the_queue_into_the_unfinished_line() {
-        let mut t = TypeAhead { queued: vec!["first".into(), "second".into()], buffer: "third".into() };
+        let mut t = TypeAhead { queued: vec!["first".into(), "second".into()], buffer: "third".into(), pasting: false };
         t.unqueue();
-        assert_eq!(t, TypeAhead { queued: vec![], buffer: "first\nsecond\nthird".into() });
-        let mut only_buffer = TypeAhead { queued: vec![], buffer: "draft".into() };
+        assert_eq!(t, TypeAhead { queued: vec![], buffer: "first\nsecond\nthird".into(), pasting: false });
+        let mut only_buffer = TypeAhead { queued: vec![], buffer: "draft".into(), pasting: false };
         only_buffer.unqueue();
         assert_eq!(only_buffer.buffer, "draft");
     }

@@ -121,6 +121,15 @@ impl Screen {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Ask the terminal to mark pasted text (bracketed paste, `ESC [ ? 2004 h`), or to stop.
+    /// While a turn runs the type-ahead needs the marks, so that a pasted block's newlines are
+    /// part of one prompt rather than several queued ones; the line editor sets its own.
+    pub fn bracketed_paste(&self, on: bool) {
+        let mut inner = self.lock();
+        let _ = inner.out.write_all(if on { b"\x1b[?2004h" } else { b"\x1b[?2004l" });
+        let _ = inner.out.flush();
+    }
+
     /// Streamed text, as it arrives.
     pub fn text(&self, text: &str) {
         if !text.is_empty() {
