@@ -498,7 +498,6 @@ mod tests {
         keys.extend(chars("three"));
         let t = typed(&keys);
         assert_eq!(t, TypeAhead { queued: vec![], buffer: "line one\nline two\nthree".into(), pasting: false });
-        let mut keys = keys;
         keys.push(Key::Enter);
         assert_eq!(typed(&keys).queued, vec!["line one\nline two\nthree".to_owned()]);
     }
