@@ -269,6 +269,54 @@ async fn configured_headers_reach_the_server_and_the_answered_version_is_used() 
     }
 }
 
+/// A configured token never follows a redirect to another origin: a 307 within the server's
+/// origin is followed (the body is kept), one to another host is not, and that host hears
+/// nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_is_followed_only_within_the_origin_so_the_token_stays_there() {
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(Recorder).mount(&elsewhere).await;
+    let server = MockServer::start().await;
+    let to = |url: String| ResponseTemplate::new(307).insert_header("location", url);
+    Mock::given(method("POST"))
+        .and(path("/moved"))
+        .respond_with(to(format!("{}/mcp", server.uri())))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/away"))
+        .respond_with(to(format!("{}/mcp", elsewhere.uri())))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).and(path("/mcp")).respond_with(Recorder).mount(&server).await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(405)).mount(&server).await;
+    Mock::given(method("DELETE")).respond_with(ResponseTemplate::new(200)).mount(&server).await;
+    let auth = json!({"Authorization": "Bearer tok-redirect"});
+    let servers = json!({
+        "same": {"type": "http", "url": format!("{}/moved", server.uri()), "headers": auth},
+        "away": {"type": "http", "url": format!("{}/away", server.uri()), "headers": auth}
+    });
+    let (out, lines) =
+        tokio::task::spawn_blocking(move || run(servers, &[("mcp__same__whoami", json!({}))], "mcp__same", &[]))
+            .await
+            .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        mcp_servers(&lines),
+        json!([{"name": "away", "status": "failed"}, {"name": "same", "status": "connected"}])
+    );
+    assert_eq!(tool_results(&lines), vec![("you are the agent".to_owned(), false)]);
+    assert_eq!(elsewhere.received_requests().await.unwrap().len(), 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("agentloop: warning: MCP server `away` failed: "), "{stderr}");
+    assert!(!stderr.contains("tok-redirect"), "{stderr}");
+    // The redirected calls reached /mcp with the token.
+    let requests = server.received_requests().await.unwrap();
+    let at_mcp: Vec<&Request> = requests.iter().filter(|r| r.url.path() == "/mcp").collect();
+    assert!(!at_mcp.is_empty());
+    assert!(at_mcp.iter().all(|r| header(r, "authorization") == Some("Bearer tok-redirect")));
+}
+
 #[test]
 fn an_unreachable_server_is_a_warning_and_the_run_completes() {
     // Bound and dropped: nothing listens on it.
