@@ -79,6 +79,13 @@ impl ServerStatus {
     pub fn failed(name: &str, message: &str) -> Self {
         ServerStatus { name: name.to_owned(), status: "failed", error: Some(message.to_owned()), server_info: None }
     }
+
+    /// [`ServerStatus::failed`], said as a warning on stderr naming the server: how every
+    /// failure of a server's start is reported.
+    pub fn warn_failed(name: &str, message: &str) -> Self {
+        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
+        ServerStatus::failed(name, message)
+    }
 }
 
 /// The client's side of the `initialize` handshake: agentloop's name and version, and the
@@ -217,12 +224,7 @@ pub async fn connect(
                 }
                 ServerStatus::connected(name).with_server_info(info)
             }
-            Err(message) => {
-                crate::cli::interrupt::stderr_line(&format!(
-                    "agentloop: warning: MCP server `{name}` failed: {message}"
-                ));
-                ServerStatus::failed(name, &message)
-            }
+            Err(message) => ServerStatus::warn_failed(name, &message),
         };
         statuses.push(status);
     }

@@ -41,6 +41,13 @@ struct Part {
     sdk: Option<Arc<dyn Channel>>,
 }
 
+/// Connect to `servers` ([`super::connect`]), their tools in a registry of their own.
+async fn start(servers: &Servers, cwd: &Path, sdk: Option<&Arc<dyn Channel>>) -> Connected {
+    let mut tools = Registry::new();
+    let statuses = super::connect(servers, cwd, sdk, &mut tools).await;
+    Connected { tools, statuses }
+}
+
 impl Part {
     fn planned(servers: Servers) -> Part {
         Part { servers, state: State::Planned, sdk: None }
@@ -53,11 +60,7 @@ impl Part {
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let (servers, cwd, sdk) = (self.servers.clone(), cwd.to_path_buf(), self.sdk.clone());
-        self.state = State::Running(runtime.spawn(async move {
-            let mut tools = Registry::new();
-            let statuses = super::connect(&servers, &cwd, sdk.as_ref(), &mut tools).await;
-            Connected { tools, statuses }
-        }));
+        self.state = State::Running(runtime.spawn(async move { start(&servers, &cwd, sdk.as_ref()).await }));
     }
 
     fn is_finished(&self) -> bool {
@@ -69,25 +72,12 @@ impl Part {
 
     async fn finish(&mut self, cwd: &Path) -> Connected {
         match std::mem::replace(&mut self.state, State::Planned) {
-            State::Planned => {
-                let mut tools = Registry::new();
-                let statuses = super::connect(&self.servers, cwd, self.sdk.as_ref(), &mut tools).await;
-                Connected { tools, statuses }
-            }
+            State::Planned => start(&self.servers, cwd, self.sdk.as_ref()).await,
             State::Running(task) => match task.await {
                 Ok(connected) => connected,
                 Err(e) => {
                     let message = format!("the start failed: {e}");
-                    let statuses = self
-                        .servers
-                        .keys()
-                        .map(|name| {
-                            crate::cli::interrupt::stderr_line(&format!(
-                                "agentloop: warning: MCP server `{name}` failed: {message}"
-                            ));
-                            ServerStatus::failed(name, &message)
-                        })
-                        .collect();
+                    let statuses = self.servers.keys().map(|name| ServerStatus::warn_failed(name, &message)).collect();
                     Connected { tools: Registry::new(), statuses }
                 }
             },
