@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use crate::protocol::{ContentBlock, Message, Role, ToolResultContent};
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition, ToolResultContent};
 
 /// Characters per token in our estimates (the usual rough rule for English and code).
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -14,6 +14,11 @@ pub const COLLAPSED_PREFIX: &str = "[collapsed: ";
 /// Estimated tokens of a request: system prompt, tool definitions and messages.
 pub fn estimate_tokens(system: &str, tools_chars: usize, messages: &[Message]) -> u64 {
     estimate_tokens_of_chars(system.len() + tools_chars + messages.iter().map(message_chars).sum::<usize>())
+}
+
+/// Characters the tool definitions add to every request: their JSON.
+pub fn tools_chars(tools: &[ToolDefinition]) -> usize {
+    serde_json::to_string(tools).map_or(0, |s| s.len())
 }
 
 /// Estimated tokens of `chars` characters of request (the engine keeps a running count).

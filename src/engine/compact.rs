@@ -132,7 +132,7 @@ pub async fn compact_session(
     if session.messages.is_empty() {
         return Err(CompactError::Empty);
     }
-    let tools_chars = serde_json::to_string(&deps.tools.definitions()).map(|s| s.len()).unwrap_or(0);
+    let tools_chars = context::tools_chars(&deps.tools.definitions());
     let estimate = |chars: usize| context::estimate_tokens_of_chars(options.system.len() + tools_chars + chars);
     let tokens_before = estimate(session.messages.chars());
     let messages_before = session.messages.len();

@@ -133,7 +133,7 @@ impl LoopState {
             bounds.insert(c.name.clone(), bound);
             counters.insert(c.name.clone(), bound.saturating_sub(c.spent_at_start));
         }
-        let tools_chars = serde_json::to_string(&tools).map(|s| s.len()).unwrap_or(0);
+        let tools_chars = crate::context::tools_chars(&tools);
         LoopState {
             options,
             messages: {
