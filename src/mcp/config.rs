@@ -101,6 +101,12 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
             return Err(fail(&format!("mcpServers.{name}"), "a server name has only letters, digits, `_` and `-`"));
         }
         let expand_one = |field: String, text: &str| expand(text, var).map_err(|m| fail(&field, &m));
+        // `env` and `headers`: each value expanded, an error naming `FIELD.KEY`.
+        let expand_map = |field: &str, map: &BTreeMap<String, String>| {
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("{field}.{k}")), v)?)))
+                .collect::<Result<BTreeMap<_, _>, String>>()
+        };
         let kind =
             raw.kind.as_deref().unwrap_or(if raw.url.is_some() && raw.command.is_none() { "http" } else { "stdio" });
         let server = match kind {
@@ -116,21 +122,13 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
                     .enumerate()
                     .map(|(i, a)| expand_one(at(&format!("args[{i}]")), a))
                     .collect::<Result<_, _>>()?;
-                let env = raw
-                    .env
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("env.{k}")), v)?)))
-                    .collect::<Result<_, String>>()?;
+                let env = expand_map("env", &raw.env)?;
                 ServerConfig::Stdio { command, args, env }
             }
             "http" => {
                 let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), "missing: an http server needs a url"))?;
                 let url = expand_one(at("url"), url)?;
-                let headers = raw
-                    .headers
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("headers.{k}")), v)?)))
-                    .collect::<Result<_, String>>()?;
+                let headers = expand_map("headers", &raw.headers)?;
                 ServerConfig::Http { url, headers }
             }
             // Recognized but not run here: reported as failed when the servers start.
