@@ -119,11 +119,12 @@ pub struct RunFlags {
     #[arg(long, value_name = "TOOL")]
     pub permission_prompt_tool: Option<String>,
     /// MCP servers whose tools the model is offered as `mcp__<server>__<tool>`, in Claude
-    /// Code's format: `{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}}}}`; a file,
-    /// or the JSON itself. Repeatable; a later server of the same name wins. `${VAR}` and
-    /// `${VAR:-default}` are expanded. Only stdio servers connect yet (`"type": "http"` ones are
-    /// reported as failed). Their tools need an allow rule (`mcp__NAME` for a whole server,
-    /// `mcp__NAME__TOOL` for one) unless the mode is bypassPermissions.
+    /// Code's format: `{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}} |
+    /// {"type": "http", "url": …, "headers": {…}}}}`; a file (Claude Code's `~/.claude.json`
+    /// included), or the JSON itself. Repeatable; a later server of the same name wins. `${VAR}`
+    /// and `${VAR:-default}` are expanded. `"sse"` servers, and `"sdk"` ones outside the Claude
+    /// Agent SDK, are reported as failed. Their tools need an allow rule (`mcp__NAME` for a
+    /// whole server, `mcp__NAME__TOOL` for one) unless the mode is bypassPermissions.
     #[arg(long, value_name = "FILE_OR_JSON", num_args = 1..)]
     pub mcp_config: Vec<String>,
     /// Use only the servers of `--mcp-config`, not those of the project's `.mcp.json` (which
