@@ -267,13 +267,43 @@ fn an_interrupt_cancels_a_running_call_and_the_server_dies_with_the_run() {
     assert!(took < std::time::Duration::from_secs(5), "the run ended {took:?} after the interrupt");
     assert_eq!(tool_results(&lines), vec![("MCP tool call was cancelled".to_owned(), true)]);
     assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
-    let pid: libc::pid_t = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert_gone(&pid_file);
+}
+
+/// The process whose pid is in `pid_file` is gone (given a moment to be reaped).
+fn assert_gone(pid_file: &std::path::Path) {
+    let pid: libc::pid_t = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     // SAFETY: kill(2) with signal 0 only checks whether the process exists.
     while unsafe { libc::kill(pid, 0) } == 0 {
         assert!(std::time::Instant::now() < deadline, "the server {pid} outlived the run");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+/// A server that never answers `initialize` holds the run up only for `MCP_TIMEOUT`: it is a
+/// warning, the run completes without its tools, and its process is killed.
+#[test]
+fn a_server_that_never_answers_is_given_up_and_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("hang.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let config = json!({"mcpServers": {"hang": {"command": "sh", "args": ["-c", script]}}}).to_string();
+    let (out, lines) = run_in(
+        &dir,
+        &[("mcp__hang__anything", json!({}))],
+        &["--mcp-config", &config, "--allowedTools", "mcp__hang"],
+        &[("MCP_TIMEOUT", "2000")],
+    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: warning: MCP server `hang` failed: no answer within 2000 ms (MCP_TIMEOUT)\n"
+    );
+    assert_eq!(init(&lines)["mcp_servers"], json!([{"name": "hang", "status": "failed"}]));
+    assert_eq!(tool_results(&lines).len(), 1);
+    assert!(tool_results(&lines)[0].1);
+    assert_gone(&pid_file);
 }
 
 #[test]
