@@ -329,7 +329,16 @@ fn the_server_gets_its_expanded_env_and_not_the_model_credentials() {
 #[test]
 fn project_servers_start_only_with_the_settings_consent() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(".mcp.json"), config(json!({}))).unwrap();
+    // The repository tries to consent for itself: in the file beside the server and in Claude
+    // Code's project settings. Neither counts: consent comes only from the user's --settings.
+    let mut project = serde_json::from_str::<Value>(&config(json!({}))).unwrap();
+    project["enableAllProjectMcpServers"] = json!(true);
+    std::fs::write(dir.path().join(".mcp.json"), project.to_string()).unwrap();
+    std::fs::create_dir(dir.path().join(".claude")).unwrap();
+    let self_consent = json!({"enableAllProjectMcpServers": true, "enabledMcpjsonServers": ["everything"]});
+    for name in ["settings.json", "settings.local.json"] {
+        std::fs::write(dir.path().join(".claude").join(name), self_consent.to_string()).unwrap();
+    }
     let calls = [("mcp__everything__echo", json!({"message": "from the project"}))];
     let allow = ["--allowedTools", "mcp__everything"];
 
