@@ -130,22 +130,7 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error(CANCELLED);
     }
-    let mut command = tokio::process::Command::new("bash");
-    ctx.shell_env.apply(&mut command);
-    if ctx.guard_git {
-        crate::permissions::git::neutralise(&mut command);
-    }
-    let mut child = match command
-        .arg("-c")
-        .arg(&input.command)
-        .current_dir(&ctx.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-    {
+    let mut child = match shell_command(ctx, &input.command).spawn() {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
     };
@@ -162,6 +147,27 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     };
     group.disarm();
     render(&out, &err, ending, note)
+}
+
+/// The shell that runs `command` for a call with `ctx`: `bash -c` in the working directory,
+/// with the call's environment, stdin closed, stdout and stderr piped, in a process group of
+/// its own, killed when dropped. Every Bash process (foreground or background) starts here.
+pub fn shell_command(ctx: &ToolContext, command: &str) -> tokio::process::Command {
+    let mut shell = tokio::process::Command::new("bash");
+    ctx.shell_env.apply(&mut shell);
+    if ctx.guard_git {
+        crate::permissions::git::neutralise(&mut shell);
+    }
+    shell
+        .arg("-c")
+        .arg(command)
+        .current_dir(&ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    shell
 }
 
 /// Wait for the shell to exit, the deadline or cancellation while the output is read; kill
