@@ -32,6 +32,7 @@ pub mod model;
 pub mod permissions;
 pub mod process_group;
 pub mod protocol;
+pub mod sandbox;
 pub mod scenario;
 pub mod sdk;
 pub mod session;

@@ -8,6 +8,12 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 fn main() -> ExitCode {
+    // The sandbox helper runs before anything else starts a thread (it forks).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == agentloop::sandbox::helper::SUBCOMMAND) {
+        let code = agentloop::sandbox::helper::main(&args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = agentloop::cli::Cli::parse();
     // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs, and
     // those of the MCP SDK (rmcp), which are off by default: agentloop reports a failing MCP

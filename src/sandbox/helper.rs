@@ -1,0 +1,293 @@
+//! The sandbox helper: `agentloop __sandbox-exec [--policy JSON] -- PROGRAM ARGS…`, the
+//! process agentloop starts for every command (a Bash call, a hook, a background shell).
+//!
+//! It becomes a child subreaper, forks, and in the child applies the policy — read-only
+//! bind mounts of the protected paths ([`super::mounts`]), dropped capabilities
+//! ([`super::caps`]), Landlock ([`super::landlock`]),
+//! the seccomp filter ([`super::seccomp`]), `no_new_privs` — then executes the program. It
+//! never runs the program when a step fails: the command gets exit code 126 and one line on
+//! stderr. Without `--policy` the command runs unconfined, but still under the reaper.
+//!
+//! The parent waits. Every process the command starts is its descendant or, orphaned, is
+//! re-parented to it, whatever it does (`cmd &`, `nohup`, `setsid -f`, a double fork). When
+//! the program exits, or the helper gets SIGTERM, SIGINT, SIGHUP or SIGQUIT (a timeout, an
+//! interrupt, the end of the run), it kills every one of them and waits until none is left;
+//! then it exits as the program did. So nothing a call started outlives the call.
+//!
+//! It runs before agentloop starts any thread (`main` dispatches to it first), so the child
+//! may allocate between `fork` and `exec`.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+use super::policy::Policy;
+
+/// The hidden subcommand that runs the helper.
+pub const SUBCOMMAND: &str = "__sandbox-exec";
+
+/// Exit code when the sandbox could not be applied (the program never ran).
+pub const EXIT_SANDBOX_FAILED: i32 = 126;
+/// Exit code when the program could not be executed.
+pub const EXIT_NOT_EXECUTED: i32 = 127;
+
+/// What the helper was asked to do.
+#[derive(Debug, PartialEq)]
+struct Request {
+    policy: Option<Policy>,
+    argv: Vec<OsString>,
+}
+
+/// Read the helper's arguments (those after the subcommand).
+fn parse(args: &[OsString]) -> Result<Request, String> {
+    let mut policy = None;
+    let mut rest = args.iter();
+    loop {
+        match rest.next().map(|a| a.to_str()) {
+            Some(Some("--policy")) => {
+                let json = rest.next().ok_or("--policy needs a value")?;
+                let json = json.to_str().ok_or("--policy is not UTF-8")?;
+                policy = Some(serde_json::from_str(json).map_err(|e| format!("bad --policy: {e}"))?);
+            }
+            Some(Some("--")) => break,
+            Some(other) => return Err(format!("unexpected argument {other:?}")),
+            None => return Err("no program after --".into()),
+        }
+    }
+    let argv: Vec<OsString> = rest.cloned().collect();
+    if argv.is_empty() {
+        return Err("no program after --".into());
+    }
+    Ok(Request { policy, argv })
+}
+
+/// Run the helper with `args` (those after [`SUBCOMMAND`]); returns the exit code when it
+/// does not end by re-raising the program's signal.
+pub fn main(args: &[OsString]) -> i32 {
+    let request = match parse(args) {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("agentloop {SUBCOMMAND}: {e}");
+            return EXIT_SANDBOX_FAILED;
+        }
+    };
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let watched = signal_set(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT]);
+    let mut previous = empty_set();
+    // SAFETY: both sets are initialised sigset_t values.
+    unsafe {
+        libc::sigprocmask(libc::SIG_BLOCK, &raw const watched, &raw mut previous);
+    }
+    // SAFETY: this process has one thread (see the module doc), so the child may go on
+    // running Rust code.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        eprintln!("agentloop {SUBCOMMAND}: fork: {}", std::io::Error::last_os_error());
+        return EXIT_SANDBOX_FAILED;
+    }
+    if child == 0 {
+        // SAFETY: restores the mask the helper was started with.
+        unsafe {
+            libc::sigprocmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut());
+        }
+        exec_confined(&request);
+    }
+    let ending = wait_for(child, &watched);
+    let leftovers = kill_descendants();
+    match ending {
+        Ending::Exited(code) => {
+            if leftovers > 0 {
+                eprintln!(
+                    "agentloop: stopped {leftovers} process{} the command left running when it ended \
+                     (use run_in_background for servers)",
+                    if leftovers == 1 { "" } else { "es" }
+                );
+            }
+            code
+        }
+        Ending::Signalled(signal) => reraise(signal),
+        Ending::Stopped(signal) => 128 + signal,
+    }
+}
+
+/// How the helper's wait ended.
+enum Ending {
+    /// The program exited with this code.
+    Exited(i32),
+    /// A signal killed the program.
+    Signalled(i32),
+    /// The helper was told to stop by this signal.
+    Stopped(i32),
+}
+
+/// Wait for `child` to end or for a stop signal, reaping orphans meanwhile.
+fn wait_for(child: libc::pid_t, watched: &libc::sigset_t) -> Ending {
+    loop {
+        loop {
+            let mut status = 0;
+            // SAFETY: status is a valid out-pointer.
+            let pid = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            if pid == child {
+                if libc::WIFEXITED(status) {
+                    return Ending::Exited(libc::WEXITSTATUS(status));
+                }
+                if libc::WIFSIGNALED(status) {
+                    return Ending::Signalled(libc::WTERMSIG(status));
+                }
+            }
+        }
+        // SAFETY: watched is an initialised set; no siginfo is asked for.
+        let signal = unsafe { libc::sigwaitinfo(watched, std::ptr::null_mut()) };
+        if matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGHUP | libc::SIGQUIT) {
+            return Ending::Stopped(signal);
+        }
+    }
+}
+
+/// In the child: apply the policy, then execute the program; never returns.
+fn exec_confined(request: &Request) -> ! {
+    if let Some(policy) = &request.policy
+        && let Err(e) = confine(policy)
+    {
+        eprintln!("agentloop: sandbox: {e}; the command was not run");
+        // SAFETY: _exit ends the child without running the parent's destructors.
+        unsafe { libc::_exit(EXIT_SANDBOX_FAILED) }
+    }
+    let argv: Vec<CString> =
+        request.argv.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| CString::from(c"?"))).collect();
+    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    pointers.push(std::ptr::null());
+    // SAFETY: argv is a null-terminated array of valid C strings that outlive the call.
+    unsafe {
+        libc::execvp(pointers[0], pointers.as_ptr());
+    }
+    eprintln!("agentloop: cannot run {}: {}", request.argv[0].to_string_lossy(), std::io::Error::last_os_error());
+    // SAFETY: as above.
+    unsafe { libc::_exit(EXIT_NOT_EXECUTED) }
+}
+
+/// Apply `policy` to this process: mounts, Landlock, `no_new_privs`, seccomp.
+fn confine(policy: &Policy) -> Result<(), String> {
+    let mounted = super::mounts::protect(&policy.read_only).is_ok();
+    super::caps::drop_dangerous()?;
+    super::landlock::restrict(policy, !mounted).map_err(|e| e.to_string())?;
+    // SAFETY: prctl with integer arguments (Landlock has set it already; this is explicit).
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
+    }
+    super::seccomp::install(policy.network).map_err(|e| e.to_string())
+}
+
+/// SIGKILL every descendant until none is left (orphans come back to this subreaper, so
+/// the loop ends when `waitpid` finds no child); returns how many were killed.
+fn kill_descendants() -> usize {
+    let mut killed = std::collections::BTreeSet::new();
+    loop {
+        for pid in descendants() {
+            // SAFETY: kill with a positive pid of our own descendant.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            killed.insert(pid);
+        }
+        let mut status = 0;
+        // SAFETY: status is a valid out-pointer.
+        let reaped = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+        if reaped < 0 {
+            // ECHILD: nothing left.
+            return killed.len();
+        }
+        if reaped == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Every live descendant of this process, parents before children.
+fn descendants() -> Vec<libc::pid_t> {
+    let mut found = Vec::new();
+    let mut queue = vec![std::process::id() as libc::pid_t];
+    while let Some(pid) = queue.pop() {
+        for child in children_of(pid) {
+            found.push(child);
+            queue.push(child);
+        }
+    }
+    found
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/*/children`).
+fn children_of(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut children = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(text.split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()));
+        }
+    }
+    children
+}
+
+/// End this process by `signal` as the program ended, without a core dump.
+fn reraise(signal: i32) -> i32 {
+    // SAFETY: plain calls on this process: no core file, default action, unblock, raise.
+    unsafe {
+        let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &raw const none);
+        libc::signal(signal, libc::SIG_DFL);
+        let set = signal_set(&[signal]);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+    128 + signal
+}
+
+fn empty_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the zeroed set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        set
+    }
+}
+
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    let mut set = empty_set();
+    for &signal in signals {
+        // SAFETY: set is initialised.
+        unsafe {
+            libc::sigaddset(&raw mut set, signal);
+        }
+    }
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_a_policy_and_the_program() {
+        let policy = Policy::read_only(std::path::Path::new("/w"), &[], Vec::new());
+        let json = serde_json::to_string(&policy).unwrap();
+        let request = parse(&os(&["--policy", &json, "--", "bash", "-c", "ls"])).unwrap();
+        assert_eq!(request, Request { policy: Some(policy), argv: os(&["bash", "-c", "ls"]) });
+        assert_eq!(parse(&os(&["--", "true"])).unwrap().policy, None);
+    }
+
+    #[test]
+    fn refuses_a_missing_program_or_a_bad_policy() {
+        assert_eq!(parse(&os(&["--"])).unwrap_err(), "no program after --");
+        assert!(parse(&os(&["--policy", "{", "--", "x"])).unwrap_err().starts_with("bad --policy: "));
+        assert_eq!(parse(&os(&["-x"])).unwrap_err(), r#"unexpected argument Some("-x")"#);
+    }
+}

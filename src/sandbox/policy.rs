@@ -1,0 +1,191 @@
+//! What one sandboxed command may do: the file-system, network and process bounds that the
+//! helper ([`super::helper`]) applies before it runs the command. A policy is plain data,
+//! built by agentloop for each call and handed to the helper as JSON on its command line.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The bounds of one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// What the command may read (and execute).
+    pub read: Reads,
+    /// Hierarchies (directories or single files) the command may create, change and delete
+    /// files in. They are readable too.
+    pub write: Vec<PathBuf>,
+    /// Paths whose content the command may not read or execute, wherever they lie: the
+    /// concrete paths of the `Read(…)` deny rules.
+    pub deny_read: Vec<PathBuf>,
+    /// Paths inside `write` that stay read-only (`.git/hooks`, `.claude`, …). The helper
+    /// makes those that exist read-only with a bind mount in a mount namespace of the
+    /// command's own, when it can make one ([`crate::sandbox::helper`]).
+    pub read_only: Vec<PathBuf>,
+    /// What the command may reach over the network.
+    pub network: Network,
+}
+
+/// What a command may read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reads {
+    /// Every file the user can read, but [`Policy::deny_read`].
+    Everywhere,
+    /// Only these hierarchies (and [`Policy::write`]), but [`Policy::deny_read`].
+    Within(Vec<PathBuf>),
+}
+
+/// Network access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// Any socket, any address.
+    Open,
+    /// No Internet sockets.
+    Closed {
+        /// Unix-domain sockets may be created (`socketpair` always may).
+        unix_sockets: bool,
+        /// TCP sockets may be created and bound to a port, but connect nowhere.
+        local_binding: bool,
+    },
+}
+
+impl Network {
+    /// No network at all but socket pairs.
+    pub const CLOSED: Network = Network::Closed { unix_sockets: false, local_binding: false };
+
+    /// Whether this is [`Network::Open`].
+    pub fn is_open(self) -> bool {
+        matches!(self, Network::Open)
+    }
+}
+
+/// System locations every program needs to start and run: its binaries, libraries, the
+/// dynamic loader's cache, locale and time zone data, the device files and `/proc`.
+pub const SYSTEM_READ: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys", "/dev"];
+
+/// Files in `/etc` that programs read to run (user and group names for `ls -l`, the
+/// loader's cache, locale, time zone, `file`'s magic, git's system config). The rest of
+/// `/etc` stays unreadable to read-only commands.
+pub const SYSTEM_ETC: &[&str] = &[
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/default/locale",
+    "/etc/alternatives",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/mime.types",
+    "/etc/gitconfig",
+    "/etc/gitattributes",
+    "/etc/terminfo",
+    "/etc/inputrc",
+    "/etc/os-release",
+    "/etc/environment",
+];
+
+/// Where a writing command may also write besides the working directory: the null device
+/// and POSIX shared memory (Python's multiprocessing locks).
+pub const SYSTEM_WRITE: &[&str] = &["/dev/null", "/dev/shm"];
+
+/// Paths of the working directory that no sandboxed command may change: git's hooks and
+/// configuration (they run programs later), and agentloop's and Claude Code's own settings
+/// and MCP configuration.
+pub const PROTECTED: &[&str] = &[".git/hooks", ".git/config", ".claude", ".agentloop", ".mcp.json"];
+
+impl Policy {
+    /// The policy of a call approved only because it was proven read-only: it reads `cwd`,
+    /// the `extra` readable hierarchies and the system, writes nothing but `/dev/null`, and
+    /// has no network.
+    pub fn read_only(cwd: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>) -> Policy {
+        let mut within: Vec<PathBuf> = SYSTEM_READ.iter().chain(SYSTEM_ETC).map(PathBuf::from).collect();
+        within.push(cwd.to_path_buf());
+        within.extend(extra.iter().cloned());
+        within.extend(program_dirs());
+        Policy {
+            read: Reads::Within(within),
+            write: vec![PathBuf::from("/dev/null")],
+            deny_read,
+            read_only: Vec::new(),
+            network: Network::CLOSED,
+        }
+    }
+
+    /// The policy of a call a rule allowed or a person approved: it reads everything but
+    /// `deny_read`, writes in `cwd`, `temp` and the `extra` writable hierarchies but the
+    /// [`PROTECTED`] paths, and reaches the network as `network` says.
+    pub fn writing(cwd: &Path, temp: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>, network: Network) -> Policy {
+        let mut write: Vec<PathBuf> = vec![cwd.to_path_buf(), temp.to_path_buf()];
+        write.extend(extra.iter().cloned());
+        write.extend(SYSTEM_WRITE.iter().map(PathBuf::from));
+        Policy {
+            read: Reads::Everywhere,
+            write,
+            deny_read,
+            read_only: PROTECTED.iter().map(|p| cwd.join(p)).collect(),
+            network,
+        }
+    }
+}
+
+/// The directories of `PATH` that hold programs (not `/`, not the home directory or one of
+/// its ancestors, not relative entries), so a read-only command finds `rg` in
+/// `~/.cargo/bin` without the home directory becoming readable.
+fn program_dirs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(path) = std::env::var_os("PATH") else { return Vec::new() };
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute() && dir.components().count() > 1)
+        .filter(|dir| home.as_ref().is_none_or(|home| !home.starts_with(dir)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_travels_as_json_unchanged() {
+        let policy = Policy::writing(
+            Path::new("/w"),
+            Path::new("/t"),
+            &[],
+            vec![PathBuf::from("/w/.env")],
+            Network::Closed { unix_sockets: true, local_binding: false },
+        );
+        let json = serde_json::to_string(&policy).unwrap();
+        assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), policy);
+        assert!(json.contains(r#""network":{"closed":{"unix_sockets":true,"local_binding":false}}"#), "{json}");
+    }
+
+    #[test]
+    fn read_only_writes_only_the_null_device() {
+        let policy = Policy::read_only(Path::new("/w"), &[PathBuf::from("/spill")], Vec::new());
+        assert_eq!(policy.write, vec![PathBuf::from("/dev/null")]);
+        assert_eq!(policy.network, Network::CLOSED);
+        let Reads::Within(within) = &policy.read else { panic!("reads are bounded") };
+        for p in ["/w", "/spill", "/usr", "/etc/passwd"] {
+            assert!(within.contains(&PathBuf::from(p)), "{p} readable");
+        }
+        assert!(!within.contains(&PathBuf::from("/etc")));
+        assert!(!within.iter().any(|p| p == Path::new("/")));
+    }
+
+    #[test]
+    fn writing_protects_git_hooks_and_settings_inside_the_working_directory() {
+        let policy = Policy::writing(Path::new("/w"), Path::new("/t"), &[], Vec::new(), Network::CLOSED);
+        assert_eq!(policy.write[..2], [PathBuf::from("/w"), PathBuf::from("/t")]);
+        for p in ["/w/.git/hooks", "/w/.git/config", "/w/.claude", "/w/.mcp.json"] {
+            assert!(policy.read_only.contains(&PathBuf::from(p)), "{p} protected");
+        }
+    }
+}
