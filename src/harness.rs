@@ -159,6 +159,7 @@ pub async fn run_scenario_approved(
         cwd: dir.to_path_buf(),
         policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir).map_err(HarnessError::Settings)?),
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
+        sandbox: crate::sandbox::Sandbox::none(),
         approver,
     };
     let events = Arc::new(Mutex::new(Vec::new()));

@@ -69,6 +69,7 @@ async fn run_against(api: &MockApi, options: EngineOptions, prompt: &str) -> Fin
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(policy(&Permissions::default(), None, &[], &[], dir.path()).unwrap()),
         shell_env: ShellEnv::inherited_default(),
+        sandbox: agentloop::sandbox::Sandbox::none(),
         approver: Arc::new(agentloop::permissions::Unattended),
     };
     let outcome = run(deps, options, prompt, Box::new(|_: &EngineEvent| {})).await.unwrap();

@@ -314,6 +314,7 @@ async fn prompts_in_a_row_on_one_session_send_the_growing_history() {
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(Policy::new(Mode::Default, dir.path().to_path_buf())),
         shell_env: Arc::new(ShellEnv::inherited(&[])),
+        sandbox: agentloop::sandbox::Sandbox::none(),
         approver: Arc::new(agentloop::permissions::Unattended),
     };
     let mut session = Session::in_memory(Uuid::new_v4(), dir.path().to_path_buf());

@@ -239,6 +239,8 @@ pub struct RunSpec {
     /// The MCP servers (`--mcp-config`, `.mcp.json`), started in the background as soon as
     /// they are known; the run waits for them where it first needs its tools.
     pub mcp: crate::mcp::startup::Startup,
+    /// How the session's commands are confined (from the settings' `sandbox` block).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
 }
 
 /// Run `agentloop run`.
@@ -306,6 +308,10 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     if let Some(settings) = &args.settings {
         spec.settings = load_settings(settings)?;
     }
+    spec.sandbox = Arc::new(
+        crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)
+            .map_err(|e| e.to_string())?,
+    );
     // The servers start now, while the rest is prepared (the session loaded, the trace opened).
     spec.mcp = crate::mcp::startup::Startup::begin(mcp_servers(args, &spec.cwd, &spec.settings)?, spec.cwd.clone());
     spec.policy = policy(
@@ -378,6 +384,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         tools: Registry::standard(),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
+        sandbox: crate::sandbox::Sandbox::none(),
         cwd,
         options,
         model: Arc::new(model),
@@ -507,6 +514,7 @@ pub fn spec_for_scenario(
         tools: Registry::standard(),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
+        sandbox: crate::sandbox::Sandbox::none(),
         cwd,
         options,
         model: scripted.clone(),
@@ -599,6 +607,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         cwd: spec.cwd,
         policy: Arc::new(spec.policy),
         shell_env: Arc::new(ShellEnv::inherited(&spec.settings.shell_environment.keep)),
+        sandbox: spec.sandbox.clone(),
         approver: Arc::new(crate::permissions::Unattended),
     };
     let mut session = spec.session;

@@ -187,6 +187,7 @@ mod tests {
             cwd: dir.to_path_buf(),
             policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.into())),
             shell_env: crate::tools::shell_env::ShellEnv::inherited_default(),
+            sandbox: crate::sandbox::Sandbox::none(),
             approver: Arc::new(crate::permissions::Unattended),
         }
     }

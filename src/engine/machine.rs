@@ -52,6 +52,8 @@ pub struct Deps {
     pub policy: Arc<Policy>,
     /// The environment of Bash commands and hook commands.
     pub shell_env: Arc<ShellEnv>,
+    /// How Bash and hook commands are confined ([`crate::sandbox`]).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Who is asked when the policy cannot decide a call alone
     /// ([`crate::permissions::Unattended`] when nobody can be).
     pub approver: Arc<dyn Approver>,
@@ -89,6 +91,7 @@ impl Ctx {
             session_id: run_id.to_owned(),
             cwd: self.deps.cwd.clone(),
             shell_env: self.deps.shell_env.clone(),
+            sandbox: self.deps.sandbox.clone(),
             transcript_path: self.transcript.path().map(std::path::Path::to_path_buf),
             permission_mode: self.deps.policy.mode().as_str(),
         }

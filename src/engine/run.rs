@@ -122,6 +122,7 @@ pub async fn run_prompt(
     let tool_ctx = ToolContext {
         cancel: deps.cancel.clone(),
         shell_env: deps.shell_env.clone(),
+        sandbox: deps.sandbox.clone(),
         read_deny: deps.policy.read_deny(),
         ..ToolContext::new(deps.cwd.clone())
     };
@@ -138,6 +139,7 @@ pub async fn run_prompt(
             shell_env: deps.shell_env.clone(),
             transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
             permission_mode: deps.policy.mode().as_str(),
+            sandbox: deps.sandbox.clone(),
         },
         policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
         result_cap: st.options.tool_result_cap,

@@ -465,6 +465,7 @@ mod tests {
             cwd: dir.path().to_path_buf(),
             policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.path().into())),
             shell_env: crate::tools::shell_env::ShellEnv::inherited_default(),
+            sandbox: crate::sandbox::Sandbox::none(),
             approver: Arc::new(crate::permissions::Unattended),
         };
         let warnings = Arc::new(Mutex::new(Vec::new()));

@@ -88,7 +88,9 @@ impl CommandHooks {
                         Err(_) => Verdict::warn(format!("{name} did not answer within {secs}s")),
                     };
                 }
-                let ran = run::run(&hook.command, &env.cwd, &env.shell_env, bytes, Duration::from_secs(secs)).await;
+                let ran =
+                    run::run(&hook.command, &env.cwd, &env.shell_env, &env.sandbox, bytes, Duration::from_secs(secs))
+                        .await;
                 Verdict::read(event, &hook.command, secs, ran)
             }
         });

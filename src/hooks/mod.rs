@@ -74,6 +74,8 @@ pub struct HookEnv {
     pub transcript_path: Option<std::path::PathBuf>,
     /// The permission mode in force (`permission_mode` in the hook input).
     pub permission_mode: &'static str,
+    /// How hook commands are confined ([`crate::sandbox::Launch::Hook`]).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
 }
 
 impl HookEnv {
@@ -86,6 +88,7 @@ impl HookEnv {
             shell_env: ShellEnv::inherited_default(),
             transcript_path: None,
             permission_mode: "default",
+            sandbox: crate::sandbox::Sandbox::none(),
         }
     }
 }

@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use crate::process_group::ProcessGroup;
+use crate::sandbox::{Launch, Sandbox};
 use crate::tools::bash::capture::{Capture, pump};
 use crate::tools::shell_env::ShellEnv;
 
@@ -56,14 +57,21 @@ impl Ran {
 /// After `limit`, the process group is killed and the result is [`Ending::TimedOut`]. Output is
 /// read until both pipes close, so a background process that keeps stdout open counts as
 /// running: redirect its output if it should outlive the hook.
-pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8], limit: Duration) -> Ran {
-    let mut child = match spawn(command, cwd, env) {
+pub(crate) async fn run(
+    command: &str,
+    cwd: &Path,
+    env: &ShellEnv,
+    sandbox: &Sandbox,
+    input: &[u8],
+    limit: Duration,
+) -> Ran {
+    let mut child = match spawn(command, cwd, env, sandbox) {
         Ok(child) => child,
         Err(e) => return Ran::without_output(Ending::Failed(e)),
     };
     // Declared after `child` so it drops first: the group dies before the leader is reaped,
     // which keeps the group id from being reused while we still might signal it.
-    let group = ProcessGroup::of(child.id());
+    let group = ProcessGroup::of_command(child.id(), sandbox.has_helper());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let work = async {
         let write = async move {
@@ -97,19 +105,29 @@ pub(crate) async fn run(command: &str, cwd: &Path, env: &ShellEnv, input: &[u8],
     }
 }
 
-fn spawn(command: &str, cwd: &Path, env: &ShellEnv) -> io::Result<Child> {
-    match shell("bash", command, cwd, env).spawn() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => shell("sh", command, cwd, env).spawn(),
+fn spawn(command: &str, cwd: &Path, env: &ShellEnv, sandbox: &Sandbox) -> io::Result<Child> {
+    let program = if sandbox.has_helper() && !bash_exists() { "sh" } else { "bash" };
+    match shell(program, command, cwd, env, sandbox).spawn() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => {
+            shell("sh", command, cwd, env, sandbox).spawn()
+        }
         other => other,
     }
 }
 
-fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv) -> Command {
-    let mut cmd = Command::new(program);
-    env.apply(&mut cmd);
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+/// Whether `bash` is on `PATH` (through the helper a missing shell is the helper's exit
+/// code 127, not a spawn error).
+fn bash_exists() -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()))
+}
+
+/// The hook's shell, confined as a hook ([`Launch::Hook`]).
+fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv, sandbox: &Sandbox) -> Command {
+    let launch = sandbox.effective(Launch::Hook, command);
+    let policy = sandbox.policy(&launch, Vec::new());
+    let args = [std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(command)];
+    let mut cmd = sandbox.command(policy.as_ref(), env, program, &args);
+    cmd.current_dir(cwd)
         .env("CLAUDE_PROJECT_DIR", cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -147,7 +165,7 @@ pub(crate) mod tests {
 
     /// [`run`] with the default shell environment.
     async fn run_default(command: &str, cwd: &Path, input: &[u8], limit: Duration) -> Ran {
-        run(command, cwd, &ShellEnv::inherited_default(), input, limit).await
+        run(command, cwd, &ShellEnv::inherited_default(), &Sandbox::none(), input, limit).await
     }
 
     /// Whether `pid` is gone or a zombie (killed, waiting for a parent that may never reap it).

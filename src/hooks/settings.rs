@@ -18,7 +18,7 @@ use crate::json_path;
 use crate::tools::shell_env::KeepPattern;
 
 /// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions`,
-/// `shellEnvironment` and the project MCP server consent (`enableAllProjectMcpServers`,
+/// `shellEnvironment`, `sandbox` and the project MCP server consent (`enableAllProjectMcpServers`,
 /// `enabledMcpjsonServers`, `disabledMcpjsonServers`) are ignored (`env`, `model`, …).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Settings {
@@ -41,6 +41,9 @@ pub struct Settings {
     /// wins over the two above).
     #[serde(default, rename = "disabledMcpjsonServers", deserialize_with = "null_as_default")]
     pub disabled_mcpjson_servers: Vec<String>,
+    /// `sandbox`: how commands are confined ([`crate::sandbox::settings`]).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub sandbox: crate::sandbox::SandboxSettings,
 }
 
 /// The `hooks` object: for each event, a list of matcher groups.

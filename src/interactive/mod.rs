@@ -79,7 +79,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     };
     let terminal = term::Terminal::save();
     let screen = Screen::stdout(Style::detect());
-    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp, .. } = spec;
+    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp, sandbox, .. } = spec;
     // MCP servers started while the session was prepared; they are up (or a warning names
     // each failed one) before the first prompt.
     let statuses = mcp.finish(&mut tools).await;
@@ -92,6 +92,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         approver: Arc::new(TerminalApprover::new(screen.clone(), keyboard.clone())),
         keyboard,
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
+        sandbox,
         screen,
         terminal,
         signals,
@@ -187,6 +188,7 @@ struct Interactive {
     session: Session,
     tools: Registry,
     shell_env: Arc<ShellEnv>,
+    sandbox: Arc<crate::sandbox::Sandbox>,
     approver: Arc<dyn Approver>,
     session_flags: SessionArgs,
     totals: Totals,
@@ -376,6 +378,7 @@ impl Interactive {
             cwd: self.cwd.clone(),
             policy: Arc::new(self.policy.clone()),
             shell_env: self.shell_env.clone(),
+            sandbox: self.sandbox.clone(),
             approver: self.approver.clone(),
         }
     }

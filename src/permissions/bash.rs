@@ -52,7 +52,7 @@ impl Policy {
         if self.mode() != Mode::Plan && self.allowed_by(|r| covers_commands(r, tool) && matches!(r.spec, Spec::Any)) {
             return Decision::ALLOW;
         }
-        let mut guard_git = false;
+        let (mut guard_git, mut by_rule) = (false, false);
         let read_only = ReadOnlyProof {
             paths: PathCheck::new(&self.cwd, &self.readable_roots, Vec::new(), &analysis),
             git_risk: OnceCell::new(),
@@ -69,13 +69,13 @@ impl Policy {
                 Approval::Rule if self.mode() == Mode::Plan => {
                     refusal = Some(format!("`{}` is not proven read-only", display(cmd)));
                 }
-                Approval::Rule => {}
+                Approval::Rule => by_rule = true,
                 Approval::ReadOnly => guard_git = true,
                 Approval::No(why) => refusal = Some(why),
             }
         }
         match (refusal, self.mode()) {
-            (None, _) => Decision::Allow { outside: false, guard_git },
+            (None, _) => Decision::Allow { outside: false, guard_git, read_only: guard_git && !by_rule },
             (Some(_), Mode::BypassPermissions) => Decision::ALLOW,
             (Some(why), Mode::Plan) => Decision::Deny(format!("{} ({why})", plan_message(tool))),
             (Some(why), Mode::Default | Mode::AcceptEdits) => {

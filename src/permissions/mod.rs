@@ -105,6 +105,9 @@ pub enum Decision {
         /// The call runs only because it was proven read-only: git in it must run with the
         /// configuration that executes programs neutralised.
         guard_git: bool,
+        /// No rule and no mode allowed the call: every command of it was proven read-only,
+        /// so the sandbox runs it read-only ([`crate::sandbox::Launch::ReadOnly`]).
+        read_only: bool,
     },
     /// Refuse it; the reason goes to the model as an error result.
     Deny(String),
@@ -123,7 +126,7 @@ pub enum Decision {
 
 impl Decision {
     /// An allowed call inside the working directory, on a rule or the mode.
-    pub const ALLOW: Decision = Decision::Allow { outside: false, guard_git: false };
+    pub const ALLOW: Decision = Decision::Allow { outside: false, guard_git: false, read_only: false };
 
     /// Whether the call may run without asking.
     pub fn is_allowed(&self) -> bool {
@@ -164,6 +167,9 @@ impl Grants {
     }
 }
 
+/// How many entries [`ReadDeny::kernel_paths`] looks through for one glob rule.
+pub const KERNEL_WALK_LIMIT: usize = 20_000;
+
 /// The paths that `Read(…)` deny rules hide from the tools that walk directories (Grep,
 /// Glob): entries they cover are skipped as if absent.
 #[derive(Debug, Clone, Default)]
@@ -180,6 +186,14 @@ impl ReadDeny {
     /// Whether no rule hides anything.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// The existing paths the rules cover, for the kernel sandbox to make unreadable
+    /// ([`crate::sandbox::Policy::deny_read`]): literal paths and `dir/**` trees as they
+    /// are, other globs by their matches now (a glob over a tree of more than
+    /// [`KERNEL_WALK_LIMIT`] entries hides the whole tree it starts in).
+    pub fn kernel_paths(&self) -> Vec<PathBuf> {
+        self.rules.iter().filter_map(Rule::path).flat_map(|p| p.kernel_paths(KERNEL_WALK_LIMIT)).collect()
     }
 }
 
@@ -315,6 +329,12 @@ impl Policy {
         self.mode.get()
     }
 
+    /// The hierarchies read-only tools may read outside the working directory (the run's
+    /// spill directory): a read-only command's sandbox reads them too.
+    pub fn readable_roots(&self) -> &[PathBuf] {
+        &self.readable_roots
+    }
+
     /// What `Read(…)` deny rules hide from Grep and Glob.
     pub fn read_deny(&self) -> Arc<ReadDeny> {
         self.read_deny.clone()
@@ -367,16 +387,16 @@ impl Policy {
                     p.parent().unwrap_or(p).display()
                 ));
             }
-            return Decision::Allow { outside: true, guard_git: false };
+            return Decision::Allow { outside: true, guard_git: false, read_only: false };
         }
         if allowed_by_rule {
-            return Decision::Allow { outside, guard_git: false };
+            return Decision::Allow { outside, guard_git: false, read_only: false };
         }
         if let Some(rule) = self.ask.iter().find(|r| r.applies_to(tool, kind) && covers(r)) {
             return self.ask(tool, format!("the rule `{}` asks for it", rule.as_str()), None);
         }
         let edit = kind == ToolKind::EditsFiles;
-        let allow = Decision::Allow { outside, guard_git: false };
+        let allow = Decision::Allow { outside, guard_git: false, read_only: false };
         match self.mode.get() {
             Mode::BypassPermissions => allow,
             Mode::Plan | Mode::Default if read_only => allow,
@@ -386,6 +406,12 @@ impl Policy {
                 self.ask(tool, "it changes things and no rule allows it".into(), Some(tool.to_owned()))
             }
         }
+    }
+
+    /// The decision for a command the analysis proved read-only when no sandbox would contain
+    /// it if the proof were wrong: a question (a denial in plan mode).
+    pub fn unconfined_question(&self, tool: &str) -> Decision {
+        self.ask(tool, "the sandbox is unavailable, so a command is not run unconfined without asking".into(), None)
     }
 
     /// A question for a person; in plan mode, which never asks, today's unattended denial.

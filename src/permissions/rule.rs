@@ -97,12 +97,43 @@ pub(crate) struct PathPattern {
     whole_tree: bool,
     /// The pattern has glob characters: it may match anything below `base`.
     is_glob: bool,
+    /// The pattern is a literal directory followed by `/**`: exactly the tree at `base`.
+    literal_tree: bool,
 }
 
 impl PathPattern {
     /// Whether `path` (canonical, absolute) is covered.
     pub(crate) fn covers(&self, path: &Path) -> bool {
         self.glob.is_match(path) || (self.whole_tree && path == self.base)
+    }
+
+    /// The existing paths this pattern covers, as whole trees, for the kernel sandbox: the
+    /// base of a literal path or `dir/**`; for other globs the matches found below the base,
+    /// or the base itself when there are more than `limit` entries to look through (the
+    /// sandbox then hides more, never less).
+    pub(crate) fn kernel_paths(&self, limit: usize) -> Vec<PathBuf> {
+        if !self.is_glob || self.literal_tree {
+            return vec![self.base.clone()];
+        }
+        let mut found = Vec::new();
+        let mut queue = vec![self.base.clone()];
+        let mut seen = 0usize;
+        while let Some(dir) = queue.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > limit {
+                    return vec![self.base.clone()];
+                }
+                let path = entry.path();
+                if self.covers(&path) {
+                    found.push(path);
+                } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    queue.push(path);
+                }
+            }
+        }
+        found
     }
 
     /// Whether something this rule covers may lie inside the directory `dir` (or is `dir`).
@@ -255,7 +286,8 @@ fn path_pattern(spec: &str, cwd: &Path) -> Result<PathPattern, String> {
     };
     let whole_tree = pattern.ends_with("/**");
     let is_glob = literal_end < pattern.len();
-    Ok(PathPattern { glob: glob.compile_matcher(), base, whole_tree, is_glob })
+    let literal_tree = whole_tree && literal_end == pattern.len() - 2;
+    Ok(PathPattern { glob: glob.compile_matcher(), base, whole_tree, is_glob, literal_tree })
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ fn deny_wins_over_allow_and_outside_needs_a_rule() {
     let (_d, p) = policy(Mode::Default, &["Read(//etc/**)"], &[]);
     assert_eq!(
         decide(&p, "Read", &json!({"file_path": "/etc/hostname"})),
-        Decision::Allow { outside: true, guard_git: false }
+        Decision::Allow { outside: true, guard_git: false, read_only: false }
     );
 }
 

@@ -54,8 +54,12 @@ pub enum State {
 /// How one command is started.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Launch {
-    /// Approved only because it was proven read-only.
-    ReadOnly,
+    /// Approved only because it was proven read-only; these hierarchies are readable besides
+    /// the working directory (the run's spill directory, background output).
+    ReadOnly {
+        /// Readable roots of the permission policy.
+        readable: Vec<PathBuf>,
+    },
     /// Allowed by a rule, approved by a person, or a hook: writes the working directory.
     #[default]
     Writing,
@@ -206,13 +210,13 @@ impl Sandbox {
         launch
     }
 
-    /// The policy for `launch` with these `Read(…)`-denied paths and extra readable roots;
-    /// `None` when it runs unconfined.
-    pub fn policy(&self, launch: &Launch, deny_read: Vec<PathBuf>, readable: &[PathBuf]) -> Option<Policy> {
+    /// The policy for `launch` with these `Read(…)`-denied paths; `None` when it runs
+    /// unconfined.
+    pub fn policy(&self, launch: &Launch, deny_read: Vec<PathBuf>) -> Option<Policy> {
         let temp = self.temp_dir().unwrap_or(Path::new("/nonexistent"));
         let network = self.settings.network.for_commands();
         match launch {
-            Launch::ReadOnly => {
+            Launch::ReadOnly { readable } => {
                 let mut extra = self.extra_read.clone();
                 extra.extend(readable.iter().cloned());
                 Some(Policy::read_only(&self.cwd, &extra, deny_read))
@@ -261,6 +265,18 @@ impl Sandbox {
         self.helper.is_some()
     }
 }
+
+impl PartialEq for Sandbox {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state
+            && self.settings == other.settings
+            && self.helper == other.helper
+            && self.cwd == other.cwd
+            && self.temp_dir() == other.temp_dir()
+    }
+}
+
+impl Eq for Sandbox {}
 
 fn warn_unavailable() {
     static WARNED: std::sync::Once = std::sync::Once::new();

@@ -162,6 +162,7 @@ struct Host {
     policy: Policy,
     tools: Registry,
     shell_env: Arc<ShellEnv>,
+    sandbox: Arc<crate::sandbox::Sandbox>,
     approver: Arc<dyn Approver>,
     partial_messages: bool,
     /// The MCP servers' start, until the first prompt waits for it.
@@ -177,7 +178,7 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, mut mcp, .. } = spec;
+        let RunSpec { cwd, options, model, settings, policy, session, tools, mut mcp, sandbox, .. } = spec;
         let mcp_servers = mcp.servers().clone();
         // The SDK's own servers start now, spoken to through control requests.
         mcp.reach_sdk(controller.clone());
@@ -203,6 +204,7 @@ impl Host {
             policy,
             tools,
             shell_env,
+            sandbox,
             approver,
             partial_messages: flags.include_partial_messages,
             mcp: Some(mcp),
@@ -239,6 +241,7 @@ impl Host {
             cwd: self.cwd.clone(),
             policy: Arc::new(self.policy.clone()),
             shell_env: self.shell_env.clone(),
+            sandbox: self.sandbox.clone(),
             approver: self.approver.clone(),
         };
         let id = session.id.to_string();

@@ -134,7 +134,7 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
     };
-    let group = ProcessGroup::of(child.id());
+    let group = ProcessGroup::of_command(child.id(), ctx.sandbox.has_helper());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let (mut out, mut err) = (Capture::new(MAX_OUTPUT_CHARS), Capture::new(MAX_OUTPUT_CHARS));
@@ -153,14 +153,14 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
 /// with the call's environment, stdin closed, stdout and stderr piped, in a process group of
 /// its own, killed when dropped. Every Bash process (foreground or background) starts here.
 pub fn shell_command(ctx: &ToolContext, command: &str) -> tokio::process::Command {
-    let mut shell = tokio::process::Command::new("bash");
-    ctx.shell_env.apply(&mut shell);
+    let launch = ctx.sandbox.effective(ctx.launch.clone(), command);
+    let policy = ctx.sandbox.policy(&launch, ctx.read_deny.kernel_paths());
+    let args = [std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(command)];
+    let mut shell = ctx.sandbox.command(policy.as_ref(), &ctx.shell_env, "bash", &args);
     if ctx.guard_git {
         crate::permissions::git::neutralise(&mut shell);
     }
     shell
-        .arg("-c")
-        .arg(command)
         .current_dir(&ctx.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

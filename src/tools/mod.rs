@@ -116,6 +116,10 @@ pub struct ToolContext {
     /// This call was approved only because it was proven read-only: git in it runs with
     /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
     pub guard_git: bool,
+    /// The session's sandbox: how commands are started.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// How this call's commands are confined, from its permission decision.
+    pub launch: crate::sandbox::Launch,
 }
 
 impl ToolContext {
@@ -130,6 +134,8 @@ impl ToolContext {
             shell_env: shell_env::ShellEnv::inherited_default(),
             read_deny: Arc::default(),
             guard_git: false,
+            sandbox: crate::sandbox::Sandbox::none(),
+            launch: crate::sandbox::Launch::default(),
         }
     }
 }

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookEnv, HookPermission, Hooks};
-use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Policy, Unattended};
-use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolOutput};
+use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Unattended};
+use crate::sandbox::Launch;
+use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolKind, ToolOutput};
 
 /// Default cap on one tool result, in characters.
 pub const DEFAULT_RESULT_CAP: usize = 30_000;
@@ -146,6 +147,13 @@ impl Toolbox {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let mut decision = self.policy.decide(tool.as_ref(), &call.input);
+        if let Decision::Allow { read_only: true, .. } = decision
+            && tool.kind() == ToolKind::RunsCommands
+            && !ctx.sandbox.trusts_read_only_proof()
+        {
+            // Without the kernel boundary a wrong proof would run unconfined: ask instead.
+            decision = self.policy.unconfined_question(tool.name());
+        }
         // A hook's `permissionDecision`: `allow` settles a question, `ask` raises one; deny
         // rules and plan mode refuse the call whatever the hook says.
         let hook_asks = match (&pre.permission, &decision) {
@@ -182,9 +190,10 @@ impl Toolbox {
             None => std::borrow::Cow::Borrowed(call),
         };
         match decision {
-            Decision::Allow { outside, guard_git } => {
+            Decision::Allow { outside, guard_git, read_only } => {
                 ctx.allow_outside = outside;
                 ctx.guard_git = guard_git;
+                ctx.launch = self.launch(read_only);
             }
             Decision::Deny(reason) => return ToolOutput::error(reason),
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
@@ -269,6 +278,16 @@ impl Toolbox {
     }
 
     /// Cut a result over the cap, saving the whole text where the note says.
+    /// How an allowed call's commands are confined: unconfined in `bypassPermissions`,
+    /// read-only when nothing but the read-only proof allowed it, else writing.
+    fn launch(&self, read_only: bool) -> Launch {
+        match self.policy.mode() {
+            Mode::BypassPermissions => Launch::Unconfined("bypassPermissions"),
+            _ if read_only => Launch::ReadOnly { readable: self.policy.readable_roots().to_vec() },
+            _ => Launch::Writing,
+        }
+    }
+
     fn apply_budget(&self, id: &str, output: &mut ToolOutput) {
         let total = output.content.chars().count();
         if total <= self.result_cap {
