@@ -19,7 +19,9 @@ use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::reason::TerminalReason;
 use crate::engine::run::RunOutcome;
 use crate::engine::trace::TraceWriter;
+use crate::permissions::Mode;
 use crate::protocol::Role;
+use crate::sandbox::Sandbox;
 
 /// Called when a tool phase starts (the scripted model uses it for `abort.phase = tools`).
 pub type ToolPhaseHook = Arc<dyn Fn() + Send + Sync>;
@@ -447,6 +449,25 @@ pub fn system_init(
         "claude_code_version": crate::sdk::PROTOCOL_VERSION,
         "agentloop_version": env!("CARGO_PKG_VERSION"),
     })
+}
+
+/// Adds the session's sandbox state to a `system/init` line.
+pub trait WithSandbox {
+    /// `sandbox`: `enabled`, `disabled`, `unavailable` or `none` ([`Sandbox::status`]), or
+    /// `bypassed` when the mode runs every command unconfined.
+    #[must_use]
+    fn with_sandbox(self, sandbox: &Sandbox, mode: Mode) -> Self;
+}
+
+impl WithSandbox for Value {
+    fn with_sandbox(mut self, sandbox: &Sandbox, mode: Mode) -> Value {
+        let status = match (mode, sandbox.status()) {
+            (Mode::BypassPermissions, "enabled") => "bypassed",
+            (_, status) => status,
+        };
+        self["sandbox"] = json!(status);
+        self
+    }
 }
 
 /// The result object of `--output-format json` and the last line of `stream-json`, in the

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{CliSink, result_object, stderr_is_terminal, system_init};
+use crate::cli::output::{CliSink, WithSandbox, result_object, stderr_is_terminal, system_init};
 use crate::cli::session_args::{self, SessionArgs};
 use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
@@ -14,7 +14,7 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run_prompt};
 use crate::engine::session::Session;
-use crate::engine::trace::{TraceFormat, TraceWriter};
+use crate::engine::trace::{TraceFormat, TraceHeader, TraceWriter};
 use crate::harness::{new_run_id, policy, scenario_options, scenario_settings};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
@@ -553,7 +553,7 @@ pub async fn execute(spec: RunSpec) -> u8 {
         }
     };
     if let Some(t) = &mut trace
-        && let Err(e) = t.header(&header(&spec.options))
+        && let Err(e) = t.header(&TraceHeader { sandbox: Some(spec.sandbox.status()), ..header(&spec.options) })
     {
         eprintln!("agentloop: cannot write the trace: {e}");
         return EXIT_USAGE;
@@ -595,7 +595,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
         let init =
-            system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status);
+            system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status)
+                .with_sandbox(&spec.sandbox, spec.policy.mode());
         stdout.line(&init.to_string());
     }
     let deps = Deps {

@@ -80,6 +80,7 @@ pub fn header(options: &EngineOptions) -> TraceHeader {
         run_id: options.run_id.clone(),
         bounds: st.bounds,
         counters: st.counters,
+        sandbox: None,
     }
 }
 

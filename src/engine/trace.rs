@@ -66,6 +66,10 @@ pub struct TraceHeader {
     pub bounds: Counters,
     /// Counter values at the start.
     pub counters: Counters,
+    /// How the run's commands are confined ([`crate::sandbox::Sandbox::status`]), when the
+    /// run has a sandbox configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<&'static str>,
 }
 
 /// How a trace is written.
@@ -109,8 +113,9 @@ impl TraceWriter {
                 self.out.write_all(b"\n")
             }
             TraceFormat::Pretty => {
+                let sandbox = header.sandbox.map(|s| format!("  sandbox {s}")).unwrap_or_default();
                 let banner = format!(
-                    "trace  run {}  table {}  {}",
+                    "trace  run {}  table {}  {}{sandbox}",
                     header.run_id,
                     &header.table_sha256[..12.min(header.table_sha256.len())],
                     format_counters(&header.counters)

@@ -410,8 +410,8 @@ impl Policy {
 
     /// The decision for a command the analysis proved read-only when no sandbox would contain
     /// it if the proof were wrong: a question (a denial in plan mode).
-    pub fn unconfined_question(&self, tool: &str) -> Decision {
-        self.ask(tool, "the sandbox is unavailable, so a command is not run unconfined without asking".into(), None)
+    pub fn unconfined_question(&self, tool: &str, why: &str) -> Decision {
+        self.ask(tool, format!("{why}, so a command is not run unconfined without asking"), None)
     }
 
     /// A question for a person; in plan mode, which never asks, today's unattended denial.

@@ -1,13 +1,14 @@
 //! The `sandbox` block of the settings, in Claude Code's keys, with agentloop's defaults:
 //! the sandbox is on unless `enabled` is `false`.
 //!
-//! Honoured: `enabled`, `failIfUnavailable`, `autoAllowBashIfSandboxed`, `excludedCommands`,
+//! Honoured: `enabled`, `failIfUnavailable`, `excludedCommands`,
 //! `allowUnsandboxedCommands`, `network.allowAllUnixSockets`, `network.allowUnixSockets`
 //! (any entry allows Unix sockets: the kernel filter cannot tell paths apart),
 //! `network.allowLocalBinding`; and agentloop's own `network.allowAll` (open network for
 //! commands), `hooksNetwork` (hooks reach the network; default true) and `mcpServers`
 //! (stdio MCP servers run sandboxed, with the network open; default false). Claude Code's
-//! other keys (`network.allowedDomains`, `filesystem`, …) are accepted and not honoured:
+//! other keys (`autoAllowBashIfSandboxed`, `network.allowedDomains`, `filesystem`, …) are
+//! accepted and not honoured:
 //! docs/permissions.md says what that means.
 
 use serde::Deserialize;
@@ -22,7 +23,8 @@ pub struct SandboxSettings {
     pub enabled: bool,
     /// Exit 2 at start when the kernel cannot confine commands (default false).
     pub fail_if_unavailable: bool,
-    /// Run Bash calls that would be asked about sandboxed without asking (default false).
+    /// Claude Code's "run Bash calls that would be asked about sandboxed without asking":
+    /// read, not honoured (calls are still asked about).
     pub auto_allow_bash_if_sandboxed: bool,
     /// Commands (the first word, or a prefix of the line) that run unconfined.
     pub excluded_commands: Vec<String>,

@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, result_object, system_init};
+use crate::cli::output::{CliSink, WithSandbox, result_object, system_init};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -248,7 +248,8 @@ impl Host {
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
         let mode = self.policy.mode().as_str();
         let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses);
+        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses)
+            .with_sandbox(&self.sandbox, self.policy.mode());
         self.stdout.line(&init.to_string());
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
         sink.model = self.options.model.clone();

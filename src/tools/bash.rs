@@ -56,7 +56,15 @@ struct Input {
     /// Shown to the user; the tool does not need it.
     #[serde(default, rename = "description")]
     _description: Option<String>,
+    /// Run outside the sandbox (Claude Code's name). Honoured when the settings'
+    /// `sandbox.allowUnsandboxedCommands` is true; such a call is never auto-approved as
+    /// read-only ([`DISABLES_SANDBOX`]).
+    #[serde(default, rename = "dangerouslyDisableSandbox")]
+    disable_sandbox: bool,
 }
+
+/// The input field with which a call asks to run outside the sandbox.
+pub const DISABLES_SANDBOX: &str = "dangerouslyDisableSandbox";
 
 impl Tool for Bash {
     fn name(&self) -> &'static str {
@@ -80,7 +88,8 @@ impl Tool for Bash {
             "properties": {
                 "command": {"type": "string", "description": "The command to execute"},
                 "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Optional timeout in milliseconds (max 600000)"},
-                "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"}
+                "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"},
+                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Set to true to run this command outside the sandbox; it is then never approved without a rule or a person"}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -104,8 +113,13 @@ impl Tool for Bash {
         true
     }
 
-    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        typed_call("Bash", input, move |input: Input| async move { Ok(run(input, &ctx).await) })
+    fn call(&self, input: Value, mut ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        typed_call("Bash", input, move |input: Input| async move {
+            if input.disable_sandbox && ctx.sandbox.settings().allow_unsandboxed_commands {
+                ctx.launch = crate::sandbox::Launch::Unconfined("dangerouslyDisableSandbox");
+            }
+            Ok(run(input, &ctx).await)
+        })
     }
 }
 

@@ -147,12 +147,14 @@ impl Toolbox {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let mut decision = self.policy.decide(tool.as_ref(), &call.input);
+        let unsandboxed = call.input.get(crate::tools::bash::DISABLES_SANDBOX) == Some(&serde_json::Value::Bool(true));
         if let Decision::Allow { read_only: true, .. } = decision
             && tool.kind() == ToolKind::RunsCommands
-            && !ctx.sandbox.trusts_read_only_proof()
+            && (!ctx.sandbox.trusts_read_only_proof() || unsandboxed)
         {
             // Without the kernel boundary a wrong proof would run unconfined: ask instead.
-            decision = self.policy.unconfined_question(tool.name());
+            let why = if unsandboxed { "the call disables the sandbox" } else { "the sandbox is unavailable" };
+            decision = self.policy.unconfined_question(tool.name(), why);
         }
         // A hook's `permissionDecision`: `allow` settles a question, `ask` raises one; deny
         // rules and plan mode refuse the call whatever the hook says.
