@@ -216,6 +216,7 @@ pub(crate) mod tests {
             "echo \"${ANTHROPIC_API_KEY-unset} ${DEPLOY_TOKEN-unset} $LANG\"; env | cut -d= -f1 | sort | tr '\\n' ' '",
             dir.path(),
             &env,
+            &Sandbox::none(),
             b"",
             Duration::from_secs(10),
         )

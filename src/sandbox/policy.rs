@@ -111,6 +111,7 @@ impl Policy {
         within.push(cwd.to_path_buf());
         within.extend(extra.iter().cloned());
         within.extend(program_dirs());
+        within.extend(user_git_config());
         Policy {
             read: Reads::Within(within),
             write: vec![PathBuf::from("/dev/null")],
@@ -135,6 +136,16 @@ impl Policy {
             network,
         }
     }
+}
+
+/// The user's own git configuration, which git refuses to run without when it exists but
+/// cannot be read: `~/.gitconfig` and git's files under `$XDG_CONFIG_HOME/git` (or
+/// `~/.config/git`).
+fn user_git_config() -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
+    let xdg = std::env::var_os("XDG_CONFIG_HOME").map_or_else(|| home.join(".config"), PathBuf::from);
+    let git = xdg.join("git");
+    vec![home.join(".gitconfig"), git.join("config"), git.join("ignore"), git.join("attributes")]
 }
 
 /// The directories of `PATH` that hold programs (not `/`, not the home directory or one of

@@ -1,0 +1,102 @@
+//! Issue 20: what the sandbox adds to one Bash call. Target: at most 2 ms at the median.
+//!
+//! `cargo bench --bench sandbox` starts `bash -c true` the way the Bash tool does (its own
+//! process group, stdio piped, waited for), `SAMPLES` times in each of four ways, taking
+//! turns so that drift in the machine's speed falls on every way alike:
+//!
+//! - `direct`: `bash -c true`, as before the sandbox;
+//! - `helper`: through `agentloop __sandbox-exec` unconfined (the reaper only);
+//! - `read-only`: the read-only policy of a call proven read-only;
+//! - `writing`: the writing policy of an allowed call (protected paths bind-mounted where a
+//!   mount namespace can be made).
+//!
+//! It prints the median, 99th percentile and maximum of each, and the median added to
+//! `direct`. No assertion: machines are noisy; docs/performance.md records runs.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentloop::sandbox::{Network, Policy};
+
+/// Calls timed per way.
+const SAMPLES: usize = 400;
+/// The target for the added median, in milliseconds.
+const TARGET_MS: f64 = 2.0;
+
+fn main() {
+    let exe = env!("CARGO_BIN_EXE_agentloop");
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(cwd.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(cwd.join("src")).unwrap();
+    std::fs::write(cwd.join(".env"), "k").unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let deny = vec![cwd.join(".env")];
+    let read_only = serde_json::to_string(&Policy::read_only(&cwd, &[], deny.clone())).unwrap();
+    let writing = serde_json::to_string(&Policy::writing(&cwd, temp.path(), &[], deny, Network::CLOSED)).unwrap();
+    let ways: Vec<(&str, Vec<String>)> = vec![
+        ("direct", vec!["bash".into(), "-c".into(), "true".into()]),
+        ("helper", vec![exe.into(), "__sandbox-exec".into(), "--".into(), "bash".into(), "-c".into(), "true".into()]),
+        ("read-only", helper(exe, &read_only)),
+        ("writing", helper(exe, &writing)),
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(SAMPLES); ways.len()];
+    for (i, (_, argv)) in ways.iter().enumerate() {
+        // Warm the page cache and check each way works.
+        assert!(run(argv, &cwd).is_some(), "{} failed", ways[i].0);
+    }
+    for _ in 0..SAMPLES {
+        for (i, (_, argv)) in ways.iter().enumerate() {
+            times[i].push(run(argv, &cwd).expect("the call succeeds"));
+        }
+    }
+    let direct = median(&mut times[0].clone());
+    println!("sandbox cost of `bash -c true`, {SAMPLES} calls each (ms):");
+    println!("{:<10} {:>8} {:>8} {:>8} {:>8}", "way", "median", "p99", "max", "added");
+    for (i, (name, _)) in ways.iter().enumerate() {
+        let samples = &mut times[i];
+        samples.sort();
+        let (med, p99, max) =
+            (samples[samples.len() / 2], samples[samples.len() * 99 / 100], samples[samples.len() - 1]);
+        println!(
+            "{name:<10} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            ms(med),
+            ms(p99),
+            ms(max),
+            ms(med.saturating_sub(direct))
+        );
+    }
+    let worst = (2..ways.len()).map(|i| median(&mut times[i].clone()).saturating_sub(direct)).max().unwrap();
+    let verdict = if ms(worst) <= TARGET_MS { "meets" } else { "misses" };
+    println!("added median of the slower policy: {:.3} ms ({verdict} the {TARGET_MS} ms target)", ms(worst));
+}
+
+fn helper(exe: &str, policy: &str) -> Vec<String> {
+    [exe, "__sandbox-exec", "--policy", policy, "--", "bash", "-c", "true"].iter().map(|s| s.to_string()).collect()
+}
+
+fn run(argv: &[String], cwd: &Path) -> Option<Duration> {
+    use std::os::unix::process::CommandExt;
+    let started = Instant::now();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .output()
+        .ok()?
+        .status;
+    status.success().then(|| started.elapsed())
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
