@@ -1,5 +1,7 @@
 //! The `agentloop` binary: parses the command line and runs it on a tokio runtime.
-//! The machine's future is not `Send`, so it runs on the runtime's main task.
+//! The machine's future is not `Send`, so it runs on the runtime's main task. Before
+//! anything else, the credentials are taken out of the process's environment
+//! ([`agentloop::credentials::seal`]).
 
 use std::process::ExitCode;
 
@@ -8,6 +10,9 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 fn main() -> ExitCode {
+    // SAFETY: the first thing the process does: no other thread exists yet (the tokio
+    // runtime starts below), so nothing else reads or changes the environment meanwhile.
+    unsafe { agentloop::credentials::seal() };
     let cli = agentloop::cli::Cli::parse();
     // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs, and
     // those of the MCP SDK (rmcp), which are off by default: agentloop reports a failing MCP

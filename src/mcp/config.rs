@@ -249,9 +249,10 @@ pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
-/// The process environment, for [`parse`], [`load`] and [`expand`].
+/// agentloop's environment as it was at startup ([`crate::credentials::var`]), for
+/// [`parse`], [`load`], [`project`] and [`expand`].
 pub fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    crate::credentials::var(name)
 }
 
 #[cfg(test)]

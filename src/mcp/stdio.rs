@@ -10,7 +10,8 @@ use rmcp::ServiceExt;
 use super::{Connection, ServerProcess, client_info};
 use crate::process_group::ProcessGroup;
 
-/// Start `command args` in `cwd` with `env` added to agentloop's environment (less
+/// Start `command args` in `cwd` with `env` added to agentloop's environment as it was at
+/// startup ([`crate::credentials::vars_os`], less
 /// `ANTHROPIC_API_KEY` and `ANTHROPIC_AUTH_TOKEN`) and speak the `initialize` handshake.
 ///
 /// # Errors
@@ -23,6 +24,10 @@ pub async fn connect(
 ) -> Result<Connection, String> {
     let mut child = tokio::process::Command::new(command)
         .args(args)
+        // agentloop's environment as it was at startup: the secrets are no longer in the
+        // process environment itself (crate::credentials).
+        .env_clear()
+        .envs(crate::credentials::vars_os())
         // The model credentials stay with agentloop unless the configuration passes them.
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("ANTHROPIC_AUTH_TOKEN")

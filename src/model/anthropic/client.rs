@@ -87,12 +87,14 @@ impl AnthropicConfig {
         }
     }
 
-    /// Read `ANTHROPIC_API_KEY` (preferred) or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`.
+    /// Read `ANTHROPIC_API_KEY` (preferred) or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`,
+    /// from agentloop's environment as it was at startup ([`crate::credentials::var`]: the
+    /// credentials are no longer in the process environment).
     ///
     /// # Errors
     /// [`ModelError::Config`], saying how to set a key, when neither credential is set.
     pub fn from_env() -> Result<Self, ModelError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(crate::credentials::var)
     }
 
     /// [`AnthropicConfig::from_env`] over any variable lookup (tests pass a map).
