@@ -140,6 +140,11 @@ impl ShellEnv {
         command.envs(self.vars.iter().map(|(name, value)| (name, value)));
     }
 
+    /// The variables a child gets, in order, names and values.
+    pub fn into_vars(self) -> Vec<(OsString, OsString)> {
+        self.vars
+    }
+
     /// Names of the variables a child gets, in order.
     pub fn names(&self) -> impl Iterator<Item = &OsStr> {
         self.vars.iter().map(|(name, _)| name.as_os_str())
