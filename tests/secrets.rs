@@ -1,7 +1,8 @@
 //! The model credentials stay with agentloop, tested through the binary: a Bash command can
 //! read them neither from its own environment nor from the `/proc` files of agentloop or of
-//! any other ancestor (`environ`, `cmdline`), and a process of agentloop's own user cannot
-//! open agentloop's `environ` or `mem` at all.
+//! any other ancestor (`environ`, `cmdline`), a process of agentloop's own user cannot open
+//! agentloop's `environ` or `mem` at all, and a model server's redirect to another origin
+//! ends the run instead of taking the key there.
 
 #[path = "common/mock_api.rs"]
 mod mock_api;
@@ -161,4 +162,44 @@ fn a_process_of_the_same_user_cannot_open_agentloops_environ_or_mem() {
     let out: Output = command.output().unwrap_or_else(|e| panic!("cannot run agentloop as nobody: {e}"));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(tool_results(&out.stdout), ["environ=denied\nmem=denied"]);
+}
+
+/// A 307 from the model server to another origin (another host, another port) ends the run
+/// as `model_error` (exit 1) with the refusal, at once (no retry: the mock would note a
+/// request past its script), and the other origin's listener is never connected to.
+#[test]
+fn a_redirect_to_another_origin_ends_the_run_and_the_key_stays() {
+    for ip in ["127.0.0.2", "127.0.0.1"] {
+        let elsewhere = std::net::TcpListener::bind((ip, 0)).unwrap();
+        let to = format!("http://{}", elsewhere.local_addr().unwrap());
+        let api = MockApi::start(vec![
+            Reply::error(307, "redirect", "moved").header("location", &format!("{to}/v1/messages")),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = agentloop(&dir.path().join("home"))
+            .args(["-p", "Hello.", "--model", "claude-sonnet-4-5", "--cwd"])
+            .arg(dir.path())
+            .env("ANTHROPIC_BASE_URL", api.base_url())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "agentloop: ended with model_error: the model server at {} redirected to {to}; agentloop does not \
+follow redirects to another origin, so the credentials stay with the configured server\n",
+                api.base_url()
+            )
+        );
+        assert_eq!(api.requests().len(), 1);
+        // Nothing connected: no connection waits in the listener's backlog.
+        elsewhere.set_nonblocking(true).unwrap();
+        let accepted = elsewhere.accept();
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{to} was connected to: {accepted:?}"
+        );
+    }
 }

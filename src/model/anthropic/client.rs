@@ -5,6 +5,7 @@
 //! [`ModelError::Http`] with the server's error type and message, the `request-id` and the
 //! `retry-after` delay; a 2xx that is not `text/event-stream` is a protocol error. The client
 //! itself never retries: the engine's `Request` state does, so each retry is a traced edge.
+//! Redirects are followed within the server's origin only ([`redirect`]).
 //!
 //! Timeouts: `connect_timeout` for the TCP/TLS connect, and `idle_timeout` for the wait for the
 //! response headers and then for each body chunk. There is no total deadline: a long reply that
@@ -17,7 +18,7 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply};
-use super::{errors, request};
+use super::{errors, redirect, request};
 use crate::error_chain::error_chain;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
@@ -160,6 +161,8 @@ impl AnthropicModel {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .default_headers(default_headers(&config.auth)?)
+            // Within the server's origin only: the credential headers go along on a redirect.
+            .redirect(redirect::policy())
             .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")));
         if plain_http {
             builder = builder.tls_certs_only(std::iter::empty());
@@ -184,7 +187,12 @@ impl AnthropicModel {
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
             Err(_) => return Err(ModelError::Idle(self.config.idle_timeout)),
-            Ok(Err(e)) => return Err(ModelError::Connection(error_chain(&e))),
+            Ok(Err(e)) => {
+                return Err(match redirect::refusal(&e) {
+                    Some(refused) => ModelError::Redirect(refused),
+                    None => ModelError::Connection(error_chain(&e)),
+                });
+            }
             Ok(Ok(response)) => response,
         };
         if !response.status().is_success() {
