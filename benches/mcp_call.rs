@@ -59,7 +59,7 @@ struct Bench {
 impl Bench {
     async fn start(cwd: &Path) -> Bench {
         let args = [entry().display().to_string(), "stdio".to_owned()];
-        let connection = agentloop::mcp::stdio::connect("node", &args, &Default::default(), cwd)
+        let connection = agentloop::mcp::stdio::connect("node", &args, &Default::default(), &Default::default(), cwd)
             .await
             .expect("server-everything starts and answers initialize");
         let listed = connection.peer().list_all_tools().await.expect("tools/list");

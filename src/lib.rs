@@ -12,6 +12,8 @@
 //! - [`mcp`]: the MCP client: tools from Model Context Protocol servers.
 //! - [`hooks`]: Stop / PreToolUse / PostToolUse hooks in Claude Code's settings format.
 //! - [`process_group`]: the process groups of running commands, killed whole.
+//! - [`credentials`]: the model credentials and other secrets, kept out of the process's
+//!   environment and its `/proc` files.
 //! - [`context`]: token estimates, collapse and compaction.
 //! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
@@ -21,6 +23,7 @@
 pub mod audit;
 pub mod cli;
 pub mod context;
+pub mod credentials;
 pub mod engine;
 mod error_chain;
 pub mod harness;

@@ -1,5 +1,7 @@
 //! The `agentloop` binary: parses the command line and runs it on a tokio runtime.
-//! The machine's future is not `Send`, so it runs on the runtime's main task.
+//! The machine's future is not `Send`, so it runs on the runtime's main task. Before
+//! anything else, the credentials are taken out of the process's environment
+//! ([`agentloop::credentials::seal`]).
 
 use std::process::ExitCode;
 
@@ -8,12 +10,17 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 fn main() -> ExitCode {
-    // The sandbox helper runs before anything else starts a thread (it forks).
+    // The sandbox helper runs before anything else starts a thread (it forks), and before
+    // the credentials are sealed: its environment is already the command's, kept variables
+    // included, and it must reach the command unchanged.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == agentloop::sandbox::helper::SUBCOMMAND) {
         let code = agentloop::sandbox::helper::main(&args[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // SAFETY: the first thing the process does: no other thread exists yet (the tokio
+    // runtime starts below), so nothing else reads or changes the environment meanwhile.
+    unsafe { agentloop::credentials::seal() };
     let cli = agentloop::cli::Cli::parse();
     // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs, and
     // those of the MCP SDK (rmcp), which are off by default: agentloop reports a failing MCP

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use agentloop::model::anthropic::redirect::RedirectRefused;
 use agentloop::model::anthropic::{AnthropicConfig, AnthropicModel, Auth, Secret};
 use agentloop::model::assemble::{Assembled, Assembler};
-use agentloop::model::{Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};
+use agentloop::model::{ErrorClass, Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};
 use agentloop::protocol::{ContentBlock, Message, Role, StopReason, ToolDefinition};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -362,4 +363,89 @@ async fn an_error_whose_body_stalls_still_reports_the_status() {
             retry_after: None,
         }
     );
+}
+
+/// A wiremock server listening on `ip` (any port).
+async fn server_on(ip: &str) -> MockServer {
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    MockServer::builder().listener(listener).start().await
+}
+
+/// `status` to `location`.
+fn redirect_to(status: u16, location: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).insert_header("location", location)
+}
+
+/// A 307 or 308 to another origin, another host (127.0.0.2) or another port of the same
+/// host, is not followed: the request fails with the refusal, not retried (`Fatal`), and the
+/// other server hears nothing, so `x-api-key` never reaches it.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_the_key_stays() {
+    let server = server_on("127.0.0.1").await;
+    for (ip, status) in [("127.0.0.2", 307), ("127.0.0.1", 307), ("127.0.0.1", 308)] {
+        let elsewhere = server_on(ip).await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(text_and_tool_reply(), "text/event-stream"))
+            .mount(&elsewhere)
+            .await;
+        server.reset().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(redirect_to(status, &format!("{}/v1/messages", elsewhere.uri())))
+            .mount(&server)
+            .await;
+        let error = open(&model(&server.uri(), Duration::from_secs(5))).await.err().unwrap();
+        let (from, to) = (server.uri(), elsewhere.uri());
+        assert_eq!(error, ModelError::Redirect(RedirectRefused::CrossOrigin { from: from.clone(), to: to.clone() }));
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the model server at {from} redirected to {to}; agentloop does not follow redirects to another \
+origin, so the credentials stay with the configured server"
+            )
+        );
+        assert_eq!(error.class(), ErrorClass::Fatal);
+        assert_eq!(elsewhere.received_requests().await.unwrap().len(), 0, "{to} heard from the client");
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+}
+
+/// A 307 within the origin is followed with the key and the body, and the reply streams.
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed_with_the_key() {
+    let server = server_on("127.0.0.1").await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(redirect_to(307, &format!("{}/moved/v1/messages", server.uri())))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/moved/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(text_and_tool_reply(), "text/event-stream"))
+        .mount(&server)
+        .await;
+    let (assembled, error) = assemble(open(&model(&server.uri(), Duration::from_secs(5))).await.unwrap()).await;
+    assert_eq!(error, None);
+    assert!(assembled.complete);
+    let received = server.received_requests().await.unwrap();
+    let paths: Vec<&str> = received.iter().map(|r| r.url.path()).collect();
+    assert_eq!(paths, ["/v1/messages", "/moved/v1/messages"]);
+    for sent in &received {
+        assert_eq!(sent.headers.get("x-api-key").unwrap().to_str().unwrap(), KEY);
+        assert_eq!(sent.body_json::<Value>().unwrap()["model"], "claude-sonnet-4-5");
+    }
+}
+
+/// Redirects within the origin end after ten hops, with a refusal that is not retried.
+#[tokio::test]
+async fn endless_redirects_within_the_origin_are_refused() {
+    let server = server_on("127.0.0.1").await;
+    Mock::given(method("POST"))
+        .respond_with(redirect_to(307, &format!("{}/v1/messages", server.uri())))
+        .mount(&server)
+        .await;
+    let error = open(&model(&server.uri(), Duration::from_secs(5))).await.err().unwrap();
+    assert_eq!(error, ModelError::Redirect(RedirectRefused::TooMany { origin: server.uri() }));
+    assert_eq!(error.class(), ErrorClass::Fatal);
+    assert_eq!(server.received_requests().await.unwrap().len(), 11);
 }

@@ -326,6 +326,96 @@ fn the_server_gets_its_expanded_env_and_not_the_model_credentials() {
     assert!(!text.contains("sk-test-key-123") && !text.contains("ANTHROPIC_API_KEY"), "{text}");
 }
 
+/// A project's `.mcp.json` server gets only what Bash gets: `${VAR}` of a model credential or
+/// of a secret-looking variable `shellEnvironment.keep` does not name expands to nothing (a
+/// warning names the server and the variable), and it inherits no such variable either. The
+/// same server in the user's own `--mcp-config` expands them all (and inherits all but the
+/// model credentials).
+#[test]
+fn a_project_server_cannot_expand_the_secrets_a_user_server_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = json!({
+        "command": "node",
+        "args": [everything_entry(), "stdio"],
+        "env": {"FROM_KEY": "${ANTHROPIC_API_KEY}", "FROM_TOKEN": "${GITHUB_TOKEN:-a default}", "FROM_KEPT": "${NPM_TOKEN}"}
+    });
+    let servers = json!({"mcpServers": {"everything": server}}).to_string();
+    std::fs::write(dir.path().join(".mcp.json"), &servers).unwrap();
+    let calls = [("mcp__everything__get-env", json!({}))];
+    let env = [
+        ("ANTHROPIC_API_KEY", "sk-ant-test-SECRET-1234"),
+        ("GITHUB_TOKEN", "gh-SECRET"),
+        ("NPM_TOKEN", "npm-kept"),
+        ("AGENTLOOP_MCP_TEST_PLAIN", "plain"),
+    ];
+    // The server's environment, as get-env prints it.
+    let server_env = |out: &Output, lines: &[Value]| -> serde_json::Map<String, Value> {
+        assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        let results = tool_results(lines);
+        assert!(!results[0].1, "{}", results[0].0);
+        serde_json::from_str(&results[0].0).unwrap()
+    };
+    let pick = |env: &serde_json::Map<String, Value>| -> Vec<(String, Option<String>)> {
+        [
+            "FROM_KEY",
+            "FROM_TOKEN",
+            "FROM_KEPT",
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "NPM_TOKEN",
+            "AGENTLOOP_MCP_TEST_PLAIN",
+        ]
+        .iter()
+        .map(|name| (name.to_string(), env.get(*name).and_then(Value::as_str).map(str::to_owned)))
+        .collect()
+    };
+    let expect = |pairs: &[(&str, Option<&str>)]| -> Vec<(String, Option<String>)> {
+        pairs.iter().map(|(n, v)| (n.to_string(), v.map(str::to_owned))).collect()
+    };
+
+    let settings = r#"{"enabledMcpjsonServers": ["everything"], "shellEnvironment": {"keep": ["NPM_*"]}}"#;
+    let allow = ["--allowedTools", "mcp__everything__get-env", "--settings", settings];
+    let (out, lines) = run_in(&dir, &calls, &allow, &env);
+    assert_eq!(
+        pick(&server_env(&out, &lines)),
+        expect(&[
+            ("FROM_KEY", Some("")),
+            ("FROM_TOKEN", Some("")),
+            ("FROM_KEPT", Some("npm-kept")),
+            ("ANTHROPIC_API_KEY", None),
+            ("GITHUB_TOKEN", None),
+            ("NPM_TOKEN", Some("npm-kept")),
+            ("AGENTLOOP_MCP_TEST_PLAIN", Some("plain")),
+        ])
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: warning: MCP server `everything` of .mcp.json: ${ANTHROPIC_API_KEY} expands to nothing: a \
+project's servers get only the variables Bash gets (never a model credential; --mcp-config passes it to a server of \
+your own)\n\
+agentloop: warning: MCP server `everything` of .mcp.json: ${GITHUB_TOKEN} expands to nothing: a project's servers \
+get only the variables Bash gets (the settings' shellEnvironment.keep passes it)\n"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+
+    // The same server as the user's own: everything expands, nothing is withheld.
+    let (out, lines) =
+        run_in(&dir, &calls, &[allow[0], allow[1], "--strict-mcp-config", "--mcp-config", &servers], &env);
+    assert_eq!(
+        pick(&server_env(&out, &lines)),
+        expect(&[
+            ("FROM_KEY", Some("sk-ant-test-SECRET-1234")),
+            ("FROM_TOKEN", Some("gh-SECRET")),
+            ("FROM_KEPT", Some("npm-kept")),
+            ("ANTHROPIC_API_KEY", None),
+            ("GITHUB_TOKEN", Some("gh-SECRET")),
+            ("NPM_TOKEN", Some("npm-kept")),
+            ("AGENTLOOP_MCP_TEST_PLAIN", Some("plain")),
+        ])
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 #[test]
 fn project_servers_start_only_with_the_settings_consent() {
     let dir = tempfile::tempdir().unwrap();

@@ -330,8 +330,9 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
 }
 
 /// The MCP servers of a run: the project's `.mcp.json` servers the settings consent to (not
-/// with `--strict-mcp-config`; a bad file is a warning), then those of every `--mcp-config`,
-/// which win over a project server of the same name.
+/// with `--strict-mcp-config`; a bad file is a warning, and so is each variable withheld from
+/// them), then those of every `--mcp-config`, which win over a project server of the same
+/// name.
 fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, String> {
     use crate::mcp::config;
     let mut servers = crate::mcp::Servers::new();
@@ -341,15 +342,18 @@ fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate
             enabled: &settings.enabled_mcpjson_servers,
             disabled: &settings.disabled_mcpjson_servers,
         };
-        match config::project(cwd, consent, &config::env_var) {
-            Ok((project, skipped)) => {
-                for name in skipped {
+        match config::project(cwd, consent, &settings.shell_environment.keep, &config::env_var) {
+            Ok(project) => {
+                for name in project.skipped {
                     eprintln!(
                         "agentloop: warning: MCP server `{name}` of .mcp.json is not started: the settings' \
 enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
                     );
                 }
-                servers.extend(project);
+                for withheld in project.withheld {
+                    eprintln!("agentloop: warning: {withheld}");
+                }
+                servers.extend(project.servers);
             }
             Err(e) => eprintln!("agentloop: warning: {e}; its servers are not started"),
         }

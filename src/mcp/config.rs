@@ -14,13 +14,78 @@
 //! expanded in `command`, `args`, `env`, `url` and `headers`; an unset variable without a
 //! default is an error. Errors name where the configuration came from and the JSON path of
 //! the offending value.
+//!
+//! A server's [`Scope`] is where it is configured. The user's own configuration
+//! (`--mcp-config`, Claude Code's `~/.claude.json` user and local scopes) expands every
+//! variable. A project's `.mcp.json` comes with the repository, so its servers get only what
+//! Bash gets ([`crate::tools::shell_env`]): `${VAR}` of a variable Bash does not get (a model
+//! credential, a secret-looking name `shellEnvironment.keep` does not name) expands to
+//! nothing, `${VAR:-default}` too, with a warning naming the server and the variable
+//! ([`Withheld`]); and a stdio server inherits Bash's environment.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fmt;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::json_path;
+use crate::tools::shell_env::{self, KeepPattern};
+
+/// Where a server is configured, which decides what of agentloop's environment it gets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// The user's own configuration (`--mcp-config`: a file, inline JSON, or Claude Code's
+    /// `~/.claude.json` with its user and local scopes): `${VAR}` expands every variable, and
+    /// a stdio server inherits agentloop's environment less the model credentials.
+    #[default]
+    User,
+    /// A project's `.mcp.json`: `${VAR}` of a variable Bash does not get expands to nothing
+    /// ([`Withheld`]), and a stdio server inherits the environment Bash gets.
+    Project {
+        /// The settings' `shellEnvironment.keep`, as for Bash.
+        keep: Vec<KeepPattern>,
+    },
+}
+
+impl Scope {
+    /// Whether `${name}` expands to nothing here: a project server asks for a variable Bash
+    /// does not get.
+    pub fn withholds(&self, name: &str) -> bool {
+        match self {
+            Scope::User => false,
+            Scope::Project { keep } => shell_env::is_removed(OsStr::new(name), keep),
+        }
+    }
+}
+
+/// A `${VAR}` of a project server that expanded to nothing ([`Scope::withholds`]). Its
+/// `Display` is the warning, naming the server and the variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withheld {
+    /// The server's name.
+    pub server: String,
+    /// The variable's name.
+    pub variable: String,
+}
+
+impl fmt::Display for Withheld {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = if shell_env::CREDENTIALS.contains(&self.variable.as_str()) {
+            "never a model credential; --mcp-config passes it to a server of your own"
+        } else {
+            "the settings' shellEnvironment.keep passes it"
+        };
+        write!(
+            f,
+            "MCP server `{}` of .mcp.json: ${{{}}} expands to nothing: a project's servers get only the variables \
+Bash gets ({how})",
+            self.server, self.variable
+        )
+    }
+}
 
 /// How to reach one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +98,8 @@ pub enum ServerConfig {
         args: Vec<String>,
         /// Variables added to the inherited environment.
         env: BTreeMap<String, String>,
+        /// Where it is configured, which decides the environment it inherits.
+        scope: Scope,
     },
     /// A Streamable HTTP endpoint ([`super::http`]).
     Http {
@@ -83,11 +150,23 @@ struct RawServer {
     name: Option<String>,
 }
 
-/// Parse one configuration (`origin` names it in errors), expanding variables with `var`.
+/// Parse one configuration of the user's (`origin` names it in errors), expanding variables
+/// with `var`.
 ///
 /// # Errors
 /// `ORIGIN: at PATH: message`.
 pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+    parse_in(origin, json, var, &Scope::User).map(|(servers, _)| servers)
+}
+
+/// [`parse`] for servers of `scope`: also the variables withheld from them, in the order of
+/// the servers and, within one, of first use.
+fn parse_in(
+    origin: &str,
+    json: &Value,
+    var: &dyn Fn(&str) -> Option<String>,
+    scope: &Scope,
+) -> Result<(Servers, Vec<Withheld>), String> {
     let fail = |path: &str, message: &str| format!("{origin}: {}{message}", json_path::at(path));
     if !json.is_object() {
         return Err(fail("", "expected an object with `mcpServers`"));
@@ -95,12 +174,25 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
     let raw: RawFile =
         serde_path_to_error::deserialize(json).map_err(|e| fail(&json_path::of(&e), &e.into_inner().to_string()))?;
     let mut servers = Servers::new();
+    let mut withheld = Vec::new();
     for (name, raw) in raw.mcp_servers {
         let at = |field: &str| format!("mcpServers.{name}.{field}");
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
             return Err(fail(&format!("mcpServers.{name}"), "a server name has only letters, digits, `_` and `-`"));
         }
-        let expand_one = |field: String, text: &str| expand(text, var).map_err(|m| fail(&field, &m));
+        // The variables withheld from this server, each once.
+        let withheld_here = RefCell::new(Vec::<String>::new());
+        let lookup = |variable: &str| {
+            if !scope.withholds(variable) {
+                return var(variable);
+            }
+            let mut names = withheld_here.borrow_mut();
+            if !names.iter().any(|n| n == variable) {
+                names.push(variable.to_owned());
+            }
+            Some(String::new())
+        };
+        let expand_one = |field: String, text: &str| expand(text, &lookup).map_err(|m| fail(&field, &m));
         // `env` and `headers`: each value expanded, an error naming `FIELD.KEY`.
         let expand_map = |field: &str, map: &BTreeMap<String, String>| {
             map.iter()
@@ -123,7 +215,7 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
                     .map(|(i, a)| expand_one(at(&format!("args[{i}]")), a))
                     .collect::<Result<_, _>>()?;
                 let env = expand_map("env", &raw.env)?;
-                ServerConfig::Stdio { command, args, env }
+                ServerConfig::Stdio { command, args, env, scope: scope.clone() }
             }
             "http" => {
                 let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), "missing: an http server needs a url"))?;
@@ -141,9 +233,10 @@ pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -
                 ));
             }
         };
+        withheld.extend(withheld_here.take().into_iter().map(|variable| Withheld { server: name.clone(), variable }));
         servers.insert(name, server);
     }
-    Ok(servers)
+    Ok((servers, withheld))
 }
 
 /// `--mcp-config VALUE`: a file, or the JSON itself (it starts with `{`).
@@ -195,22 +288,35 @@ impl ProjectConsent<'_> {
     }
 }
 
+/// What a project's `.mcp.json` gives a run ([`project`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProjectServers {
+    /// The servers the settings consent to, of [`Scope::Project`].
+    pub servers: Servers,
+    /// The names of those they do not consent to (not started).
+    pub skipped: Vec<String>,
+    /// The variables that expanded to nothing in the consented servers.
+    pub withheld: Vec<Withheld>,
+}
+
 /// The servers of `DIR/.mcp.json` the settings consent to, and the names of those they do not
 /// (never started: a cloned repository cannot start processes by itself). No file: nothing.
-/// Only consented servers are parsed and expanded.
+/// Only consented servers are parsed and expanded, as [`Scope::Project`] with the settings'
+/// `keep` patterns.
 ///
 /// # Errors
 /// The file cannot be read, or is not valid, naming `.mcp.json` and the JSON path.
 pub fn project(
     dir: &std::path::Path,
     consent: ProjectConsent<'_>,
+    keep: &[KeepPattern],
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Servers, Vec<String>), String> {
+) -> Result<ProjectServers, String> {
     let path = dir.join(".mcp.json");
     let origin = path.display().to_string();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Servers::new(), Vec::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ProjectServers::default()),
         Err(e) => return Err(format!("{origin}: cannot read: {e}")),
     };
     let mut json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
@@ -219,7 +325,8 @@ pub fn project(
         skipped = servers.keys().filter(|name| !consent.allows(name)).cloned().collect();
         servers.retain(|name, _| consent.allows(name));
     }
-    Ok((parse(&origin, &json, var)?, skipped))
+    let (servers, withheld) = parse_in(&origin, &json, var, &Scope::Project { keep: keep.to_vec() })?;
+    Ok(ProjectServers { servers, skipped, withheld })
 }
 
 /// Expand `${VAR}` and `${VAR:-default}` in `text`.
@@ -249,9 +356,10 @@ pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
-/// The process environment, for [`parse`], [`load`] and [`expand`].
+/// agentloop's environment as it was at startup ([`crate::credentials::var`]), for
+/// [`parse`], [`load`], [`project`] and [`expand`].
 pub fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    crate::credentials::var(name)
 }
 
 #[cfg(test)]
@@ -292,6 +400,7 @@ mod tests {
                 command: "/home/me/srv".into(),
                 args: vec!["--token".into(), "secret".into()],
                 env: BTreeMap::from([("K".into(), "d".into())]),
+                scope: Scope::User,
             }
         );
         assert_eq!(
@@ -301,7 +410,10 @@ mod tests {
                 headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
             }
         );
-        assert_eq!(servers["bare"], ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new() });
+        assert_eq!(
+            servers["bare"],
+            ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new(), scope: Scope::User }
+        );
         assert!(parse("x", &json!({}), &vars).unwrap().is_empty());
     }
 
@@ -318,37 +430,139 @@ mod tests {
         assert_eq!(servers["legacy"], ServerConfig::Sse { url: Some("https://h/sse?key=${UNSET_KEY}".into()) });
         assert_eq!(servers["calc"], ServerConfig::Sdk { name: "calc".into() });
         assert_eq!(servers["unnamed"], ServerConfig::Sdk { name: "unnamed".into() });
-        assert_eq!(servers["files"], ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new() });
+        assert_eq!(
+            servers["files"],
+            ServerConfig::Stdio { command: "srv".into(), args: vec![], env: BTreeMap::new(), scope: Scope::User }
+        );
     }
 
     #[test]
     fn a_project_file_starts_only_the_servers_the_settings_consent_to() {
         let dir = tempfile::tempdir().unwrap();
         let none = ProjectConsent { all: false, enabled: &[], disabled: &[] };
-        assert_eq!(project(dir.path(), none, &vars).unwrap(), (Servers::new(), vec![]));
+        assert_eq!(project(dir.path(), none, &[], &vars).unwrap(), ProjectServers::default());
         std::fs::write(
             dir.path().join(".mcp.json"),
             r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "${UNSET_IN_B}"}, "c": {"command": "c"}}}"#,
         )
         .unwrap();
-        let names = |(servers, skipped): (Servers, Vec<String>)| (servers.into_keys().collect::<Vec<_>>(), skipped);
+        let names = |p: ProjectServers| (p.servers.into_keys().collect::<Vec<_>>(), p.skipped);
         assert_eq!(
-            names(project(dir.path(), none, &vars).unwrap()),
+            names(project(dir.path(), none, &[], &vars).unwrap()),
             (vec![], vec!["a".into(), "b".into(), "c".into()])
         );
         let enabled = ["a".to_owned(), "c".to_owned()];
         let some = ProjectConsent { all: false, enabled: &enabled, disabled: &[] };
         // `b` is not parsed, so its unset variable is no error.
-        assert_eq!(names(project(dir.path(), some, &vars).unwrap()), (vec!["a".into(), "c".into()], vec!["b".into()]));
+        assert_eq!(
+            names(project(dir.path(), some, &[], &vars).unwrap()),
+            (vec!["a".into(), "c".into()], vec!["b".into()])
+        );
         let disabled = ["c".to_owned()];
         let all_but_c = ProjectConsent { all: true, enabled: &[], disabled: &disabled };
-        let err = project(dir.path(), all_but_c, &vars).unwrap_err();
+        let err = project(dir.path(), all_but_c, &[], &vars).unwrap_err();
         assert_eq!(
             err,
             format!(
                 "{}: at mcpServers.b.command: the environment variable `UNSET_IN_B` is not set",
                 dir.path().join(".mcp.json").display()
             )
+        );
+    }
+
+    fn keep(patterns: &[&str]) -> Vec<KeepPattern> {
+        patterns.iter().map(|p| KeepPattern::new(p).unwrap()).collect()
+    }
+
+    /// A project's servers get only what Bash gets: a model credential or a secret-looking
+    /// variable the keep patterns do not name expands to nothing (a default too), in every
+    /// field, each named once per server; the user's own configuration expands them all.
+    #[test]
+    fn a_project_server_cannot_expand_what_bash_does_not_get() {
+        let lookup = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("sk-ant-key".to_owned()),
+            "ANTHROPIC_AUTH_TOKEN" => Some("bearer".to_owned()),
+            "GITHUB_TOKEN" => Some("gh-token".to_owned()),
+            "NPM_TOKEN" => Some("npm-token".to_owned()),
+            "HOME" => Some("/home/me".to_owned()),
+            _ => None,
+        };
+        let servers = json!({"mcpServers": {
+            "ai": {"command": "${HOME}/ai", "args": ["--key", "${ANTHROPIC_API_KEY}"],
+                   "env": {"A": "${ANTHROPIC_API_KEY}", "B": "x${GITHUB_TOKEN:-fallback}y", "C": "${NPM_TOKEN}"}},
+            "web": {"type": "http", "url": "http://127.0.0.1:9/${ANTHROPIC_AUTH_TOKEN}",
+                    "headers": {"X-Api-Key": "${ANTHROPIC_API_KEY}", "X-Home": "${HOME}"}}
+        }});
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".mcp.json"), servers.to_string()).unwrap();
+        let all = ProjectConsent { all: true, enabled: &[], disabled: &[] };
+        let keep = keep(&["NPM_*"]);
+        let project = project(dir.path(), all, &keep, &lookup).unwrap();
+        let scope = Scope::Project { keep: keep.clone() };
+        assert_eq!(
+            project.servers["ai"],
+            ServerConfig::Stdio {
+                command: "/home/me/ai".into(),
+                args: vec!["--key".into(), "".into()],
+                env: BTreeMap::from([
+                    ("A".into(), "".into()),
+                    ("B".into(), "xy".into()),
+                    ("C".into(), "npm-token".into())
+                ]),
+                scope,
+            }
+        );
+        assert_eq!(
+            project.servers["web"],
+            ServerConfig::Http {
+                url: "http://127.0.0.1:9/".into(),
+                headers: BTreeMap::from([("X-Api-Key".into(), "".into()), ("X-Home".into(), "/home/me".into())]),
+            }
+        );
+        let withheld = |server: &str, variable: &str| Withheld { server: server.into(), variable: variable.into() };
+        assert_eq!(
+            project.withheld,
+            [
+                withheld("ai", "ANTHROPIC_API_KEY"),
+                withheld("ai", "GITHUB_TOKEN"),
+                withheld("web", "ANTHROPIC_AUTH_TOKEN"),
+                withheld("web", "ANTHROPIC_API_KEY"),
+            ]
+        );
+        assert_eq!(
+            project.withheld[0].to_string(),
+            "MCP server `ai` of .mcp.json: ${ANTHROPIC_API_KEY} expands to nothing: a project's servers get only the \
+variables Bash gets (never a model credential; --mcp-config passes it to a server of your own)"
+        );
+        assert_eq!(
+            project.withheld[1].to_string(),
+            "MCP server `ai` of .mcp.json: ${GITHUB_TOKEN} expands to nothing: a project's servers get only the \
+variables Bash gets (the settings' shellEnvironment.keep passes it)"
+        );
+        // The same servers as the user's own configuration: everything expands.
+        let user = parse("--mcp-config", &servers, &lookup).unwrap();
+        assert_eq!(
+            user["ai"],
+            ServerConfig::Stdio {
+                command: "/home/me/ai".into(),
+                args: vec!["--key".into(), "sk-ant-key".into()],
+                env: BTreeMap::from([
+                    ("A".into(), "sk-ant-key".into()),
+                    ("B".into(), "xgh-tokeny".into()),
+                    ("C".into(), "npm-token".into())
+                ]),
+                scope: Scope::User,
+            }
+        );
+        assert_eq!(
+            user["web"],
+            ServerConfig::Http {
+                url: "http://127.0.0.1:9/bearer".into(),
+                headers: BTreeMap::from([
+                    ("X-Api-Key".into(), "sk-ant-key".into()),
+                    ("X-Home".into(), "/home/me".into())
+                ]),
+            }
         );
     }
 
@@ -422,12 +636,22 @@ mod tests {
         assert_eq!(in_app.keys().collect::<Vec<_>>(), ["docs", "shared"]);
         assert_eq!(
             in_app["shared"],
-            ServerConfig::Stdio { command: "local-shared".into(), args: vec!["/home/me".into()], env: BTreeMap::new() }
+            ServerConfig::Stdio {
+                command: "local-shared".into(),
+                args: vec!["/home/me".into()],
+                env: BTreeMap::new(),
+                scope: Scope::User,
+            }
         );
         let elsewhere = load(path, Path::new("/work/unknown"), &vars).unwrap();
         assert_eq!(
             elsewhere["shared"],
-            ServerConfig::Stdio { command: "user-shared".into(), args: vec![], env: BTreeMap::new() }
+            ServerConfig::Stdio {
+                command: "user-shared".into(),
+                args: vec![],
+                env: BTreeMap::new(),
+                scope: Scope::User
+            }
         );
         assert_eq!(elsewhere.len(), 2);
 

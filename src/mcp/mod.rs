@@ -247,7 +247,7 @@ async fn open_with(
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connection, String> {
     match config {
-        ServerConfig::Stdio { command, args, env } => stdio::connect(command, args, env, cwd).await,
+        ServerConfig::Stdio { command, args, env, scope } => stdio::connect(command, args, env, scope, cwd).await,
         ServerConfig::Http { url, headers } => http::connect(url, headers).await,
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
         ServerConfig::Sdk { name } => match sdk {

@@ -86,6 +86,7 @@ mod tests {
                 command: "/nonexistent".into(),
                 args: vec!["-x".into()],
                 env: BTreeMap::from([("TOKEN".into(), "secret-123".into())]),
+                scope: crate::mcp::config::Scope::User,
             },
         );
         servers.insert(

@@ -1,17 +1,20 @@
 //! Stdio servers: a child process in its own process group speaking MCP on its stdin and
-//! stdout, without the model credentials in its environment.
+//! stdout, with the environment its [`Scope`] allows.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 
 use rmcp::ServiceExt;
 
+use super::config::Scope;
 use super::{Connection, ServerProcess, client_info};
 use crate::process_group::ProcessGroup;
+use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
-/// Start `command args` in `cwd` with `env` added to agentloop's environment (less
-/// `ANTHROPIC_API_KEY` and `ANTHROPIC_AUTH_TOKEN`) and speak the `initialize` handshake.
+/// Start `command args` in `cwd` with `env` added to the environment it inherits
+/// ([`inherited`]) and speak the `initialize` handshake.
 ///
 /// # Errors
 /// The program cannot start, or does not answer `initialize`.
@@ -19,13 +22,13 @@ pub async fn connect(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
+    scope: &Scope,
     cwd: &Path,
 ) -> Result<Connection, String> {
     let mut child = tokio::process::Command::new(command)
         .args(args)
-        // The model credentials stay with agentloop unless the configuration passes them.
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_clear()
+        .envs(inherited(scope, crate::credentials::vars_os()))
         .envs(env)
         .current_dir(cwd)
         .stdin(Stdio::piped())
@@ -41,4 +44,42 @@ pub async fn connect(
     };
     let service = client_info().serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
+}
+
+/// What a server of `scope` inherits of agentloop's environment `vars` (as it was at startup,
+/// [`crate::credentials::vars_os`]): a user's server everything but the model credentials
+/// (the configuration may still pass them in its `env`); a project's server what Bash gets
+/// ([`ShellEnv`] with the settings' keep patterns).
+pub fn inherited(scope: &Scope, vars: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    match scope {
+        Scope::User => vars.into_iter().filter(|(name, _)| !CREDENTIALS.iter().any(|c| name == c)).collect(),
+        Scope::Project { keep } => ShellEnv::from_vars(vars, keep).into_vars(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::shell_env::KeepPattern;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        list.iter().map(|(n, v)| (OsString::from(n), OsString::from(v))).collect()
+    }
+
+    #[test]
+    fn a_user_server_inherits_all_but_the_credentials_and_a_project_server_what_bash_gets() {
+        let vars = pairs(&[
+            ("PATH", "/bin"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("GITHUB_TOKEN", "gh"),
+            ("NPM_TOKEN", "npm"),
+            ("ANTHROPIC_AUTH_TOKEN", "bearer"),
+        ]);
+        assert_eq!(
+            inherited(&Scope::User, vars.clone()),
+            pairs(&[("PATH", "/bin"), ("GITHUB_TOKEN", "gh"), ("NPM_TOKEN", "npm")])
+        );
+        let project = Scope::Project { keep: vec![KeepPattern::new("NPM_*").unwrap()] };
+        assert_eq!(inherited(&project, vars), pairs(&[("PATH", "/bin"), ("NPM_TOKEN", "npm")]));
+    }
 }

@@ -61,6 +61,10 @@ pub enum ModelError {
     /// No credentials or another local configuration problem.
     #[error("configuration: {0}")]
     Config(String),
+    /// The server redirected the request somewhere agentloop does not follow (another
+    /// origin, where the credentials would go along).
+    #[error(transparent)]
+    Redirect(crate::model::anthropic::redirect::RedirectRefused),
 }
 
 impl ModelError {
@@ -83,7 +87,9 @@ impl ModelError {
             ModelError::Connection(_) | ModelError::Idle(_) | ModelError::Incomplete | ModelError::Oversized(_) => {
                 ErrorClass::Retryable
             }
-            ModelError::Protocol(_) | ModelError::Script(_) | ModelError::Config(_) => ErrorClass::Fatal,
+            ModelError::Protocol(_) | ModelError::Script(_) | ModelError::Config(_) | ModelError::Redirect(_) => {
+                ErrorClass::Fatal
+            }
         }
     }
 

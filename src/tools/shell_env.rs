@@ -119,9 +119,11 @@ impl ShellEnv {
         ShellEnv { vars: kept, removed }
     }
 
-    /// This process's environment less what the policy removes, with `keep` from the settings.
+    /// This process's environment as it was at startup ([`crate::credentials::vars_os`]: the
+    /// secrets are no longer in the process environment itself) less what the policy
+    /// removes, with `keep` from the settings.
     pub fn inherited(keep: &[KeepPattern]) -> ShellEnv {
-        ShellEnv::from_vars(std::env::vars_os(), keep)
+        ShellEnv::from_vars(crate::credentials::vars_os(), keep)
     }
 
     /// [`ShellEnv::inherited`] with no keep patterns, computed once per process: what a
@@ -136,6 +138,11 @@ impl ShellEnv {
     pub fn apply(&self, command: &mut tokio::process::Command) {
         command.env_clear();
         command.envs(self.vars.iter().map(|(name, value)| (name, value)));
+    }
+
+    /// The variables a child gets, in order, names and values.
+    pub fn into_vars(self) -> Vec<(OsString, OsString)> {
+        self.vars
     }
 
     /// Names of the variables a child gets, in order.

@@ -5,6 +5,7 @@
 //! [`ModelError::Http`] with the server's error type and message, the `request-id` and the
 //! `retry-after` delay; a 2xx that is not `text/event-stream` is a protocol error. The client
 //! itself never retries: the engine's `Request` state does, so each retry is a traced edge.
+//! Redirects are followed within the server's origin only ([`redirect`]).
 //!
 //! Timeouts: `connect_timeout` for the TCP/TLS connect, and `idle_timeout` for the wait for the
 //! response headers and then for each body chunk. There is no total deadline: a long reply that
@@ -17,7 +18,7 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply};
-use super::{errors, request};
+use super::{errors, redirect, request};
 use crate::error_chain::error_chain;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
@@ -87,12 +88,14 @@ impl AnthropicConfig {
         }
     }
 
-    /// Read `ANTHROPIC_API_KEY` (preferred) or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`.
+    /// Read `ANTHROPIC_API_KEY` (preferred) or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`,
+    /// from agentloop's environment as it was at startup ([`crate::credentials::var`]: the
+    /// credentials are no longer in the process environment).
     ///
     /// # Errors
     /// [`ModelError::Config`], saying how to set a key, when neither credential is set.
     pub fn from_env() -> Result<Self, ModelError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(crate::credentials::var)
     }
 
     /// [`AnthropicConfig::from_env`] over any variable lookup (tests pass a map).
@@ -158,6 +161,8 @@ impl AnthropicModel {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .default_headers(default_headers(&config.auth)?)
+            // Within the server's origin only: the credential headers go along on a redirect.
+            .redirect(redirect::policy())
             .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")));
         if plain_http {
             builder = builder.tls_certs_only(std::iter::empty());
@@ -182,7 +187,12 @@ impl AnthropicModel {
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
             Err(_) => return Err(ModelError::Idle(self.config.idle_timeout)),
-            Ok(Err(e)) => return Err(ModelError::Connection(error_chain(&e))),
+            Ok(Err(e)) => {
+                return Err(match redirect::refusal(&e) {
+                    Some(refused) => ModelError::Redirect(refused),
+                    None => ModelError::Connection(error_chain(&e)),
+                });
+            }
             Ok(Ok(response)) => response,
         };
         if !response.status().is_success() {

@@ -5,6 +5,8 @@
 //! - [`stream`]: response bytes to a [`crate::model::Reply`], with the idle timeout;
 //! - [`request`]: the request body, with prompt-cache breakpoints;
 //! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
+//! - [`redirect`]: redirects followed within the server's origin only, so the credentials
+//!   stay with it;
 //! - [`pricing`]: what the reported usage costs.
 //!
 //! Everything after the event stream (assembly, retries, fallback) is shared with the scripted
@@ -14,6 +16,7 @@ pub mod client;
 pub mod decode;
 mod errors;
 pub mod pricing;
+pub mod redirect;
 pub mod request;
 pub mod sse;
 pub mod stream;
