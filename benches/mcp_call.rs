@@ -59,9 +59,11 @@ struct Bench {
 impl Bench {
     async fn start(cwd: &Path) -> Bench {
         let args = [entry().display().to_string(), "stdio".to_owned()];
-        let connection = agentloop::mcp::stdio::connect("node", &args, &Default::default(), &Default::default(), cwd)
-            .await
-            .expect("server-everything starts and answers initialize");
+        let none = agentloop::sandbox::Sandbox::none();
+        let connection =
+            agentloop::mcp::stdio::connect("node", &args, &Default::default(), &Default::default(), cwd, &none)
+                .await
+                .expect("server-everything starts and answers initialize");
         let listed = connection.peer().list_all_tools().await.expect("tools/list");
         let echo = listed.iter().find(|t| t.name == "echo").expect("server-everything has echo");
         let connection = Arc::new(connection);

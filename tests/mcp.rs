@@ -530,6 +530,47 @@ fn server_filesystem_reads_lists_and_refuses_paths_outside_its_root() {
     assert_eq!(lines.last().unwrap()["result"], "done");
 }
 
+/// `sandbox.mcpServers: true` runs a stdio server under the writing policy: server-filesystem
+/// serving a directory outside the working directory can read there but not write; without
+/// the setting it writes.
+#[test]
+fn a_sandboxed_stdio_server_cannot_write_outside_the_working_directory() {
+    if landlock_absent() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(outside.path()).unwrap();
+    std::fs::write(root.join("seen.txt"), "readable").unwrap();
+    let config = json!({"mcpServers": {"fs": {"command": "node", "args": [filesystem_entry(), &root]}}}).to_string();
+    let target = root.join("written.txt");
+    let calls = [
+        ("mcp__fs__read_text_file", json!({"path": root.join("seen.txt")})),
+        ("mcp__fs__write_file", json!({"path": &target, "content": "from the server"})),
+    ];
+    let args = |settings: &'static str| {
+        ["--mcp-config", &config, "--allowedTools", "mcp__fs", "--settings", settings].map(str::to_owned)
+    };
+    let sandboxed = args(r#"{"sandbox": {"mcpServers": true}}"#);
+    let (out, lines) = run_in(&dir, &calls, &sandboxed.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let results = tool_results(&lines);
+    assert_eq!(results[0], ("readable".to_owned(), false));
+    assert!(results[1].1, "the write is an error: {results:?}");
+    assert!(!target.exists(), "the sandboxed server wrote outside");
+    let open = args(r#"{"sandbox": {"mcpServers": false}}"#);
+    let (_, lines) = run_in(&dir, &calls, &open.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    assert!(!tool_results(&lines)[1].1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "from the server");
+}
+
+/// Whether the kernel lacks Landlock (the sandbox then confines nothing).
+fn landlock_absent() -> bool {
+    // SAFETY: the VERSION query of landlock_create_ruleset reads and writes no memory.
+    unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) < 1 }
+}
+
 /// The trace shows an MCP call like any tool call, with the server and the tool's own name
 /// besides its duration; stream-json's tool lines carry them as `mcp`.
 #[test]
@@ -700,7 +741,7 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
         &|_| None,
     )
     .unwrap();
-    let startup = Startup::begin(servers, dir.path().to_path_buf());
+    let startup = Startup::begin(servers, dir.path().to_path_buf(), agentloop::sandbox::Sandbox::none());
     assert!(!startup.is_finished(), "the server cannot have answered: its gate is closed");
     // Nothing waits on `startup`, yet its server process comes up (the deadline only keeps a
     // broken start from hanging the test).

@@ -313,7 +313,11 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
             .map_err(|e| e.to_string())?,
     );
     // The servers start now, while the rest is prepared (the session loaded, the trace opened).
-    spec.mcp = crate::mcp::startup::Startup::begin(mcp_servers(args, &spec.cwd, &spec.settings)?, spec.cwd.clone());
+    spec.mcp = crate::mcp::startup::Startup::begin(
+        mcp_servers(args, &spec.cwd, &spec.settings)?,
+        spec.cwd.clone(),
+        spec.sandbox.clone(),
+    );
     spec.policy = policy(
         &spec.settings.permissions,
         args.permission_mode.as_deref(),

@@ -133,7 +133,7 @@ fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv, sandbox: &San
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        .kill_on_drop(!sandbox.has_helper());
     cmd
 }
 

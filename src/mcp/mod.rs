@@ -35,6 +35,7 @@ use rmcp::service::{RoleClient, RunningService};
 use serde::Serialize;
 
 use crate::process_group::ProcessGroup;
+use crate::sandbox::Sandbox;
 use crate::tools::{Registry, Tool};
 pub use config::{ServerConfig, Servers};
 
@@ -204,12 +205,13 @@ pub fn tool_timeout() -> Duration {
 pub async fn connect(
     servers: &Servers,
     cwd: &Path,
+    sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
     tools: &mut Registry,
 ) -> Vec<ServerStatus> {
     let timeout = startup_timeout();
     let attempts = servers.iter().map(|(name, config)| async move {
-        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sdk)).await {
+        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sandbox, sdk)).await {
             Ok(result) => result,
             Err(_) => Err(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis())),
         };
@@ -237,17 +239,20 @@ pub async fn connect(
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
 pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
-    open_with(config, cwd, None).await
+    open_with(config, cwd, &Sandbox::none(), None).await
 }
 
-/// [`open`], reaching an SDK server through `sdk`.
+/// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`.
 async fn open_with(
     config: &ServerConfig,
     cwd: &Path,
+    sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connection, String> {
     match config {
-        ServerConfig::Stdio { command, args, env, scope } => stdio::connect(command, args, env, scope, cwd).await,
+        ServerConfig::Stdio { command, args, env, scope } => {
+            stdio::connect(command, args, env, scope, cwd, sandbox).await
+        }
         ServerConfig::Http { url, headers } => http::connect(url, headers).await,
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
         ServerConfig::Sdk { name } => match sdk {
@@ -264,9 +269,10 @@ async fn connect_one(
     name: &str,
     config: &ServerConfig,
     cwd: &Path,
+    sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connected, String> {
-    let connection = open_with(config, cwd, sdk).await?;
+    let connection = open_with(config, cwd, sandbox, sdk).await?;
     let info = connection.server_info();
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
     let connection = Arc::new(connection);

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::sdk::Channel;
 use super::{ServerConfig, ServerStatus, Servers};
+use crate::sandbox::Sandbox;
 use crate::tools::Registry;
 
 /// What a start produced: the servers' tools and how each server came up.
@@ -42,9 +43,9 @@ struct Part {
 }
 
 /// Connect to `servers` ([`super::connect`]), their tools in a registry of their own.
-async fn start(servers: &Servers, cwd: &Path, sdk: Option<&Arc<dyn Channel>>) -> Connected {
+async fn start(servers: &Servers, cwd: &Path, sandbox: &Sandbox, sdk: Option<&Arc<dyn Channel>>) -> Connected {
     let mut tools = Registry::new();
-    let statuses = super::connect(servers, cwd, sdk, &mut tools).await;
+    let statuses = super::connect(servers, cwd, sandbox, sdk, &mut tools).await;
     Connected { tools, statuses }
 }
 
@@ -54,13 +55,13 @@ impl Part {
     }
 
     /// Start the servers on a task of their own, when inside a tokio runtime.
-    fn begin(&mut self, cwd: &Path) {
+    fn begin(&mut self, cwd: &Path, sandbox: &Arc<Sandbox>) {
         if self.servers.is_empty() || !matches!(self.state, State::Planned) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (servers, cwd, sdk) = (self.servers.clone(), cwd.to_path_buf(), self.sdk.clone());
-        self.state = State::Running(runtime.spawn(async move { start(&servers, &cwd, sdk.as_ref()).await }));
+        let (servers, cwd, sdk, sandbox) = (self.servers.clone(), cwd.to_path_buf(), self.sdk.clone(), sandbox.clone());
+        self.state = State::Running(runtime.spawn(async move { start(&servers, &cwd, &sandbox, sdk.as_ref()).await }));
     }
 
     fn is_finished(&self) -> bool {
@@ -70,9 +71,9 @@ impl Part {
         }
     }
 
-    async fn finish(&mut self, cwd: &Path) -> Connected {
+    async fn finish(&mut self, cwd: &Path, sandbox: &Sandbox) -> Connected {
         match std::mem::replace(&mut self.state, State::Planned) {
-            State::Planned => start(&self.servers, cwd, self.sdk.as_ref()).await,
+            State::Planned => start(&self.servers, cwd, sandbox, self.sdk.as_ref()).await,
             State::Running(task) => match task.await {
                 Ok(connected) => connected,
                 Err(e) => {
@@ -99,6 +100,8 @@ impl Drop for Part {
 pub struct Startup {
     servers: Servers,
     cwd: PathBuf,
+    /// How stdio servers are started (sandboxed when the settings' `mcpServers` says so).
+    sandbox: Arc<Sandbox>,
     /// Every server but the SDK servers.
     others: Part,
     /// The SDK servers.
@@ -111,6 +114,7 @@ impl Default for Startup {
         Startup {
             servers: Servers::new(),
             cwd: PathBuf::new(),
+            sandbox: Sandbox::none(),
             others: Part::planned(Servers::new()),
             sdk: Part::planned(Servers::new()),
         }
@@ -135,11 +139,11 @@ impl Startup {
     /// Start `servers` now (stdio children run in `cwd`) on a task of their own, when called
     /// inside a tokio runtime; otherwise they start in [`Startup::finish`]. SDK servers wait
     /// for [`Startup::reach_sdk`].
-    pub fn begin(servers: Servers, cwd: PathBuf) -> Startup {
+    pub fn begin(servers: Servers, cwd: PathBuf, sandbox: Arc<Sandbox>) -> Startup {
         let (sdk, others): (Servers, Servers) =
             servers.clone().into_iter().partition(|(_, config)| matches!(config, ServerConfig::Sdk { .. }));
-        let mut startup = Startup { servers, cwd, others: Part::planned(others), sdk: Part::planned(sdk) };
-        startup.others.begin(&startup.cwd);
+        let mut startup = Startup { servers, cwd, sandbox, others: Part::planned(others), sdk: Part::planned(sdk) };
+        startup.others.begin(&startup.cwd, &startup.sandbox);
         startup
     }
 
@@ -148,7 +152,7 @@ impl Startup {
     pub fn reach_sdk(&mut self, channel: Arc<dyn Channel>) {
         if matches!(self.sdk.state, State::Planned) {
             self.sdk.sdk = Some(channel);
-            self.sdk.begin(&self.cwd);
+            self.sdk.begin(&self.cwd, &self.sandbox);
         }
     }
 
@@ -174,8 +178,8 @@ impl Startup {
     /// naming the server), add their tools to `tools`, and say how each came up, in name
     /// order.
     pub async fn finish(mut self, tools: &mut Registry) -> Vec<ServerStatus> {
-        let others = self.others.finish(&self.cwd).await;
-        let sdk = self.sdk.finish(&self.cwd).await;
+        let others = self.others.finish(&self.cwd, &self.sandbox).await;
+        let sdk = self.sdk.finish(&self.cwd, &self.sandbox).await;
         tools.extend(others.tools);
         tools.extend(sdk.tools);
         let mut statuses = others.statuses;
@@ -196,7 +200,7 @@ mod tests {
         let mut servers = Servers::new();
         servers.insert("calc".into(), ServerConfig::Sdk { name: "calc".into() });
         servers.insert("legacy".into(), ServerConfig::Sse { url: None });
-        let startup = Startup::begin(servers, PathBuf::from("."));
+        let startup = Startup::begin(servers, PathBuf::from("."), Sandbox::none());
         let mut tools = Registry::new();
         let statuses = startup.finish(&mut tools).await;
         assert_eq!(
@@ -208,6 +212,6 @@ mod tests {
         );
         assert!(tools.tools().is_empty());
         let only_sdk = Servers::from([("calc".to_owned(), ServerConfig::Sdk { name: "calc".into() })]);
-        assert!(Startup::begin(only_sdk, PathBuf::from(".")).is_finished());
+        assert!(Startup::begin(only_sdk, PathBuf::from("."), Sandbox::none()).is_finished());
     }
 }

@@ -2,7 +2,7 @@
 //! stdout, with the environment its [`Scope`] allows.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -11,6 +11,7 @@ use rmcp::ServiceExt;
 use super::config::Scope;
 use super::{Connection, ServerProcess, client_info};
 use crate::process_group::ProcessGroup;
+use crate::sandbox::{Launch, Sandbox};
 use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
 /// Start `command args` in `cwd` with `env` added to the environment it inherits
@@ -24,21 +25,30 @@ pub async fn connect(
     env: &BTreeMap<String, String>,
     scope: &Scope,
     cwd: &Path,
+    sandbox: &Sandbox,
 ) -> Result<Connection, String> {
-    let mut child = tokio::process::Command::new(command)
-        .args(args)
-        .env_clear()
-        .envs(inherited(scope, crate::credentials::vars_os()))
-        .envs(env)
+    let mut vars = inherited(scope, crate::credentials::vars_os());
+    vars.retain(|(name, _)| !env.keys().any(|k| name == k.as_str()));
+    vars.extend(env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    // Servers usually need the network and files of their own: sandboxed only on request.
+    let launch = if sandbox.settings().mcp_servers {
+        sandbox.effective(Launch::McpServer, command)
+    } else {
+        Launch::Unconfined("MCP servers run unconfined unless sandbox.mcpServers")
+    };
+    let policy = sandbox.policy(&launch, Vec::new());
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    let mut child = sandbox
+        .command(policy.as_ref(), &ShellEnv::exactly(vars), command, &args)
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(!sandbox.has_helper())
         .spawn()
         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-    let group = ProcessGroup::of(child.id());
+    let group = ProcessGroup::of_command(child.id(), sandbox.has_helper());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes to the server".into());
     };

@@ -65,6 +65,9 @@ pub enum Launch {
     Writing,
     /// A hook command: [`Launch::Writing`] with the network the settings give hooks.
     Hook,
+    /// A stdio MCP server, when the settings' `mcpServers` asks for it: [`Launch::Writing`]
+    /// with the network open.
+    McpServer,
     /// Unconfined (still reaped), for this reason.
     Unconfined(&'static str),
 }
@@ -226,6 +229,7 @@ impl Sandbox {
                 let network = if self.settings.hooks_network { Network::Open } else { network };
                 Some(Policy::writing(&self.cwd, temp, &[], deny_read, network))
             }
+            Launch::McpServer => Some(Policy::writing(&self.cwd, temp, &[], deny_read, Network::Open)),
             Launch::Unconfined(_) => None,
         }
     }

@@ -180,7 +180,9 @@ pub fn shell_command(ctx: &ToolContext, command: &str) -> tokio::process::Comman
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Through the helper, the group's SIGTERM stops everything; a SIGKILL of the helper
+        // on drop would stop it before it can.
+        .kill_on_drop(!ctx.sandbox.has_helper());
     shell
 }
 

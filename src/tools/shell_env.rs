@@ -119,6 +119,12 @@ impl ShellEnv {
         ShellEnv { vars: kept, removed }
     }
 
+    /// Exactly `vars`, nothing removed: for a child whose configuration decides its whole
+    /// environment (an MCP server, [`crate::mcp::stdio::inherited`]).
+    pub fn exactly(vars: Vec<(OsString, OsString)>) -> ShellEnv {
+        ShellEnv { vars, removed: Vec::new() }
+    }
+
     /// This process's environment as it was at startup ([`crate::credentials::vars_os`]: the
     /// secrets are no longer in the process environment itself) less what the policy
     /// removes, with `keep` from the settings.
