@@ -144,6 +144,14 @@ pub async fn command(args: DemoArgs) -> u8 {
         }
     };
     spec.options.table = table;
+    // The demo's commands are sandboxed like any run's.
+    match crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None) {
+        Ok(sandbox) => spec.sandbox = std::sync::Arc::new(sandbox),
+        Err(e) => {
+            eprintln!("agentloop: {e}");
+            return EXIT_USAGE;
+        }
+    }
     if args.output_format == OutputFormat::Text {
         eprintln!("demo {name}: {}", scenario.description);
         eprintln!("prompt: {}", spec.prompt);
