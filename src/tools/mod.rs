@@ -4,6 +4,7 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod background;
 pub mod bash;
 pub mod edit;
 #[cfg(test)]
