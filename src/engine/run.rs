@@ -123,6 +123,7 @@ pub async fn run_prompt(
         cancel: deps.cancel.clone(),
         shell_env: deps.shell_env.clone(),
         read_deny: deps.policy.read_deny(),
+        background: session.background.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
     let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
@@ -139,7 +140,13 @@ pub async fn run_prompt(
             transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
             permission_mode: deps.policy.mode().as_str(),
         },
-        policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
+        // Read-only tools may read spilled results and background shells' output.
+        policy: Arc::new(
+            (*deps.policy)
+                .clone()
+                .with_readable_root(spill_dir.clone())
+                .with_readable_root(session.background.dir().to_path_buf()),
+        ),
         result_cap: st.options.tool_result_cap,
         spill_dir,
         approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),

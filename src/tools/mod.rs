@@ -117,11 +117,15 @@ pub struct ToolContext {
     /// This call was approved only because it was proven read-only: git in it runs with
     /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
     pub guard_git: bool,
+    /// The session's background shells (`Bash` with `run_in_background`, `TaskOutput`,
+    /// `TaskStop`): one registry per session, shared by every call of its prompts.
+    pub background: Arc<background::BackgroundShells>,
 }
 
 impl ToolContext {
     /// A context for `cwd` with a fresh cancellation token, no reads, the default shell
-    /// environment ([`shell_env::ShellEnv::inherited_default`]) and git not guarded.
+    /// environment ([`shell_env::ShellEnv::inherited_default`]), git not guarded and a
+    /// registry of background shells of its own.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -131,6 +135,7 @@ impl ToolContext {
             shell_env: shell_env::ShellEnv::inherited_default(),
             read_deny: Arc::default(),
             guard_git: false,
+            background: Arc::default(),
         }
     }
 }
