@@ -20,6 +20,8 @@ mod schema_tests;
 pub mod shell_env;
 pub mod spill;
 pub mod streaming;
+pub mod task_output;
+pub mod task_stop;
 pub mod walk;
 pub mod write;
 
@@ -290,6 +292,8 @@ impl Registry {
         r.register(Arc::new(bash::Bash));
         r.register(Arc::new(glob::Glob::default()));
         r.register(Arc::new(grep::Grep::default()));
+        r.register(Arc::new(task_output::TaskOutput));
+        r.register(Arc::new(task_stop::TaskStop));
         r
     }
 
