@@ -126,8 +126,9 @@ impl BackgroundShells {
     }
 
     /// Start `shell` (built by [`super::bash::shell_command`] for `command`) in the background:
-    /// its stdout and stderr go to a new file `<id>.output` (mode 0600) in [`Self::dir`], and
-    /// a tokio task records how it ends. Must run inside a tokio runtime.
+    /// its stdout and stderr go to a new file `<id>.output` (mode 0600) in [`Self::dir`], its
+    /// process group is `group(pid)` (as the foreground Bash makes its own), and a tokio task
+    /// records how it ends. Must run inside a tokio runtime.
     ///
     /// # Errors
     /// The I/O error when the directory or the file cannot be created or the shell cannot
@@ -135,6 +136,7 @@ impl BackgroundShells {
     pub fn start(
         &self,
         mut shell: tokio::process::Command,
+        group: impl FnOnce(Option<u32>) -> ProcessGroup,
         command: &str,
         description: Option<String>,
     ) -> std::io::Result<Arc<BackgroundShell>> {
@@ -160,7 +162,7 @@ impl BackgroundShells {
             started: SystemTime::now(),
             output,
             status,
-            group: Mutex::new(Some(ProcessGroup::of(child.id()))),
+            group: Mutex::new(Some(group(child.id()))),
         });
         shells.push(started.clone());
         tokio::spawn(supervise(child, started.clone()));

@@ -168,7 +168,9 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
 /// Start the command as one of the session's background shells; the answer names its id and
 /// its output file.
 fn start_in_background(input: Input, ctx: &ToolContext) -> ToolOutput {
-    match ctx.background.start(shell_command(ctx, &input.command), &input.command, input.description) {
+    let shell = shell_command(ctx, &input.command);
+    // The same group as a foreground shell's (see `run`).
+    match ctx.background.start(shell, ProcessGroup::of, &input.command, input.description) {
         Ok(shell) => ToolOutput::ok(format!(
             "Command running in background with ID: {}. Output is being written to: {}",
             shell.id(),

@@ -139,6 +139,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::process_group::ProcessGroup;
     use crate::tools::bash::shell_command;
 
     fn context() -> (tempfile::TempDir, ToolContext) {
@@ -149,7 +150,7 @@ mod tests {
     }
 
     fn start(ctx: &ToolContext, command: &str) -> std::sync::Arc<BackgroundShell> {
-        ctx.background.start(shell_command(ctx, command), command, None).unwrap()
+        ctx.background.start(shell_command(ctx, command), ProcessGroup::of, command, None).unwrap()
     }
 
     async fn call(ctx: &ToolContext, input: Value) -> ToolOutput {

@@ -89,6 +89,7 @@ fn confirmation(id: &str, command: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process_group::ProcessGroup;
     use crate::tools::background::{BackgroundShells, Status};
     use crate::tools::bash::shell_command;
 
@@ -107,7 +108,7 @@ mod tests {
     async fn stops_a_running_task_and_answers_as_claude_code() {
         let (_dir, ctx) = context();
         let command = r#"sleep 100 # "quoted""#;
-        let shell = ctx.background.start(shell_command(&ctx, command), command, None).unwrap();
+        let shell = ctx.background.start(shell_command(&ctx, command), ProcessGroup::of, command, None).unwrap();
         let id = shell.id().to_owned();
         let out = call(&ctx, json!({"task_id": id})).await;
         let expected = format!(
@@ -122,7 +123,7 @@ mod tests {
     #[tokio::test]
     async fn a_finished_task_is_not_running() {
         let (_dir, ctx) = context();
-        let shell = ctx.background.start(shell_command(&ctx, "true"), "true", None).unwrap();
+        let shell = ctx.background.start(shell_command(&ctx, "true"), ProcessGroup::of, "true", None).unwrap();
         let ended = shell.wait(std::time::Duration::from_secs(60), &ctx.cancel).await;
         assert_eq!(ended, crate::tools::background::Waited::Ended(Status::Completed { exit_code: 0 }));
         let out = call(&ctx, json!({"shell_id": shell.id()})).await;

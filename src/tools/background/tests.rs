@@ -19,7 +19,7 @@ fn setup() -> (tempfile::TempDir, ToolContext, BackgroundShells) {
 }
 
 fn start(shells: &BackgroundShells, ctx: &ToolContext, command: &str) -> Arc<BackgroundShell> {
-    shells.start(shell_command(ctx, command), command, Some("a test".into())).unwrap()
+    shells.start(shell_command(ctx, command), ProcessGroup::of, command, Some("a test".into())).unwrap()
 }
 
 async fn ended(shell: &BackgroundShell) -> Status {
@@ -181,7 +181,7 @@ async fn a_directory_open_to_others_is_refused() {
     std::fs::create_dir(&planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
     let shells = BackgroundShells::in_dir(planted.clone());
-    let err = shells.start(shell_command(&ctx, "touch ran"), "touch ran", None).unwrap_err();
+    let err = shells.start(shell_command(&ctx, "touch ran"), ProcessGroup::of, "touch ran", None).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
     assert_eq!(shells.ids(), Vec::<String>::new());
     assert!(!dir.path().join("ran").exists());
