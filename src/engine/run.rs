@@ -125,6 +125,7 @@ pub async fn run_prompt(
         shell_env: deps.shell_env.clone(),
         sandbox: deps.sandbox.clone(),
         read_deny: deps.policy.read_deny(),
+        background: session.background.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
     let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
@@ -142,7 +143,13 @@ pub async fn run_prompt(
             permission_mode: deps.policy.mode().as_str(),
             sandbox: deps.sandbox.clone(),
         },
-        policy: Arc::new((*deps.policy).clone().with_readable_root(spill_dir.clone())),
+        // Read-only tools may read spilled results and background shells' output.
+        policy: Arc::new(
+            (*deps.policy)
+                .clone()
+                .with_readable_root(spill_dir.clone())
+                .with_readable_root(session.background.dir().to_path_buf()),
+        ),
         result_cap: st.options.tool_result_cap,
         spill_dir,
         approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),

@@ -456,9 +456,14 @@ mod tests {
             scripted: crate::model::scripted::ScriptedModel::new(&scenario, cancel.clone()),
             cancel: cancel.clone(),
         };
+        // Only the tool the scenario calls, so that other tools' definitions do not move the
+        // history (about 6500 tokens with Read's) out of the window's band between the
+        // autocompact threshold and the blocking limit (below).
+        let mut tools = crate::tools::Registry::new();
+        tools.register(Arc::new(crate::tools::read::Read));
         let deps = Deps {
             model: Arc::new(model),
-            tools: crate::tools::Registry::standard(),
+            tools,
             hooks: Arc::new(crate::hooks::NoHooks),
             clock: Arc::new(crate::engine::clock::SystemClock::new()),
             cancel,
@@ -475,7 +480,12 @@ mod tests {
                 seen.lock().unwrap().push(w.clone());
             }
         };
-        let options = crate::harness::scenario_options(&scenario);
+        let mut options = crate::harness::scenario_options(&scenario);
+        // Autocompact above 6334 tokens, the blocking limit above 6714: the summary is asked
+        // for, and once it is interrupted the request is still sent.
+        options.context_window = 7600;
+        let thresholds = crate::context::Thresholds::for_window(options.context_window);
+        assert_eq!((thresholds.autocompact, thresholds.blocking), (6334, 6714));
         let outcome = crate::engine::run::run(deps, options, &scenario.prompt, Box::new(sink)).await.unwrap();
         assert_eq!(outcome.terminal, crate::engine::reason::TerminalReason::AbortedStreaming);
         assert_eq!(outcome.edge_ids().last(), Some(&"sampling.abort"));

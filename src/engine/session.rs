@@ -8,10 +8,12 @@
 //! in flight, and a line for each history rewrite (collapse, compaction) and prompt end.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::engine::events::EngineEvent;
 use crate::protocol::{Message, Transcript};
 use crate::session::{HistoryReason, SessionMeta, TranscriptWriter, Uuid};
+use crate::tools::background::BackgroundShells;
 
 /// One conversation.
 pub struct Session {
@@ -26,12 +28,15 @@ pub struct Session {
     pub transcript: Option<TranscriptWriter>,
     /// Prompts run on it in this process.
     pub prompts: u32,
+    /// Its background shells: they outlive a prompt, and are killed when the session is
+    /// dropped.
+    pub background: Arc<BackgroundShells>,
 }
 
 impl Session {
     /// A new, empty session kept in memory only.
     pub fn in_memory(id: Uuid, cwd: PathBuf) -> Session {
-        Session { id, cwd, messages: Transcript::default(), transcript: None, prompts: 0 }
+        Session { id, cwd, messages: Transcript::default(), transcript: None, prompts: 0, background: Arc::default() }
     }
 
     /// A session written to `transcript`, starting from `history` (empty for a new one; the
@@ -43,6 +48,7 @@ impl Session {
             messages: Transcript::from(history),
             transcript: Some(transcript),
             prompts: 0,
+            background: Arc::default(),
         }
     }
 

@@ -2,6 +2,8 @@
 //! input schema. The command gets its own process group, so a timeout or an abort kills it
 //! and everything it started (`sleep 100 &` included) with one signal. Output is captured
 //! with a size cap ([`capture`]); [`crate::permissions::readonly`] decides which commands may run concurrently.
+//! With `run_in_background` the shell starts as one of the session's background shells
+//! ([`super::background`]) and the call answers at once.
 //! The shell's environment is the context's [`super::shell_env::ShellEnv`]: no model
 //! credentials, no secret-looking variables; when the call is [`ToolContext::guard_git`], git
 //! in it also ignores the repository's program-running settings
@@ -53,9 +55,12 @@ struct Input {
     command: String,
     #[serde(default)]
     timeout: Option<u64>,
-    /// Shown to the user; the tool does not need it.
-    #[serde(default, rename = "description")]
-    _description: Option<String>,
+    /// Shown to the user; kept with a background shell.
+    #[serde(default)]
+    description: Option<String>,
+    /// Start the command in the background ([`super::background`]) and answer at once.
+    #[serde(default)]
+    run_in_background: Option<bool>,
     /// Run outside the sandbox (Claude Code's name). Honoured when the settings'
     /// `sandbox.allowUnsandboxedCommands` is true; such a call is never auto-approved as
     /// read-only ([`DISABLES_SANDBOX`]).
@@ -77,9 +82,12 @@ impl Tool for Bash {
          timeout is in milliseconds: 120000 (2 minutes) by default, at most 600000 (10 \
          minutes); on timeout the command and every process it started are killed. Each of \
          stdout and stderr is cut to 30000 characters (the start and the end are kept). Each \
-         call starts a fresh shell: `cd` and variables do not carry over. Prefer the Read, \
-         Glob, Grep, Edit and Write tools over cat, find, grep, sed and echo redirections. \
-         Quote paths that contain spaces."
+         call starts a fresh shell: `cd` and variables do not carry over. With \
+         run_in_background: true the call answers at once with a task ID and the file that \
+         gets the command's stdout and stderr; the timeout does not apply (the command runs \
+         until it ends, TaskStop stops it, or the session ends); read the file with Read, \
+         or use TaskOutput. Prefer the Read, Glob, Grep, Edit and Write tools over cat, \
+         find, grep, sed and echo redirections. Quote paths that contain spaces."
     }
 
     fn input_schema(&self) -> Value {
@@ -89,15 +97,20 @@ impl Tool for Bash {
                 "command": {"type": "string", "description": "The command to execute"},
                 "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Optional timeout in milliseconds (max 600000)"},
                 "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"},
-                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Set to true to run this command outside the sandbox; it is then never approved without a rule or a person"}
+                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Set to true to run this command outside the sandbox; it is then never approved without a rule or a person"},
+                "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background. Use Read to read the output later. The timeout does not apply to a background command."}
             },
             "required": ["command"],
             "additionalProperties": false
         })
     }
 
+    /// A read-only command, in the foreground: a background shell outlives its call, so it
+    /// never starts while the reply streams (a reply cut and retried would leave one behind
+    /// that the model was never told about).
     fn is_concurrency_safe(&self, input: &Value) -> bool {
-        input.get("command").and_then(Value::as_str).is_some_and(crate::permissions::readonly::is_read_only)
+        input.get("run_in_background").and_then(Value::as_bool) != Some(true)
+            && input.get("command").and_then(Value::as_str).is_some_and(crate::permissions::readonly::is_read_only)
     }
 
     fn kind(&self) -> ToolKind {
@@ -144,6 +157,9 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error(CANCELLED);
     }
+    if input.run_in_background == Some(true) {
+        return start_in_background(input, ctx);
+    }
     let mut child = match shell_command(ctx, &input.command).spawn() {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
@@ -161,6 +177,22 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
     };
     group.disarm();
     render(&out, &err, ending, note)
+}
+
+/// Start the command as one of the session's background shells; the answer names its id and
+/// its output file.
+fn start_in_background(input: Input, ctx: &ToolContext) -> ToolOutput {
+    let shell = shell_command(ctx, &input.command);
+    // The same group as a foreground shell's (see `run`).
+    let helper = ctx.sandbox.has_helper();
+    match ctx.background.start(shell, |pid| ProcessGroup::of_command(pid, helper), &input.command, input.description) {
+        Ok(shell) => ToolOutput::ok(format!(
+            "Command running in background with ID: {}. Output is being written to: {}",
+            shell.id(),
+            shell.output_path().display()
+        )),
+        Err(e) => ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
+    }
 }
 
 /// The shell that runs `command` for a call with `ctx`: `bash -c` in the working directory,

@@ -4,6 +4,7 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
+pub mod background;
 pub mod bash;
 pub mod edit;
 #[cfg(test)]
@@ -19,6 +20,8 @@ mod schema_tests;
 pub mod shell_env;
 pub mod spill;
 pub mod streaming;
+pub mod task_output;
+pub mod task_stop;
 pub mod walk;
 pub mod write;
 
@@ -120,11 +123,15 @@ pub struct ToolContext {
     pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// How this call's commands are confined, from its permission decision.
     pub launch: crate::sandbox::Launch,
+    /// The session's background shells (`Bash` with `run_in_background`, `TaskOutput`,
+    /// `TaskStop`): one registry per session, shared by every call of its prompts.
+    pub background: Arc<background::BackgroundShells>,
 }
 
 impl ToolContext {
     /// A context for `cwd` with a fresh cancellation token, no reads, the default shell
-    /// environment ([`shell_env::ShellEnv::inherited_default`]) and git not guarded.
+    /// environment ([`shell_env::ShellEnv::inherited_default`]), git not guarded and a
+    /// registry of background shells of its own.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -136,6 +143,7 @@ impl ToolContext {
             guard_git: false,
             sandbox: crate::sandbox::Sandbox::none(),
             launch: crate::sandbox::Launch::default(),
+            background: Arc::default(),
         }
     }
 }
@@ -290,6 +298,8 @@ impl Registry {
         r.register(Arc::new(bash::Bash));
         r.register(Arc::new(glob::Glob::default()));
         r.register(Arc::new(grep::Grep::default()));
+        r.register(Arc::new(task_output::TaskOutput));
+        r.register(Arc::new(task_stop::TaskStop));
         r
     }
 

@@ -12,7 +12,7 @@ fn definition(tool: &dyn Tool) -> serde_json::Value {
 #[test]
 fn standard_tools_in_order() {
     let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]);
+    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop"]);
 }
 
 #[test]
@@ -43,4 +43,14 @@ fn glob_schema() {
 #[test]
 fn grep_schema() {
     insta::assert_json_snapshot!(definition(&super::grep::Grep::default()));
+}
+
+#[test]
+fn task_output_schema() {
+    insta::assert_json_snapshot!(definition(&super::task_output::TaskOutput));
+}
+
+#[test]
+fn task_stop_schema() {
+    insta::assert_json_snapshot!(definition(&super::task_stop::TaskStop));
 }

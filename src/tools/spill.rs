@@ -13,6 +13,24 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// The I/O error, or `PermissionDenied` for a directory that is not ours alone.
 pub fn save(dir: &Path, file: &Path, content: &str) -> std::io::Result<()> {
+    private_dir(dir)?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    out.write_all(content.as_bytes())
+}
+
+/// Create `dir` (mode 0700) if needed and check it is a directory of ours that only we can
+/// read: one that exists but is not (a symlink, or one planted open in a shared temp
+/// directory) is refused.
+///
+/// # Errors
+/// The I/O error, or `PermissionDenied` for a directory that is not ours alone.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -23,14 +41,7 @@ pub fn save(dir: &Path, file: &Path, content: &str) -> std::io::Result<()> {
             format!("{} is not a private directory of this user", dir.display()),
         ));
     }
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(file)?;
-    out.write_all(content.as_bytes())
+    Ok(())
 }
 
 /// Removes the spill directory, with everything in it, when dropped: at the end of a run,

@@ -79,7 +79,7 @@ pub async fn pump(mut reader: impl AsyncRead + Unpin, capture: &mut Capture) {
 }
 
 /// Length of an unfinished UTF-8 sequence at the end of `bytes`.
-fn incomplete_suffix(bytes: &[u8]) -> usize {
+pub fn incomplete_suffix(bytes: &[u8]) -> usize {
     for back in 1..=bytes.len().min(4) {
         let b = bytes[bytes.len() - back];
         if b & 0xC0 != 0x80 {

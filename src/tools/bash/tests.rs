@@ -140,8 +140,36 @@ async fn refuses_bad_input() {
     assert_eq!(call(&ctx, json!({"command": "  "})).await, ToolOutput::error("command is empty"));
 }
 
+#[tokio::test]
+async fn in_the_background_it_answers_at_once_and_the_timeout_does_not_apply() {
+    let (_dir, ctx) = context();
+    let input =
+        json!({"command": "sleep 0.2; echo done >&2", "timeout": 1, "run_in_background": true, "description": "Wait"});
+    let out = call(&ctx, input).await;
+    let shell = ctx.background.list().pop().expect("one background shell");
+    let expected = format!(
+        "Command running in background with ID: {}. Output is being written to: {}",
+        shell.id(),
+        shell.output_path().display()
+    );
+    assert_eq!(out, ToolOutput::ok(expected));
+    assert_eq!((shell.command(), shell.description()), ("sleep 0.2; echo done >&2", Some("Wait")));
+    let ended = shell.wait(Duration::from_secs(60), &CancellationToken::new()).await;
+    assert_eq!(
+        ended,
+        crate::tools::background::Waited::Ended(crate::tools::background::Status::Completed { exit_code: 0 })
+    );
+    assert_eq!(shell.output(100).unwrap().render("output"), "done\n");
+    // `false` is the foreground.
+    let foreground = call(&ctx, json!({"command": "echo here", "run_in_background": false})).await;
+    assert_eq!(foreground, ToolOutput::ok("here"));
+    assert_eq!(ctx.background.ids(), [shell.id()]);
+}
+
 #[test]
-fn only_read_only_commands_are_concurrency_safe() {
+fn only_read_only_commands_in_the_foreground_are_concurrency_safe() {
+    assert!(!Bash.is_concurrency_safe(&json!({"command": "ls", "run_in_background": true})));
+    assert!(Bash.is_concurrency_safe(&json!({"command": "ls", "run_in_background": false})));
     assert!(Bash.is_concurrency_safe(&json!({"command": "git status && ls -la"})));
     assert!(!Bash.is_concurrency_safe(&json!({"command": "rm -rf target"})));
     assert!(!Bash.is_concurrency_safe(&json!({"command": 5})));
