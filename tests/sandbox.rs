@@ -351,3 +351,34 @@ fn hooks_get_the_same_file_system_bounds() {
         assert_eq!(root.join(".git/hooks/post-commit").exists(), !confined);
     }
 }
+
+#[test]
+fn background_shells_are_sandboxed_too() {
+    if !landlock() {
+        return;
+    }
+    let (scratch, root) = project();
+    let outside = scratch.path().join("bg-outside.txt");
+    let command = format!("echo out > {}; echo in > bg-inside.txt", outside.display());
+    let scenario = scratch.path().join("bg.json");
+    for (sandbox, confined) in [(on(), true), (off(), false)] {
+        std::fs::remove_file(root.join("bg-inside.txt")).ok();
+        let doc = json!({
+            "prompt": "try it",
+            "settings": {"permissions": {"allow": ["Bash"]}, "sandbox": sandbox},
+            "responses": [
+                {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command, "run_in_background": true}}]},
+                {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "for i in $(seq 50); do [ -e bg-inside.txt ] && break; sleep 0.1; done"}}]},
+                {"content": [{"type": "text", "text": "done"}]}
+            ]
+        });
+        std::fs::write(&scenario, doc.to_string()).unwrap();
+        let out = binary::offline_agentloop()
+            .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", root.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read_to_string(root.join("bg-inside.txt")).unwrap(), "in\n");
+        assert_eq!(outside.exists(), !confined);
+    }
+}
