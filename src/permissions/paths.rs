@@ -207,6 +207,7 @@ fn collect_operands<'c>(cmd: &'c SimpleCommand, out: &mut Vec<PathArg<'c>>) {
     for inner in &cmd.runs {
         collect_operands(inner, out);
     }
+    out.extend(readonly::wrapper_reads(cmd));
     let name = cmd.program_name().unwrap_or_default();
     if NO_PATH_ARGUMENTS.contains(&name) || !cmd.runs.is_empty() {
         return;

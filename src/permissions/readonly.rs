@@ -57,6 +57,57 @@ pub(crate) fn parse(cmd: &SimpleCommand) -> Option<Result<Vec<PathArg<'_>>, Stri
     })
 }
 
+/// `xargs`'s short options that take a value (the next word when not attached), and long ones.
+const XARGS_VALUED: &str = "adEILnPs";
+const XARGS_LONG_VALUED: &[&str] =
+    &["--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars"];
+
+/// The files a wrapper itself reads besides what its command reads: `xargs -a FILE` (its
+/// arguments come from FILE). Its options end at the first word that is not one.
+pub(crate) fn wrapper_reads(cmd: &SimpleCommand) -> Vec<PathArg<'_>> {
+    let mut out = Vec::new();
+    if cmd.program_name() != Some("xargs") {
+        return out;
+    }
+    let file = |word, suffix| PathArg { word, suffix, recursive: false, may_be_option: false };
+    let args = cmd.args();
+    let mut i = 0;
+    while let Some(arg) = args.get(i).filter(|a| a.text.starts_with('-') && a.text != "--") {
+        i += 1;
+        let text = arg.text.as_str();
+        if let Some(long) = text.strip_prefix("--") {
+            match long.split_once('=') {
+                Some(("arg-file", _)) => out.push(file(arg, Some("--arg-file=".len()))),
+                Some(_) => {}
+                None if XARGS_LONG_VALUED.contains(&text) => {
+                    if text == "--arg-file" {
+                        out.extend(args.get(i).map(|value| file(value, None)));
+                    }
+                    i += 1;
+                }
+                None => {}
+            }
+            continue;
+        }
+        for (at, c) in text.char_indices().skip(1) {
+            if !XARGS_VALUED.contains(c) {
+                continue;
+            }
+            let attached = at + 1 < text.len();
+            match (c, attached) {
+                ('a', true) => out.push(file(arg, Some(at + 1))),
+                ('a', false) => out.extend(args.get(i).map(|value| file(value, None))),
+                _ => {}
+            }
+            if !attached {
+                i += 1;
+            }
+            break;
+        }
+    }
+    out
+}
+
 /// Whether one simple command only reads. Its program must be a plain name (`/bin/ls` or
 /// `./ls` could be anything), its assignments harmless, its options on the list.
 pub fn command_is_read_only(cmd: &SimpleCommand) -> bool {

@@ -258,3 +258,17 @@ fn option_values_that_are_files_are_paths() {
     let parsed = parse(&a.commands[0]).unwrap().unwrap();
     assert!(!parsed[0].may_be_option);
 }
+
+#[test]
+fn xargs_reads_its_argument_file() {
+    let files = |line: &str| -> Vec<String> {
+        let a = shell::analyze(line);
+        wrapper_reads(&a.commands[0]).iter().map(|p| p.word.text[p.suffix.unwrap_or(0)..].to_owned()).collect()
+    };
+    assert_eq!(files("xargs -a list echo"), ["list"]);
+    assert_eq!(files("xargs -0alist echo"), ["list"]);
+    assert_eq!(files("xargs --arg-file=list echo"), ["list"]);
+    assert_eq!(files("xargs -n 1 --arg-file list echo"), ["list"]);
+    assert_eq!(files("xargs -n1 echo -a x"), Vec::<String>::new());
+    assert_eq!(files("timeout 5 cat x"), Vec::<String>::new());
+}
