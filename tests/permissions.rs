@@ -12,22 +12,26 @@ use futures::future::BoxFuture;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-/// The rule sets the corpus names: mode, allow rules, deny rules.
-fn rule_set(name: &str) -> (Mode, &'static [&'static str], &'static [&'static str]) {
+/// The rule sets the corpus names: mode, allow rules, deny rules, and the working directory
+/// inside the project (`src` is a subdirectory of the project's repository).
+fn rule_set(name: &str) -> (Mode, &'static [&'static str], &'static [&'static str], &'static str) {
     match name {
-        "allow-ls-git-status" => (Mode::Default, &["Bash(git status:*)", "Bash(ls:*)"], &[]),
-        "allow-bash-deny-rm" => (Mode::Default, &["Bash"], &["Bash(rm:*)"]),
-        "no-rules" => (Mode::Default, &[], &[]),
-        "deny-read-secrets" => (Mode::Default, &[], &["Read(./secrets/**)"]),
-        "plan-with-allow-rules" => (Mode::Plan, &["Bash(npm test:*)", "Bash", "Edit"], &[]),
-        "exact-and-prefix" => (Mode::Default, &["Bash(npm test)", "Bash(cargo test:*)", "Bash(echo:*)"], &[]),
-        "cd-allowed" => (Mode::Default, &["Bash(cd:*)"], &[]),
-        "bypass-deny-push" => (Mode::BypassPermissions, &[], &["Bash(rm:*)", "Bash(git push:*)"]),
+        "allow-ls-git-status" => (Mode::Default, &["Bash(git status:*)", "Bash(ls:*)"], &[], ""),
+        "allow-bash-deny-rm" => (Mode::Default, &["Bash"], &["Bash(rm:*)"], ""),
+        "no-rules" => (Mode::Default, &[], &[], ""),
+        "no-rules-in-src" => (Mode::Default, &[], &[], "src"),
+        "deny-read-secrets" => (Mode::Default, &[], &["Read(./secrets/**)"], ""),
+        "deny-read-env" => (Mode::Default, &[], &["Read(./.env)"], ""),
+        "plan-with-allow-rules" => (Mode::Plan, &["Bash(npm test:*)", "Bash", "Edit"], &[], ""),
+        "exact-and-prefix" => (Mode::Default, &["Bash(npm test)", "Bash(cargo test:*)", "Bash(echo:*)"], &[], ""),
+        "cd-allowed" => (Mode::Default, &["Bash(cd:*)"], &[], ""),
+        "bypass-deny-push" => (Mode::BypassPermissions, &[], &["Bash(rm:*)", "Bash(git push:*)"], ""),
         other => panic!("the corpus names an unknown rule set `{other}`"),
     }
 }
 
-/// A working directory like a small project: sources, a secret, a symlink out, a git repo.
+/// A working directory like a small project: sources, secrets (`secrets/key`, `.env`), a
+/// symlink out (`link-out` → /etc), a file named like an option (`--pre=sh.log`), a git repo.
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -37,6 +41,8 @@ fn project() -> tempfile::TempDir {
     std::fs::write(root.join("README.md"), "# p\n").unwrap();
     std::fs::write(root.join("notes.txt"), "b\na\n").unwrap();
     std::fs::write(root.join("secrets/key"), "sk-secret\n").unwrap();
+    std::fs::write(root.join(".env"), "API_KEY=sk-secret\n").unwrap();
+    std::fs::write(root.join("--pre=sh.log"), "").unwrap();
     std::os::unix::fs::symlink("/etc", root.join("link-out")).unwrap();
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
@@ -50,9 +56,9 @@ fn project() -> tempfile::TempDir {
 }
 
 fn policy(dir: &Path, set: &str) -> Policy {
-    let (mode, allow, deny) = rule_set(set);
+    let (mode, allow, deny, cwd) = rule_set(set);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    Policy::new(mode, dir.to_path_buf()).with_rules(&s(allow), &s(deny), &[]).unwrap()
+    Policy::new(mode, dir.join(cwd)).with_rules(&s(allow), &s(deny), &[]).unwrap()
 }
 
 /// What the engine does: the policy decides on what the Bash tool says about the call.
@@ -103,7 +109,7 @@ fn every_corpus_line_gets_its_verdict() {
             wrong.push(format!("line {}: [{set}] {command:?}: want {want}, got {decision:?}", n + 1));
         }
     }
-    assert!(count >= 150, "the corpus has {count} lines");
+    assert!(count >= 600, "the corpus has {count} lines");
     assert!(wrong.is_empty(), "{} of {count} lines wrong:\n{}", wrong.len(), wrong.join("\n"));
 }
 
@@ -165,6 +171,8 @@ fn compose(a: &str, b: &str, how: usize) -> String {
         14 => format!("{b} | {a}"),
         15 => format!("for x in 1; do {a}; {b}; done"),
         16 => format!("{a} > /dev/null; timeout 5 {b}"),
+        17 => format!("[[ -v 'x[$({b})]' ]]; {a}"),
+        18 => format!("(( 'x[$({b})]' )) || {a}"),
         _ => format!("{a} --opt=$({b})"),
     }
 }
@@ -259,7 +267,7 @@ proptest! {
 
     /// An allowed command composed with a forbidden one is never allowed.
     #[test]
-    fn allowed_with_forbidden_is_never_allowed(a in 0..ALLOWED.len(), b in 0..FORBIDDEN.len(), how in 0..18usize) {
+    fn allowed_with_forbidden_is_never_allowed(a in 0..ALLOWED.len(), b in 0..FORBIDDEN.len(), how in 0..20usize) {
         let dir = project();
         let policy = policy(dir.path(), "allow-ls-git-status");
         let line = compose(ALLOWED[a], FORBIDDEN[b], how);
@@ -269,7 +277,7 @@ proptest! {
 
     /// A denied program is caught wherever the line puts it, however it is spelled.
     #[test]
-    fn denied_program_is_caught_anywhere(a in 0..ALLOWED.len(), spelling in 0..6usize, how in 0..18usize) {
+    fn denied_program_is_caught_anywhere(a in 0..ALLOWED.len(), spelling in 0..6usize, how in 0..20usize) {
         let dir = project();
         let policy = policy(dir.path(), "allow-bash-deny-rm");
         let rm = ["rm x", "\\rm x", "\"rm\" x", "/bin/rm x", "command rm x", "env FOO=1 rm x"][spelling];

@@ -20,13 +20,14 @@ use crate::shell::{self, Analysis, SimpleCommand, Wrapper};
 use crate::tools::ToolKind;
 
 /// Git subcommands that print only names and states, never file contents.
-const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse"];
+const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse", "ls-files"];
 
 /// What proving commands of one line read-only needs, worked out at most once per line: the
-/// line's directories and input redirections, and the repository's configuration.
+/// line's directories and input redirections, the repository's configuration and its top.
 struct ReadOnlyProof<'p> {
     paths: PathCheck<'p>,
     git_risk: OnceCell<Option<String>>,
+    git_top: OnceCell<Option<std::path::PathBuf>>,
 }
 
 /// How one simple command is approved.
@@ -56,6 +57,7 @@ impl Policy {
         let read_only = ReadOnlyProof {
             paths: PathCheck::new(&self.cwd, &self.readable_roots, Vec::new(), &analysis),
             git_risk: OnceCell::new(),
+            git_top: OnceCell::new(),
         };
         let mut refusal = analysis.hazards.first().map(ToString::to_string);
         if refusal.is_none() && analysis.commands.is_empty() {
@@ -161,6 +163,13 @@ impl Policy {
             }
             if !self.read_deny.is_empty() && !GIT_NAMES_ONLY.contains(&sub) {
                 return Approval::No(format!("`git {sub}` can print files that Read deny rules protect"));
+            }
+            let top = proof.git_top.get_or_init(|| git::repository_top(&self.cwd));
+            if let Some(top) = top.as_ref().filter(|top| **top != self.cwd && !GIT_NAMES_ONLY.contains(&sub)) {
+                return Approval::No(format!(
+                    "`git {sub}` can print files of the repository at {}, outside the working directory",
+                    top.display()
+                ));
             }
             if let Some(risk) = proof.git_risk.get_or_init(|| git::repo_config_risk(&self.cwd)) {
                 return Approval::No(format!("{risk}, which can run programs"));

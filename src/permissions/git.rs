@@ -79,6 +79,28 @@ pub fn repo_config_risk(cwd: &Path) -> Option<String> {
     }
 }
 
+/// The top of the repository git finds from `cwd` — its worktree, or the git directory of a
+/// bare repository — found as [`repo_config_risk`] finds it; `None` outside any repository.
+/// When it is above `cwd`, git can print files outside the working directory
+/// (`git show HEAD:../x`, `git diff` of the whole repository).
+pub fn repository_top(cwd: &Path) -> Option<PathBuf> {
+    let start = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let mut dir = start.as_path();
+    loop {
+        let dot_git = dir.join(".git");
+        match fs::metadata(&dot_git) {
+            Ok(meta) if meta.is_dir() && is_git_directory(&dot_git) => return Some(dir.to_path_buf()),
+            // git reads any other `.git` as a gitfile and stops here.
+            Ok(meta) if !meta.is_dir() => return Some(dir.to_path_buf()),
+            _ => {}
+        }
+        if is_git_directory(dir) {
+            return Some(dir.to_path_buf());
+        }
+        dir = dir.parent()?;
+    }
+}
+
 /// The environment variables to set on a shell so that every git it runs ignores the
 /// program-running settings that can be overridden by name. Each was checked with git 2.47
 /// against a repository whose `.git/config` (or hooks directory) plants a program:

@@ -1,11 +1,13 @@
-//! Paths in Bash commands against the file rules: which arguments are paths, where they
-//! resolve (symlinks followed, globs expanded), and whether a `Read(…)` deny rule covers them.
+//! Paths in Bash commands against the file rules: which arguments are paths (for a program on
+//! the read-only list, exactly the files its parse names; for any other, every argument that
+//! could be one), where they resolve (symlinks followed, globs expanded), and whether a
+//! `Read(…)` deny rule covers them.
 
 use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
 
-use super::readonly::NO_PATH_ARGUMENTS;
+use super::readonly::{self, DOT, PathArg};
 use super::rule::Rule;
 use crate::shell::{Analysis, SimpleCommand, Word, WordKind};
 use crate::tools::paths::canonicalize_partial;
@@ -54,13 +56,9 @@ pub(crate) struct PathCheck<'p> {
     reads_verdict: std::cell::OnceCell<PathVerdict>,
 }
 
-/// One path argument: the word, and whether the command walks into it recursively.
-struct Operand<'w> {
-    word: &'w Word,
-    recursive: bool,
-    /// The path is in an option (`--file=x`, `-f/x`): only this suffix of the word.
-    suffix: Option<usize>,
-}
+/// Commands whose arguments are never paths and that no read-only entry describes: `env`
+/// and `command` alone (with a command they are wrappers, whose command is checked).
+const NO_PATH_ARGUMENTS: &[&str] = &["env", "command"];
 
 impl<'p> PathCheck<'p> {
     /// A check of `analysis`'s paths against the working directory, the readable roots and
@@ -81,7 +79,7 @@ impl<'p> PathCheck<'p> {
             .reads_verdict
             .get_or_init(|| {
                 self.reads.iter().fold(PathVerdict::Inside, |verdict, word| {
-                    let operand = Operand { word, recursive: false, suffix: None };
+                    let operand = PathArg { word, recursive: false, suffix: None, may_be_option: false };
                     verdict.worst(self.operand(&operand, bases))
                 })
             })
@@ -97,7 +95,7 @@ impl<'p> PathCheck<'p> {
         verdict
     }
 
-    fn operand(&self, operand: &Operand, bases: &[PathBuf]) -> PathVerdict {
+    fn operand(&self, operand: &PathArg, bases: &[PathBuf]) -> PathVerdict {
         let text = &operand.word.text[operand.suffix.unwrap_or(0)..];
         let relative = !text.starts_with('/');
         let mut verdict = PathVerdict::Inside;
@@ -116,6 +114,18 @@ impl<'p> PathCheck<'p> {
                     let Some(matches) = expand(&pattern) else {
                         return PathVerdict::Unknown(format!("the glob `{text}` matches too much to check"));
                     };
+                    if operand.may_be_option {
+                        let option = matches.iter().find_map(|m| {
+                            let name = m.strip_prefix(base).ok()?.components().next()?.as_os_str().to_string_lossy();
+                            let looks_like_option = name.starts_with('-') || matches!(&*name, "!" | "(" | ")" | ",");
+                            looks_like_option.then(|| name.into_owned())
+                        });
+                        if let Some(name) = option {
+                            return PathVerdict::Unknown(format!(
+                                "the glob `{text}` matches `{name}`, which the command would take as an option"
+                            ));
+                        }
+                    }
                     // A glob that matches nothing stays a literal word.
                     if matches.is_empty() {
                         verdict = verdict.worst(self.path(&pattern, operand.recursive));
@@ -187,20 +197,31 @@ fn directories(cwd: &Path, analysis: &Analysis) -> Result<Vec<PathBuf>, String> 
 }
 
 /// The arguments of `cmd` that may be paths, with wrappers' inner commands' arguments.
-fn operands(cmd: &SimpleCommand) -> Vec<Operand<'_>> {
+fn operands(cmd: &SimpleCommand) -> Vec<PathArg<'_>> {
     let mut out = Vec::new();
     collect_operands(cmd, &mut out);
     out
 }
 
-fn collect_operands<'c>(cmd: &'c SimpleCommand, out: &mut Vec<Operand<'c>>) {
+fn collect_operands<'c>(cmd: &'c SimpleCommand, out: &mut Vec<PathArg<'c>>) {
     for inner in &cmd.runs {
         collect_operands(inner, out);
     }
+    out.extend(readonly::wrapper_reads(cmd));
     let name = cmd.program_name().unwrap_or_default();
     if NO_PATH_ARGUMENTS.contains(&name) || !cmd.runs.is_empty() {
         return;
     }
+    match readonly::parse(cmd) {
+        Some(Ok(paths)) => out.extend(paths),
+        Some(Err(_)) | None => every_possible_path(cmd, name, out),
+    }
+}
+
+/// For a command the read-only list does not describe: every argument that is not an option
+/// (after the pattern of `grep`-like programs), and the value of every option that holds
+/// one (`--file=x`, `-fx`) — more than the command reads, never less.
+fn every_possible_path<'c>(cmd: &'c SimpleCommand, name: &str, out: &mut Vec<PathArg<'c>>) {
     let args = cmd.args();
     let recursive = is_recursive(name, args);
     let mut pattern_given = !matches!(name, "grep" | "egrep" | "fgrep" | "rg");
@@ -219,7 +240,7 @@ fn collect_operands<'c>(cmd: &'c SimpleCommand, out: &mut Vec<Operand<'c>>) {
         }
         if !after_dashdash && arg.text.starts_with('-') && arg.text.len() > 1 {
             if let Some(at) = option_path(&arg.text) {
-                out.push(Operand { word: arg, recursive: false, suffix: Some(at) });
+                out.push(PathArg { word: arg, recursive: false, suffix: Some(at), may_be_option: false });
             }
             continue;
         }
@@ -228,25 +249,20 @@ fn collect_operands<'c>(cmd: &'c SimpleCommand, out: &mut Vec<Operand<'c>>) {
             continue;
         }
         path_operands += 1;
-        out.push(Operand { word: arg, recursive, suffix: None });
+        out.push(PathArg { word: arg, recursive, suffix: None, may_be_option: false });
     }
     if path_operands == 0 && (recursive || matches!(name, "ls" | "du" | "tree" | "find" | "rg")) {
-        out.push(Operand { word: &DOT, recursive, suffix: None });
+        out.push(PathArg { word: &DOT, recursive, suffix: None, may_be_option: false });
     }
 }
 
-static DOT: Word = Word { text: String::new(), kind: WordKind::Literal };
-
-/// Where a path starts inside an option word: after `=` in `--file=x`, after the letter in
-/// `-f/x`; `None` when the option holds no `/` and so names no path of interest.
+/// Where a path may start inside an option word: after `=` in `--file=x`, after the letter
+/// in `-fx`; `None` for a bare option (`--all`, `-l`).
 fn option_path(text: &str) -> Option<usize> {
-    if !text.contains('/') {
-        return None;
-    }
     if text.starts_with("--") {
         return text.find('=').map(|i| i + 1);
     }
-    Some(2.min(text.len()))
+    (text.len() > 2).then_some(2)
 }
 
 /// Whether `name` with `args` walks directories it is given.
@@ -315,11 +331,16 @@ mod tests {
             operands(&a.commands[0]).iter().map(|o| o.word.text[o.suffix.unwrap_or(0)..].to_owned()).collect()
         };
         assert_eq!(texts("grep -n foo a.txt b.txt"), ["a.txt", "b.txt"]);
-        assert_eq!(texts("grep -e foo -e bar a.txt"), ["foo", "bar", "a.txt"]);
+        assert_eq!(texts("grep -e foo -e bar a.txt"), ["a.txt"]);
         assert_eq!(texts("grep -rn foo"), [""]);
+        // Not read-only (unknown options): every word that could be a path.
         assert_eq!(texts("cat --file=/etc/x -f/etc/y z"), ["/etc/x", "/etc/y", "z"]);
+        assert_eq!(texts("grep -R -e foo --exclude-from=.env -f.env a"), ["foo", ".env", ".env", "a"]);
+        assert_eq!(texts("base64 --wrap=0 -w0 secret"), ["0", "0", "secret"]);
         assert_eq!(texts("echo /etc/passwd"), Vec::<String>::new());
         assert_eq!(texts("timeout 5 cat /etc/passwd"), ["/etc/passwd"]);
+        assert_eq!(texts("date -f /etc/passwd"), ["/etc/passwd"]);
+        assert_eq!(texts("cat secret{s,}/key"), ["secrets/key", "secret/key"]);
         assert_eq!(texts("ls"), [""]);
     }
 

@@ -3,8 +3,11 @@
 //! [`analyze`] parses a command line and lists every *simple command* it may run — at any
 //! depth: in pipelines and lists, subshells and groups, `if`/`for`/`while`/`case` bodies,
 //! command and process substitutions, function bodies, `bash -c 'LITERAL'` and
-//! `eval 'LITERAL'` scripts, and through wrappers such as `timeout 5 rm x` or `xargs rm` —
-//! with quotes and escapes resolved (`\rm`, `"rm"`, `r\m` and `$'\x72m'` are all `rm`).
+//! `eval 'LITERAL'` scripts, callbacks (`compgen -C`, `mapfile -C`), and through wrappers
+//! such as `timeout 5 rm x` or `xargs rm` — with quotes and escapes resolved (`\rm`, `"rm"`,
+//! `r\m` and `$'\x72m'` are all `rm`) and braces expanded (`cat secret{s,}/key` reads
+//! `secrets/key` and `secret/key`). `[ … ]`, `[[ … ]]` and `(( … ))` are commands too
+//! (programs `[`, `[[`, `((`).
 //! Beside the commands it lists the [`Hazard`]s: everything that cannot be proven from the
 //! text alone, like a substitution whose output becomes an argument, a redirection that
 //! writes a file, or a program named by a variable.
@@ -13,6 +16,9 @@
 //! error) is [`Hazard::Unparsable`], never silently skipped. What the results *mean* for a
 //! permission rule is decided in `crate::permissions`.
 
+mod brace;
+mod conditional;
+mod evaluate;
 mod walk;
 mod word;
 mod wrappers;
@@ -22,6 +28,7 @@ mod tests;
 
 use std::cell::RefCell;
 
+pub use brace::MAX_BRACE_WORDS;
 pub use word::{Word, WordKind};
 
 /// How deep `bash -c '…'` / `eval '…'` scripts and nested constructs are followed before the
@@ -60,6 +67,10 @@ pub struct Analysis {
     /// Some command changes the directory (`cd`, `pushd`, `popd`, `env -C`): relative paths
     /// after it no longer resolve against the working directory.
     pub changes_directory: bool,
+    /// Where some variable of the line gets a value that is not known text (a substitution's
+    /// output, a file name from a glob, a line `read` reads), for messages. Arithmetic over
+    /// variables may then evaluate a subscript hidden in it ([`Hazard::Evaluated`]).
+    pub variables_from_data: Option<String>,
 }
 
 impl Analysis {
@@ -149,6 +160,11 @@ pub enum Hazard {
     /// Arithmetic over variables (`$((x))`, `((i++))`, `[[ $a -eq 1 ]]`): bash evaluates the
     /// variables' values as expressions, which may run substitutions.
     Arithmetic,
+    /// Text bash evaluates as arithmetic or as a variable name that can hide a command: an
+    /// array subscript (`[[ -v 'a[$(rm x)]' ]]`, `(( 'a[$(rm x)]' ))`, `let 'x=a[$(…)]'`),
+    /// quotes inside arithmetic (`$(( '$(rm x)' ))`), a substitution's output, or variables
+    /// set from data. Carries what is evaluated.
+    Evaluated(String),
     /// A redirection that writes a file (anything but `/dev/null` and file descriptors).
     WriteRedirect(String),
     /// A function definition: its name may shadow a program the rules trust.
@@ -170,7 +186,11 @@ impl Hazard {
     /// hide nothing.
     pub fn is_opaque(&self) -> bool {
         match self {
-            Hazard::Unparsable(_) | Hazard::DynamicProgram(_) | Hazard::OpaqueCode(_) | Hazard::Rebinding(_) => true,
+            Hazard::Unparsable(_)
+            | Hazard::DynamicProgram(_)
+            | Hazard::OpaqueCode(_)
+            | Hazard::Rebinding(_)
+            | Hazard::Evaluated(_) => true,
             Hazard::CommandSubstitution
             | Hazard::ProcessSubstitution
             | Hazard::ExpansionSideEffect(_)
@@ -190,6 +210,7 @@ impl std::fmt::Display for Hazard {
             Hazard::ProcessSubstitution => f.write_str("it contains a process substitution"),
             Hazard::ExpansionSideEffect(text) => write!(f, "the expansion `{text}` has side effects"),
             Hazard::Arithmetic => f.write_str("it evaluates arithmetic over variables"),
+            Hazard::Evaluated(what) => write!(f, "it evaluates {what}, which can run commands hidden in it"),
             Hazard::WriteRedirect(target) => write!(f, "it redirects output to `{target}`"),
             Hazard::FunctionDefinition(name) => write!(f, "it defines the function `{name}`"),
             Hazard::Assignment(name) => write!(f, "it assigns the variable `{name}`"),
@@ -221,6 +242,11 @@ pub fn analyze(command: &str) -> Analysis {
     }
     let mut out = Analysis::default();
     analyze_into(command, 0, &mut out);
+    if let Some(source) = out.variables_from_data.clone()
+        && out.hazards.contains(&Hazard::Arithmetic)
+    {
+        out.hazards.push(Hazard::Evaluated(format!("variables as arithmetic, one of them set from {source}")));
+    }
     LAST.with(|last| *last.borrow_mut() = Some((command.to_owned(), out.clone())));
     out
 }
@@ -237,6 +263,9 @@ pub(crate) fn analyze_nested(command: &str, depth: usize, out: &mut Analysis) ->
     }
     out.reads.append(&mut nested.reads);
     out.changes_directory |= nested.changes_directory;
+    if out.variables_from_data.is_none() {
+        out.variables_from_data = nested.variables_from_data;
+    }
     nested.commands
 }
 

@@ -2,25 +2,30 @@
 //!
 //! Every node kind the walk accepts is named below; anything else is
 //! [`Hazard::Unparsable`]. Commands found anywhere (substitutions included) are pushed to
-//! [`Analysis::commands`]; wrappers are looked through in [`super::wrappers`].
+//! [`Analysis::commands`]; wrappers are looked through in [`super::wrappers`], text bash
+//! evaluates in [`super::evaluate`], `[ ]`, `[[ ]]` and `(( ))` in [`super::conditional`],
+//! brace expansion in [`super::brace`].
 
 use tree_sitter::Node;
 
 use super::word::{self, Word, WordKind};
 use super::{Analysis, Hazard, SimpleCommand, is_harmless_variable, wrappers};
 
-/// Operators of `[[ … ]]` that evaluate their operands as arithmetic or variable names.
-const EVALUATING_TEST_OPERATORS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R"];
+/// Reserved words of bash, which tree-sitter-bash sometimes reads as the program of a simple
+/// command where bash reads a compound command (`time { rm x; }`, `coproc { … }`): such a
+/// "command" means the parse and bash disagree.
+const RESERVED_WORDS: &[&str] =
+    &["{", "}", "!", "[[", "]]", "do", "done", "then", "fi", "elif", "else", "esac", "in", "function", "select"];
 
 /// Walks one parsed command line into an [`Analysis`].
 pub(super) struct Walker<'a> {
-    src: &'a str,
+    pub(super) src: &'a str,
     pub(super) depth: usize,
     pub(super) out: &'a mut Analysis,
 }
 
 /// A node's children with their field names.
-fn children<'t>(node: Node<'t>) -> Vec<(Option<&'static str>, Node<'t>)> {
+pub(super) fn children<'t>(node: Node<'t>) -> Vec<(Option<&'static str>, Node<'t>)> {
     let mut cursor = node.walk();
     let mut out = Vec::with_capacity(node.child_count());
     if cursor.goto_first_child() {
@@ -39,7 +44,7 @@ impl<'a> Walker<'a> {
         Walker { src, depth, out }
     }
 
-    fn text(&self, node: Node) -> &'a str {
+    pub(super) fn text(&self, node: Node) -> &'a str {
         &self.src[node.byte_range()]
     }
 
@@ -49,7 +54,7 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn unparsable(&mut self, what: impl Into<String>) {
+    pub(super) fn unparsable(&mut self, what: impl Into<String>) {
         self.hazard(Hazard::Unparsable(what.into()));
     }
 
@@ -71,14 +76,14 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn statement(&mut self, node: Node) {
+    pub(super) fn statement(&mut self, node: Node) {
         match node.kind() {
             "comment" => {}
             "program" | "list" | "pipeline" | "subshell" | "do_group" | "else_clause" | "elif_clause"
             | "negated_command" | "if_statement" | "while_statement" => self.statements(node),
             "compound_statement" => {
                 let arithmetic = node.child(0).is_some_and(|c| c.kind() == "((");
-                if arithmetic { self.arithmetic(node) } else { self.statements(node) }
+                if arithmetic { self.arithmetic_command(node) } else { self.statements(node) }
             }
             "redirected_statement" => {
                 for (field, child) in children(node) {
@@ -101,27 +106,13 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
-            "for_statement" => {
-                for (field, child) in children(node) {
-                    match field {
-                        Some("variable") => {
-                            let name = self.text(child).to_owned();
-                            self.assigned(&name);
-                        }
-                        Some("value") => {
-                            self.word(child);
-                        }
-                        Some("body") => self.statement(child),
-                        _ => {}
-                    }
-                }
-            }
+            "for_statement" => self.for_statement(node),
             "c_style_for_statement" => {
                 self.hazard(Hazard::Arithmetic);
                 for (field, child) in children(node) {
                     match field {
                         Some("body") => self.statement(child),
-                        Some(_) if child.is_named() => self.arithmetic(child),
+                        Some(_) if child.is_named() => self.arithmetic_node(child),
                         _ => {}
                     }
                 }
@@ -137,7 +128,7 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
-            "test_command" => self.test(node),
+            "test_command" => self.test_command(node),
             "function_definition" => {
                 let name = node.child_by_field_name("name").map(|n| self.text(n).to_owned()).unwrap_or_default();
                 self.hazard(Hazard::FunctionDefinition(name));
@@ -150,6 +141,37 @@ impl<'a> Walker<'a> {
                 }
             }
             other => self.unparsable(format!("`{other}`")),
+        }
+    }
+
+    /// `for NAME in WORDS` (or `select`): the words are brace-expanded; a variable that gets
+    /// something else than known text (a file name from a glob, a substitution's output, the
+    /// positional parameters, `select`'s input) holds data.
+    fn for_statement(&mut self, node: Node) {
+        let select = node.child(0).is_some_and(|c| c.kind() == "select");
+        let mut values = 0;
+        for (field, child) in children(node) {
+            match field {
+                Some("variable") => {
+                    let name = self.text(child).to_owned();
+                    self.assigned(&name);
+                }
+                Some("value") => {
+                    values += 1;
+                    for word in self.words(child) {
+                        if !word.is_literal() || word.text.contains('[') {
+                            self.data_in_variable(|| format!("the loop over `{}`", word.text));
+                        }
+                    }
+                }
+                Some("body") => self.statement(child),
+                _ => {}
+            }
+        }
+        if select {
+            self.data_in_variable(|| "`select`, which reads its input".into());
+        } else if values == 0 {
+            self.data_in_variable(|| "a loop over the positional parameters".into());
         }
     }
 
@@ -172,22 +194,22 @@ impl<'a> Walker<'a> {
         for (field, child) in children(node) {
             match field {
                 Some("name") => {
-                    let word = match child.named_child(0) {
-                        Some(inner) if child.named_child_count() == 1 => self.word(inner),
+                    let words = match child.named_child(0) {
+                        Some(inner) if child.named_child_count() == 1 => self.words(inner),
                         _ => {
                             self.unparsable("a command name");
-                            Word::dynamic(self.text(child))
+                            vec![Word::dynamic(self.text(child))]
                         }
                     };
-                    cmd.words.push(word);
+                    cmd.words.extend(words);
                 }
                 Some("argument") => {
-                    let word = self.word(child);
-                    cmd.words.push(word);
+                    let words = self.words(child);
+                    cmd.words.extend(words);
                 }
                 Some("redirect") => self.redirect(child),
                 _ if child.kind() == "variable_assignment" => {
-                    if let Some(name) = self.assignment(child) {
+                    if let (Some(name), _) = self.assignment(child) {
                         cmd.assignments.push(name);
                     }
                 }
@@ -195,7 +217,16 @@ impl<'a> Walker<'a> {
                 _ => {}
             }
         }
+        self.reserved_program(&cmd);
         self.finish(cmd);
+    }
+
+    /// A reserved word where the parser saw a program: the parse is not bash's.
+    pub(super) fn reserved_program(&mut self, cmd: &SimpleCommand) {
+        if let Some(word) = cmd.words.first().filter(|w| w.is_literal() && RESERVED_WORDS.contains(&w.text.as_str())) {
+            let text = word.text.clone();
+            self.unparsable(format!("the reserved word `{text}` as a command"));
+        }
     }
 
     /// `export`/`declare`/`local`/`readonly`/`typeset`/`unset` and their operands, as a
@@ -211,8 +242,12 @@ impl<'a> Walker<'a> {
             }
             match child.kind() {
                 "variable_assignment" => {
-                    self.assignment(child);
-                    cmd.words.push(Word::dynamic(self.text(child)));
+                    let (name, value) = self.assignment(child);
+                    let word = match (name, value.is_literal()) {
+                        (Some(name), true) => Word::literal(format!("{name}={}", value.text)),
+                        _ => Word::dynamic(self.text(child)),
+                    };
+                    cmd.words.push(word);
                 }
                 "variable_name" => cmd.words.push(Word::literal(self.text(child))),
                 _ => {
@@ -225,13 +260,14 @@ impl<'a> Walker<'a> {
     }
 
     /// Check a command's program and assignments, look through wrappers, record it.
-    fn finish(&mut self, mut cmd: SimpleCommand) {
+    pub(super) fn finish(&mut self, mut cmd: SimpleCommand) {
         self.check_command(&mut cmd, 0);
         self.out.commands.push(cmd);
     }
 
     /// The checks every command gets, including those wrappers run (`level` wrappers deep):
-    /// its assignments, a literal program, and what it runs if it is a wrapper.
+    /// its assignments, a literal program, what it runs if it is a wrapper, and the text it
+    /// evaluates if it is a builtin that evaluates some (`let`, `read`, `printf -v`, …).
     pub(super) fn check_command(&mut self, cmd: &mut SimpleCommand, level: usize) {
         for name in cmd.assignments.clone() {
             self.assigned(&name);
@@ -242,27 +278,64 @@ impl<'a> Walker<'a> {
                 let text = program.text.clone();
                 self.hazard(Hazard::DynamicProgram(text));
             }
-            Some(_) => wrappers::look_through(self, cmd, level),
+            Some(_) => {
+                wrappers::look_through(self, cmd, level);
+                self.evaluating_builtin(cmd);
+            }
         }
     }
 
     /// `NAME=value` (standalone, in front of a command, or in a declaration): walks the
-    /// value, checks the name, returns it.
-    fn assignment(&mut self, node: Node) -> Option<String> {
-        let name = node.child_by_field_name("name").map(|n| self.text(n).to_owned());
+    /// value, checks the name; returns the name and the value. A subscript in the name is
+    /// evaluated as arithmetic; a value that is not known text (or holds a `[`) is data.
+    fn assignment(&mut self, node: Node) -> (Option<String>, Word) {
+        let name_node = node.child_by_field_name("name");
+        let name = name_node.map(|n| self.text(n).to_owned());
+        let mut value = Word::literal("");
         for (field, child) in children(node) {
-            if field == Some("value") {
-                self.word(child);
+            if field != Some("value") {
+                continue;
+            }
+            value = self.word(child);
+            // `$((…))` is a number, whatever it evaluates.
+            let numeric = child.kind() == "arithmetic_expansion";
+            if !numeric && (!value.is_literal() || value.text.contains('[')) {
+                let text = self.text(node).to_owned();
+                self.data_in_variable(|| format!("`{text}`"));
+            }
+        }
+        if let Some(subscript) = name_node.filter(|n| n.kind() == "subscript") {
+            // `a[i]=v`: the subscript is evaluated as arithmetic.
+            self.hazard(Hazard::Arithmetic);
+            if let Some(index) = subscript.child_by_field_name("index") {
+                self.arithmetic_node(index);
             }
         }
         if let Some(name) = &name {
-            if node.child_by_field_name("name").is_some_and(|n| n.kind() == "subscript") {
-                // `a[i]=v`: the subscript is evaluated as arithmetic.
-                self.hazard(Hazard::Arithmetic);
-            }
             self.assigned(name);
         }
-        name
+        (name, value)
+    }
+
+    /// A compound array value `(a b [i]=c)`: its words walked and brace-expanded; an element
+    /// with a subscript (`[i]=c`) has it evaluated; elements that are not known text are data.
+    fn array(&mut self, node: Node) -> Word {
+        for (_, child) in children(node) {
+            if !child.is_named() {
+                continue;
+            }
+            if self.text(child).starts_with('[') {
+                let text = self.text(child).to_owned();
+                self.hazard(Hazard::Evaluated(format!("the array subscript in `{text}`")));
+            }
+            for word in self.words(child) {
+                if !word.is_literal() || word.text.contains('[') {
+                    let text = self.text(node).to_owned();
+                    self.data_in_variable(|| format!("the array `{text}`"));
+                }
+            }
+        }
+        Word::dynamic(self.text(node))
     }
 
     /// A variable is given a value: harmless names pass, names that change what runs make
@@ -344,52 +417,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// `[[ … ]]`: its words are walked; an operator that evaluates its operands makes any
-    /// non-literal operand an arithmetic hazard.
-    fn test(&mut self, node: Node) {
-        let mut evaluating = false;
-        let mut dynamic = false;
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            for (_, child) in children(n) {
-                match child.kind() {
-                    "test_operator" => evaluating |= EVALUATING_TEST_OPERATORS.contains(&self.text(child)),
-                    "binary_expression" | "unary_expression" | "parenthesized_expression" => stack.push(child),
-                    "regex" => {}
-                    "redirected_statement" => self.statement(child),
-                    _ if child.is_named() => {
-                        let word = self.word(child);
-                        dynamic |= !word.is_literal();
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if evaluating && dynamic {
-            self.hazard(Hazard::Arithmetic);
-        }
-    }
-
-    /// Arithmetic (`$((…))`, `((…))`, a c-style `for`): any variable makes it a hazard;
-    /// substitutions inside are walked.
-    fn arithmetic(&mut self, node: Node) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            for (_, child) in children(n) {
-                match child.kind() {
-                    "variable_name" | "simple_expansion" | "expansion" | "subscript" | "word" => {
-                        self.hazard(Hazard::Arithmetic);
-                        stack.push(child);
-                    }
-                    "command_substitution" | "process_substitution" | "string" | "raw_string" => {
-                        self.word(child);
-                    }
-                    _ => stack.push(child),
-                }
-            }
-        }
-    }
-
     /// A word: quotes removed, substitutions walked, its [`WordKind`].
     pub(super) fn word(&mut self, node: Node) -> Word {
         let raw = self.text(node);
@@ -458,14 +485,7 @@ impl<'a> Walker<'a> {
                 Word::dynamic(raw)
             }
             "brace_expression" | "extglob_pattern" => Word { text: raw.to_owned(), kind: WordKind::Pattern },
-            "array" => {
-                for (_, child) in children(node) {
-                    if child.is_named() {
-                        self.word(child);
-                    }
-                }
-                Word::dynamic(raw)
-            }
+            "array" => self.array(node),
             other => {
                 self.unparsable(format!("the word `{other}`"));
                 Word::dynamic(raw)
@@ -500,25 +520,32 @@ impl<'a> Walker<'a> {
         out
     }
 
-    /// `${…}`: walks what is inside; operators that assign or evaluate are hazards.
-    fn expansion(&mut self, node: Node) {
+    /// `${…}`: walks what is inside; operators that assign or evaluate are hazards. A
+    /// subscript (`${a[i]}`) and the offset and length of `${x:offset:length}` are arithmetic.
+    pub(super) fn expansion(&mut self, node: Node) {
+        let mut substring = false;
         for (field, child) in children(node) {
             match (field, child.kind()) {
                 (Some("operator"), ":=" | "=" | "@" | "!") => {
                     let text = self.text(node).to_owned();
-                    self.hazard(Hazard::ExpansionSideEffect(text));
+                    self.hazard(Hazard::ExpansionSideEffect(text.clone()));
+                    self.data_in_variable(|| format!("`{text}`"));
                 }
+                (Some("operator"), ":") => substring = true,
+                (Some("operator"), _) => substring = false,
+                (_, _) if substring && child.is_named() => self.arithmetic_node(child),
                 (_, "subscript") => {
                     let index = child.child_by_field_name("index");
                     let numeric = index.is_some_and(|i| {
                         let t = self.text(i);
                         t == "@" || t == "*" || t.bytes().all(|b| b.is_ascii_digit())
                     });
-                    if !numeric {
-                        self.hazard(Hazard::Arithmetic);
-                    }
-                    if let Some(index) = index {
-                        self.word(index);
+                    match index {
+                        Some(index) if !numeric => {
+                            self.hazard(Hazard::Arithmetic);
+                            self.arithmetic_node(index);
+                        }
+                        _ => {}
                     }
                 }
                 (_, "variable_name" | "special_variable_name") => {}

@@ -1,13 +1,39 @@
 //! Programs that run other programs, looked through: `env VAR=1 timeout 5 rm x` runs `rm x`;
 //! `bash -c 'LITERAL'` and `eval 'LITERAL'` run the commands of their script; `find -exec`
-//! runs its command. Builtins that change how names resolve or run unreadable code are
-//! flagged here too.
+//! runs its command; `compgen -C`, `mapfile -C` and kin run their callback. Builtins that
+//! change how names resolve or run unreadable code are flagged here too.
 
 use super::walk::Walker;
 use super::{Hazard, MAX_DEPTH, SimpleCommand, Word, WordKind, Wrapper, analyze_nested};
 
 /// Shells whose `-c 'LITERAL'` script is parsed (with Bash's grammar) and looked through.
-const SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "fish"];
+const SHELLS: &[&str] = &["bash", "sh", "dash", "ash"];
+
+/// Shells whose grammar is not bash's (`zsh`'s glob qualifiers run code, `fish` has its own
+/// substitutions): what they run cannot be read with bash's grammar.
+const OTHER_SHELLS: &[&str] = &["zsh", "ksh", "ksh93", "mksh", "pdksh", "fish", "csh", "tcsh", "yash", "elvish", "nu"];
+
+/// `set -o`/`-O` names a `bash -c` may be given: they change no file the shell reads and
+/// run nothing.
+const SHELL_OPTION_NAMES: &[&str] = &[
+    "errexit",
+    "nounset",
+    "pipefail",
+    "xtrace",
+    "verbose",
+    "noglob",
+    "noclobber",
+    "noexec",
+    "posix",
+    "extglob",
+    "globstar",
+    "nullglob",
+    "failglob",
+    "dotglob",
+    "nocaseglob",
+    "lastpipe",
+    "inherit_errexit",
+];
 
 /// Interpreters that read a program from stdin when given no script.
 const INTERPRETERS: &[&str] =
@@ -123,8 +149,16 @@ pub(super) fn look_through(w: &mut Walker, cmd: &mut SimpleCommand, level: usize
         }
         "enable" if !args.is_empty() => w.hazard(Hazard::Rebinding("enable".into())),
         "trap" if args.iter().any(|a| !a.text.starts_with('-')) => opaque(w, "trap runs code on a signal".into()),
+        "coproc" => opaque(w, "coproc runs a command the parser cannot delimit".into()),
+        "fc" => opaque(w, "fc runs commands from the history".into()),
+        "bind" if args.iter().any(|a| !a.is_literal() || (a.text.starts_with('-') && a.text[1..].contains('x'))) => {
+            opaque(w, "bind -x runs a command on a key".into())
+        }
+        "compgen" | "complete" => callbacks(w, cmd, &args, &COMPGEN, level),
+        "mapfile" | "readarray" => callbacks(w, cmd, &args, &MAPFILE, level),
         "cd" | "pushd" | "popd" => w.out.changes_directory = true,
         shell if SHELLS.contains(&shell) => shell_script(w, cmd, &args, level),
+        shell if OTHER_SHELLS.contains(&shell) => opaque(w, format!("{shell}'s grammar is not bash's")),
         interpreter if INTERPRETERS.contains(&interpreter) || interpreter.starts_with("python3.") => {
             let code_flag = args.iter().any(|a| matches!(a.text.as_str(), "-c" | "-e" | "-E" | "-m" | "-r" | "-p"));
             let operand = args.iter().any(|a| !a.text.starts_with('-'));
@@ -137,7 +171,7 @@ pub(super) fn look_through(w: &mut Walker, cmd: &mut SimpleCommand, level: usize
         "sudo" | "doas" => {
             let options = if name == "sudo" { &SUDO } else { &DOAS };
             if let Some(at) = operands_from(w, options, &args) {
-                let rest = take_assignments(&args[at..]);
+                let rest = take_assignments(w, &args[at..]);
                 wrap(w, cmd, rest.1, rest.0, Wrapper::Privileged, level);
             }
         }
@@ -214,17 +248,21 @@ fn wrap(
         return;
     }
     let mut inner = SimpleCommand { assignments, words, ..SimpleCommand::default() };
+    w.reserved_program(&inner);
     w.check_command(&mut inner, level + 1);
     cmd.runs.push(inner);
 }
 
 /// Leading `NAME=value` words (as `env` and `sudo` accept them): their names, and the rest.
-fn take_assignments(words: &[Word]) -> (Vec<String>, Vec<Word>) {
+fn take_assignments(w: &mut Walker, words: &[Word]) -> (Vec<String>, Vec<Word>) {
     let mut names = Vec::new();
     let mut at = 0;
     for word in words {
         match assignment_name(&word.text) {
             Some(name) => {
+                if assigns_data(word) {
+                    w.data_in_variable(|| format!("`{}`", word.text));
+                }
                 names.push(name.to_owned());
                 at += 1;
             }
@@ -232,6 +270,12 @@ fn take_assignments(words: &[Word]) -> (Vec<String>, Vec<Word>) {
         }
     }
     (names, words[at..].to_vec())
+}
+
+/// Whether an `env`/`sudo` assignment word gives its variable data: a value that is not known
+/// text, or holds a `[`.
+fn assigns_data(word: &Word) -> bool {
+    !word.is_literal() || word.text.split_once('=').is_some_and(|(_, value)| value.contains('['))
 }
 
 /// `NAME` of a `NAME=value` word.
@@ -261,54 +305,121 @@ fn env(w: &mut Walker, cmd: &mut SimpleCommand, args: &[Word], level: usize) {
         Skipped::At(at) => {
             // `env -` is `env -i`.
             let at = if args.get(at).is_some_and(|a| a.text == "-") { at + 1 } else { at };
-            let (names, rest) = take_assignments(&args[at..]);
+            let (names, rest) = take_assignments(w, &args[at..]);
             wrap(w, cmd, rest, names, Wrapper::Transparent, level);
         }
         Skipped::Unknown(opt) => w.hazard(Hazard::OpaqueCode(format!("env with the option `{opt}`"))),
     }
 }
 
-/// `bash [options] -c 'SCRIPT' [name args…]`: the script is analysed; a shell reading its
-/// commands from a file, stdin or a non-literal is opaque.
+/// `bash [options] -c 'SCRIPT' [name args…]`: the script is analysed. A shell that reads
+/// other files first (`--rcfile`, `--init-file`, `-i`, `-l`/`--login`), reads its commands
+/// from a file, stdin or a non-literal, or gets an option this list does not know, is opaque.
 fn shell_script(w: &mut Walker, cmd: &mut SimpleCommand, args: &[Word], level: usize) {
     let name = cmd.program_name().unwrap_or_default().to_owned();
+    let bash = name == "bash";
     let mut has_c = false;
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         let t = arg.text.as_str();
         if arg.kind != WordKind::Literal {
+            if t.starts_with(['-', '+']) || !t.starts_with(|c: char| c.is_ascii_alphanumeric() || "./_".contains(c)) {
+                w.hazard(Hazard::OpaqueCode(format!("{name} with the option `{t}`")));
+                return;
+            }
             break;
         }
         if t == "--" || t == "-" {
             i += 1;
             break;
         }
-        if matches!(t, "--version" | "--help") {
+        if bash && matches!(t, "--version" | "--help") {
             return;
         }
-        if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-            i += 2;
-            continue;
-        }
-        if let Some(cluster) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
-            if !t.starts_with("--") && cluster.contains('c') {
-                has_c = true;
-            }
+        if bash && matches!(t, "--norc" | "--noprofile" | "--posix" | "--noediting" | "--restricted" | "--verbose") {
             i += 1;
             continue;
         }
-        break;
+        if matches!(t, "-o" | "+o" | "-O" | "+O") && (bash || t.ends_with('o')) {
+            match args.get(i + 1) {
+                Some(value) if value.is_literal() && SHELL_OPTION_NAMES.contains(&value.text.as_str()) => {}
+                value => {
+                    let value = value.map_or_else(String::new, |v| v.text.clone());
+                    w.hazard(Hazard::OpaqueCode(format!("{name} with the option `{t} {value}`")));
+                    return;
+                }
+            }
+            i += 2;
+            continue;
+        }
+        let cluster = t.strip_prefix('-').or_else(|| t.strip_prefix('+'));
+        match cluster {
+            Some(cluster)
+                if !t.starts_with("--") && !cluster.is_empty() && cluster.chars().all(|c| "ceuxvfnaCB".contains(c)) =>
+            {
+                has_c |= t.starts_with('-') && cluster.contains('c');
+                i += 1;
+            }
+            Some(_) => {
+                w.hazard(Hazard::OpaqueCode(format!("{name} with the option `{t}`")));
+                return;
+            }
+            None => break,
+        }
     }
     let operand = args.get(i);
     match (has_c, operand) {
         (true, Some(script)) if script.is_literal() => {
             cmd.runs = analyze_nested(&script.text, w.depth + level + 1, w.out);
             cmd.wrapper = Wrapper::Transparent;
+            if args.len() > i + 2 {
+                w.data_in_variable(|| format!("the arguments of `{name} -c`"));
+            }
         }
         (true, Some(_)) => w.hazard(Hazard::OpaqueCode(format!("{name} -c with a non-literal script"))),
         (true, None) => {}
         (false, Some(file)) => w.hazard(Hazard::OpaqueCode(format!("{name} runs the script `{}`", file.text))),
         (false, None) => w.hazard(Hazard::OpaqueCode(format!("{name} reads commands from stdin"))),
+    }
+}
+
+/// `compgen`/`complete` (`-C COMMAND`, `-F FUNCTION`, `-W WORDLIST`) and `mapfile`/`readarray`
+/// (`-C CALLBACK`): the command or function they run is analysed as a script the command
+/// runs; a word list is expanded when they run, so one holding `$` or a backquote is opaque,
+/// as is an option they do not have or a non-literal callback.
+fn callbacks(w: &mut Walker, cmd: &mut SimpleCommand, args: &[Word], options: &Options, level: usize) {
+    let name = cmd.program_name().unwrap_or_default().to_owned();
+    let mut scripts = Vec::new();
+    let mut hidden = None;
+    let skipped = options.skip(args, |opt, value| {
+        let Some(value) = value else { return };
+        let text = match value.text.strip_prefix(opt) {
+            Some(attached) if !attached.is_empty() => attached.to_owned(),
+            _ if value.text.starts_with('-') => {
+                hidden = Some(format!("{name} {opt} with the value `{}`", value.text));
+                return;
+            }
+            _ => value.text.clone(),
+        };
+        match opt {
+            "-C" | "-F" if value.is_literal() => scripts.push(text),
+            "-C" | "-F" => hidden = Some(format!("{name} {opt} with a non-literal command")),
+            "-W" if !value.is_literal() || text.contains(['$', '`']) => {
+                hidden = Some(format!("{name} -W expands `{text}` when it runs"));
+            }
+            _ => {}
+        }
+    });
+    if let Skipped::Unknown(opt) = skipped {
+        hidden = Some(format!("{name} with the option `{opt}`"));
+    }
+    if let Some(why) = hidden {
+        w.hazard(Hazard::OpaqueCode(why));
+    }
+    for script in scripts {
+        let inner = analyze_nested(&script, w.depth + level + 1, w.out);
+        cmd.runs.extend(inner);
+        cmd.wrapper = Wrapper::Privileged;
     }
 }
 
@@ -330,6 +441,11 @@ fn find_exec(w: &mut Walker, cmd: &mut SimpleCommand, args: &[Word], level: usiz
 }
 
 const NONE: Options = Options { flags: &[], valued: &[] };
+const COMPGEN: Options = Options {
+    flags: &["-a", "-b", "-c", "-d", "-e", "-f", "-g", "-j", "-k", "-s", "-u", "-v", "-p", "-r", "-D", "-E", "-I"],
+    valued: &["-o", "-A", "-G", "-W", "-F", "-C", "-X", "-P", "-S"],
+};
+const MAPFILE: Options = Options { flags: &["-t"], valued: &["-d", "-n", "-O", "-s", "-u", "-C", "-c"] };
 const ENV: Options = Options {
     flags: &[
         "-i",
