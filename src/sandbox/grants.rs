@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::policy::{Policy, Reads};
+use super::policy::{DEVICES, Policy, Reads};
 
 /// The rights a grant gives, in Landlock's terms but independent of the ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,9 +91,15 @@ pub fn plan(policy: &Policy, carve_read_only: bool) -> Vec<Grant> {
         Reads::Everywhere => vec![PathBuf::from("/")],
         Reads::Within(paths) => paths.iter().map(|p| canonical(p)).collect(),
     };
+    // Device files are readable only by name (DEVICES): `/dev` is carved out of what is read.
+    let mut read_carves = carves.clone();
+    read_carves.push((PathBuf::from("/dev"), Rights { content: true, list: false, write: false }));
     let mut grants = Vec::new();
     for root in reads {
-        carve(&root, Rights::READ, &carves, &mut grants);
+        carve(&root, Rights::READ, &read_carves, &mut grants);
+    }
+    for device in DEVICES {
+        carve(Path::new(device), Rights::READ, &carves, &mut grants);
     }
     for root in &policy.write {
         carve(&canonical(root), Rights::ALL, &carves, &mut grants);
@@ -149,6 +155,7 @@ mod tests {
         let root = root.canonicalize().unwrap();
         let mut planned: Vec<(String, Rights)> = plan(&policy, true)
             .into_iter()
+            .filter(|g| g.path.starts_with(&root))
             .map(|g| (g.path.strip_prefix(&root).unwrap().display().to_string(), g.rights))
             .collect();
         planned.sort_by(|a, b| a.0.cmp(&b.0));
@@ -195,6 +202,7 @@ mod tests {
         };
         let mut planned: Vec<(String, Rights)> = plan(&policy, true)
             .into_iter()
+            .filter(|g| g.path.starts_with(&root))
             .map(|g| (g.path.strip_prefix(&root).unwrap().display().to_string(), g.rights))
             .collect();
         planned.sort_by(|a, b| a.0.cmp(&b.0));
@@ -204,7 +212,26 @@ mod tests {
             vec![(String::new(), Rights::READ), (".git/objects".into(), WRITE), ("a.txt".into(), WRITE),]
         );
         // Without the carve (a mount namespace protects them), one rule.
-        assert_eq!(plan(&policy, false).len(), 1);
+        assert_eq!(plan(&policy, false).iter().filter(|g| g.path.starts_with(&root)).count(), 1);
+    }
+
+    #[test]
+    fn devices_are_readable_by_name_only() {
+        let policy = Policy {
+            read: Reads::Everywhere,
+            write: Vec::new(),
+            deny_read: Vec::new(),
+            read_only: Vec::new(),
+            network: Network::CLOSED,
+        };
+        let planned = plan(&policy, false);
+        let at = |p: &str| planned.iter().find(|g| g.path == Path::new(p)).map(|g| g.rights);
+        assert_eq!(at("/"), Some(LIST), "the root keeps listing; its entries get content one by one");
+        assert_eq!(at("/usr"), Some(CONTENT));
+        assert_eq!(at("/dev"), None);
+        assert_eq!(at("/dev/null"), Some(Rights::READ));
+        assert!(!planned.iter().any(|g| g.path.starts_with("/dev/")
+            && g.path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("sd") || n == "mem")));
     }
 
     #[test]
@@ -218,7 +245,8 @@ mod tests {
             read_only: Vec::new(),
             network: Network::CLOSED,
         };
-        let planned = plan(&policy, true);
+        let root = dir.path().canonicalize().unwrap();
+        let planned: Vec<Grant> = plan(&policy, true).into_iter().filter(|g| g.path.starts_with(&root)).collect();
         assert_eq!(planned.len(), 1);
         assert_eq!(planned[0].rights, LIST);
     }

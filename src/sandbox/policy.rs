@@ -60,17 +60,21 @@ impl Network {
     }
 }
 
-/// System locations every program needs to start and run: its binaries, libraries, the
-/// dynamic loader's cache, locale and time zone data, the device files and `/proc`.
+/// System locations every program needs to start and run: its binaries, libraries, locale
+/// and time zone data, `/proc` and `/sys`. `/dev` is not among them: [`DEVICES`].
 pub const SYSTEM_READ: &[&str] =
-    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys", "/dev"];
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys"];
 
-/// Files in `/etc` that programs read to run (user and group names for `ls -l`, the
-/// loader's cache, locale, time zone, `file`'s magic, git's system config). The rest of
-/// `/etc` stays unreadable to read-only commands.
+/// The device files a command may read (in every policy): the null, zero and random
+/// devices. No disk, terminal or memory device: a block device read as root would pass
+/// around every file rule. (`/dev/fd/N` and `/dev/stdin` lead through `/proc` to the
+/// command's own descriptors, which need no rule.)
+pub const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+
+/// Files in `/etc` that programs read to run (the loader's cache, locale, time zone,
+/// `file`'s magic, git's system config). The rest of `/etc` stays unreadable to read-only
+/// commands, the user database included (`ls -l` shows numeric owners there).
 pub const SYSTEM_ETC: &[&str] = &[
-    "/etc/passwd",
-    "/etc/group",
     "/etc/nsswitch.conf",
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -90,7 +94,6 @@ pub const SYSTEM_ETC: &[&str] = &[
     "/etc/terminfo",
     "/etc/inputrc",
     "/etc/os-release",
-    "/etc/environment",
 ];
 
 /// Where a writing command may also write besides the working directory: the null device
@@ -184,10 +187,12 @@ mod tests {
         assert_eq!(policy.write, vec![PathBuf::from("/dev/null")]);
         assert_eq!(policy.network, Network::CLOSED);
         let Reads::Within(within) = &policy.read else { panic!("reads are bounded") };
-        for p in ["/w", "/spill", "/usr", "/etc/passwd"] {
+        for p in ["/w", "/spill", "/usr", "/etc/ld.so.cache"] {
             assert!(within.contains(&PathBuf::from(p)), "{p} readable");
         }
-        assert!(!within.contains(&PathBuf::from("/etc")));
+        for p in ["/etc", "/etc/passwd", "/dev"] {
+            assert!(!within.contains(&PathBuf::from(p)), "{p} not readable");
+        }
         assert!(!within.iter().any(|p| p == Path::new("/")));
     }
 
