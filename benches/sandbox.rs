@@ -5,7 +5,7 @@
 //! turns so that drift in the machine's speed falls on every way alike:
 //!
 //! - `direct`: `bash -c true`, as before the sandbox;
-//! - `helper`: through `agentloop __sandbox-exec` unconfined (the reaper only);
+//! - `helper`: through `agentloop-sandbox` unconfined (the reaper only);
 //! - `read-only`: the read-only policy of a call proven read-only;
 //! - `writing`: the writing policy of an allowed call (protected paths bind-mounted where a
 //!   mount namespace can be made).
@@ -25,7 +25,7 @@ const SAMPLES: usize = 400;
 const TARGET_MS: f64 = 2.0;
 
 fn main() {
-    let exe = env!("CARGO_BIN_EXE_agentloop");
+    let exe = env!("CARGO_BIN_EXE_agentloop-sandbox");
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(cwd.join(".git/hooks")).unwrap();
@@ -37,7 +37,7 @@ fn main() {
     let writing = serde_json::to_string(&Policy::writing(&cwd, temp.path(), &[], deny, Network::CLOSED)).unwrap();
     let ways: Vec<(&str, Vec<String>)> = vec![
         ("direct", vec!["bash".into(), "-c".into(), "true".into()]),
-        ("helper", vec![exe.into(), "__sandbox-exec".into(), "--".into(), "bash".into(), "-c".into(), "true".into()]),
+        ("helper", vec![exe.into(), "--".into(), "bash".into(), "-c".into(), "true".into()]),
         ("read-only", helper(exe, &read_only)),
         ("writing", helper(exe, &writing)),
     ];
@@ -73,7 +73,7 @@ fn main() {
 }
 
 fn helper(exe: &str, policy: &str) -> Vec<String> {
-    [exe, "__sandbox-exec", "--policy", policy, "--", "bash", "-c", "true"].iter().map(|s| s.to_string()).collect()
+    [exe, "--policy", policy, "--", "bash", "-c", "true"].iter().map(|s| s.to_string()).collect()
 }
 
 fn run(argv: &[String], cwd: &Path) -> Option<Duration> {

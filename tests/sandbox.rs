@@ -382,3 +382,12 @@ fn background_shells_are_sandboxed_too() {
         assert_eq!(outside.exists(), !confined);
     }
 }
+
+#[test]
+fn commands_start_through_the_helper_program_installed_beside_agentloop() {
+    let (_scratch, root) = project();
+    let helper = std::path::Path::new(env!("CARGO_BIN_EXE_agentloop")).with_file_name("agentloop-sandbox");
+    assert!(helper.is_file(), "cargo builds agentloop-sandbox beside agentloop");
+    let result = bash(&root, "tr '\\0' ' ' < /proc/$PPID/cmdline", &["Bash"], on());
+    assert!(result.starts_with(&format!("{} --policy {{", helper.display())), "{result}");
+}

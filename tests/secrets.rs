@@ -110,8 +110,10 @@ fn no_ancestor_of_a_bash_command_holds_the_key_in_its_environ_or_cmdline() {
         .iter()
         .find(|pid| {
             let cmdline = read(pid, "cmdline");
-            // The sandbox helper is agentloop too, re-executed with the command's environment.
-            cmdline.starts_with(env!("CARGO_BIN_EXE_agentloop").as_bytes()) && !contains(&cmdline, "__sandbox-exec")
+            // agentloop itself, not its sandbox helper (`agentloop-sandbox`, or agentloop
+            // re-executed as `__sandbox-exec`), which runs with the command's environment.
+            let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            program == env!("CARGO_BIN_EXE_agentloop").as_bytes() && !contains(&cmdline, "__sandbox-exec")
         })
         .unwrap_or_else(|| panic!("agentloop is not among the ancestors {chain:?}"));
     let environ = read(agentloop_pid, "environ");

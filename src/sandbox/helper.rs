@@ -1,5 +1,6 @@
-//! The sandbox helper: `agentloop __sandbox-exec [--policy JSON] -- PROGRAM ARGS…`, the
-//! process agentloop starts for every command (a Bash call, a hook, a background shell).
+//! The sandbox helper: `agentloop-sandbox [--policy JSON] -- PROGRAM ARGS…` (or, where that
+//! program is not installed beside agentloop, `agentloop __sandbox-exec …`), the process
+//! agentloop starts for every command (a Bash call, a hook, a background shell).
 //!
 //! It becomes a child subreaper, forks, and in the child applies the policy — read-only
 //! bind mounts of the protected paths ([`super::mounts`]), dropped capabilities
@@ -24,6 +25,10 @@ use super::policy::Policy;
 
 /// The hidden subcommand that runs the helper.
 pub const SUBCOMMAND: &str = "__sandbox-exec";
+
+/// The helper as a program of its own (`src/bin/agentloop-sandbox.rs`), installed beside
+/// `agentloop`: the same code, without the rest of agentloop to load at each start.
+pub const PROGRAM: &str = "agentloop-sandbox";
 
 /// Exit code when the sandbox could not be applied (the program never ran).
 pub const EXIT_SANDBOX_FAILED: i32 = 126;

@@ -3,8 +3,8 @@
 //!
 //! The permission analysis ([`crate::permissions`]) decides when to ask a person; the
 //! sandbox decides what a command can do. Each command is started through a small helper,
-//! agentloop itself re-executed as `agentloop __sandbox-exec --policy JSON -- bash -c …`
-//! ([`helper`]), which applies a [`Policy`] — Landlock for the file system, TCP and
+//! `agentloop-sandbox --policy JSON -- bash -c …` installed beside agentloop (or agentloop
+//! itself re-executed as `agentloop __sandbox-exec …`) ([`helper`]), which applies a [`Policy`] — Landlock for the file system, TCP and
 //! signal/abstract-socket scoping ([`landlock`]), a seccomp filter ([`seccomp`]), read-only
 //! bind mounts for protected paths ([`mounts`]), `no_new_privs` — and, as a child
 //! subreaper, kills every process the command left behind when it ends.
@@ -131,7 +131,7 @@ impl Sandbox {
     ) -> Result<Sandbox, SandboxError> {
         let helper = match helper {
             Some(helper) => helper,
-            None => std::env::current_exe().map_err(SandboxError::NoExecutable)?,
+            None => Self::find_helper()?,
         };
         let state = if !settings.enabled {
             State::Disabled
@@ -154,6 +154,15 @@ impl Sandbox {
             temp: Some(temp),
             extra_read: Vec::new(),
         })
+    }
+
+    /// The helper program: [`helper::PROGRAM`] beside the running executable when it is
+    /// installed there (it starts faster), else the running executable itself, which runs
+    /// the helper as [`helper::SUBCOMMAND`].
+    fn find_helper() -> Result<PathBuf, SandboxError> {
+        let exe = std::env::current_exe().map_err(SandboxError::NoExecutable)?;
+        let beside = exe.with_file_name(helper::PROGRAM);
+        Ok(if beside.is_file() { beside } else { exe })
     }
 
     /// The same sandbox with `dirs` readable by read-only commands (`--add-dir`).
@@ -252,7 +261,9 @@ impl Sandbox {
         };
         let mut wrapped = tokio::process::Command::new(helper);
         env.apply(&mut wrapped);
-        wrapped.arg(helper::SUBCOMMAND);
+        if helper.file_name().is_none_or(|name| name != helper::PROGRAM) {
+            wrapped.arg(helper::SUBCOMMAND);
+        }
         if let Some(policy) = policy {
             wrapped.arg("--policy").arg(serde_json::to_string(policy).expect("a policy serialises"));
             if let Some(temp) = self.temp_dir().filter(|t| policy.write.iter().any(|w| w == t)) {
