@@ -31,25 +31,39 @@ fn bash(dir: &Path, command: &str, allow: &[&str], sandbox: Value) -> String {
 }
 
 fn run(dir: &Path, command: &str, allow: &[&str], sandbox: Value, extra: &[&str]) -> Output {
+    let settings = json!({"permissions": {"allow": allow}, "sandbox": sandbox});
+    let out = scripted(dir, settings, &[bash_call(command)], extra);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// A reply calling Bash with `command`.
+fn bash_call(command: &str) -> Value {
+    json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]})
+}
+
+/// Run the scripted model in `dir` with `settings`: `replies`, then one that says "done"
+/// (stream-json out, `extra` flags besides); the scenario file lives beside `dir`.
+fn scripted(dir: &Path, settings: Value, replies: &[Value], extra: &[&str]) -> Output {
+    scripted_env(dir, settings, replies, extra, &[])
+}
+
+/// [`scripted`] with `env` added to agentloop's environment.
+fn scripted_env(dir: &Path, settings: Value, replies: &[Value], extra: &[&str], env: &[(&str, &str)]) -> Output {
     let scenario = dir.join("..").join(format!("scenario-{}.json", std::process::id()));
-    let doc = json!({
-        "prompt": "try it",
-        "settings": {"permissions": {"allow": allow}, "sandbox": sandbox},
-        "responses": [
-            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
-            {"content": [{"type": "text", "text": "done"}]}
-        ]
-    });
+    let mut responses = replies.to_vec();
+    responses.push(json!({"content": [{"type": "text", "text": "done"}]}));
+    let doc = json!({"prompt": "try it", "settings": settings, "responses": responses});
     std::fs::write(&scenario, doc.to_string()).unwrap();
     let out = binary::offline_agentloop()
         .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.to_str().unwrap()])
         .args(["--output-format", "stream-json"])
         .args(extra)
         .env("AGENTLOOP_TEST_MARKER", "marker-7f3a")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     std::fs::remove_file(&scenario).ok();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     out
 }
 
@@ -134,34 +148,14 @@ fn a_read_deny_rule_holds_against_a_program_the_analysis_cannot_see_into() {
     // `make` reads the Makefile the analysis never sees; the rule is `Read(./secrets/**)`.
     std::fs::write(root.join("Makefile"), "all:\n\t@cat secrets/key; cat README 2>/dev/null || echo open\n").unwrap();
     let scenario_rules = |sandbox: Value| {
-        let out = run_with_deny(&root, "make", &["Bash"], &["Read(./secrets/**)"], sandbox);
-        tool_result(&out)
+        let settings = json!({"permissions": {"allow": ["Bash"], "deny": ["Read(./secrets/**)"]}, "sandbox": sandbox});
+        tool_result(&scripted(&root, settings, &[bash_call("make")], &[]))
     };
     let confined = scenario_rules(on());
     assert!(!confined.contains("sk-kernel-secret"), "{confined}");
     assert!(confined.contains("secrets/key: Permission denied"), "{confined}");
     assert!(confined.contains("open"), "{confined}");
     assert!(scenario_rules(off()).contains("sk-kernel-secret"));
-}
-
-fn run_with_deny(dir: &Path, command: &str, allow: &[&str], deny: &[&str], sandbox: Value) -> Output {
-    let scenario = dir.join("..").join("deny-scenario.json");
-    let doc = json!({
-        "prompt": "try it",
-        "settings": {"permissions": {"allow": allow, "deny": deny}, "sandbox": sandbox},
-        "responses": [
-            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
-            {"content": [{"type": "text", "text": "done"}]}
-        ]
-    });
-    std::fs::write(&scenario, doc.to_string()).unwrap();
-    let out = binary::offline_agentloop()
-        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", dir.to_str().unwrap()])
-        .args(["--output-format", "stream-json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    out
 }
 
 #[test]
@@ -324,27 +318,10 @@ fn hooks_get_the_same_file_system_bounds() {
     let outside = scratch.path().join("hook-outside.txt");
     let hook =
         format!("echo hook > hook-inside.txt; echo hook > {}; echo x >> .git/hooks/post-commit", outside.display());
-    let scenario = scratch.path().join("hook.json");
-    let doc = |sandbox: Value| {
-        json!({
-            "prompt": "try it",
-            "settings": {
-                "permissions": {"allow": ["Bash"]},
-                "sandbox": sandbox,
-                "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}
-            },
-            "responses": [
-                {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "true"}}]},
-                {"content": [{"type": "text", "text": "done"}]}
-            ]
-        })
-    };
+    let hooks = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]});
     for (sandbox, confined) in [(on(), true), (off(), false)] {
-        std::fs::write(&scenario, doc(sandbox).to_string()).unwrap();
-        let out = binary::offline_agentloop()
-            .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", root.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let settings = json!({"permissions": {"allow": ["Bash"]}, "sandbox": sandbox, "hooks": hooks});
+        let out = scripted(&root, settings, &[bash_call("true")], &[]);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(std::fs::read_to_string(root.join("hook-inside.txt")).unwrap(), "hook\n");
         assert_eq!(outside.exists(), !confined);
@@ -360,23 +337,12 @@ fn background_shells_are_sandboxed_too() {
     let (scratch, root) = project();
     let outside = scratch.path().join("bg-outside.txt");
     let command = format!("echo out > {}; echo in > bg-inside.txt", outside.display());
-    let scenario = scratch.path().join("bg.json");
+    let background = json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command, "run_in_background": true}}]});
+    let wait = bash_call("for i in $(seq 50); do [ -e bg-inside.txt ] && break; sleep 0.1; done");
     for (sandbox, confined) in [(on(), true), (off(), false)] {
         std::fs::remove_file(root.join("bg-inside.txt")).ok();
-        let doc = json!({
-            "prompt": "try it",
-            "settings": {"permissions": {"allow": ["Bash"]}, "sandbox": sandbox},
-            "responses": [
-                {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command, "run_in_background": true}}]},
-                {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "for i in $(seq 50); do [ -e bg-inside.txt ] && break; sleep 0.1; done"}}]},
-                {"content": [{"type": "text", "text": "done"}]}
-            ]
-        });
-        std::fs::write(&scenario, doc.to_string()).unwrap();
-        let out = binary::offline_agentloop()
-            .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", root.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let settings = json!({"permissions": {"allow": ["Bash"]}, "sandbox": sandbox});
+        let out = scripted(&root, settings, &[background.clone(), wait.clone()], &[]);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(std::fs::read_to_string(root.join("bg-inside.txt")).unwrap(), "in\n");
         assert_eq!(outside.exists(), !confined);
@@ -390,4 +356,54 @@ fn commands_start_through_the_helper_program_installed_beside_agentloop() {
     assert!(helper.is_file(), "cargo builds agentloop-sandbox beside agentloop");
     let result = bash(&root, "tr '\\0' ' ' < /proc/$PPID/cmdline", &["Bash"], on());
     assert!(result.starts_with(&format!("{} --policy {{", helper.display())), "{result}");
+}
+
+#[test]
+fn without_landlock_nothing_is_auto_approved_and_fail_if_unavailable_exits_2() {
+    let (_scratch, root) = project();
+    let run = |sandbox: Value| {
+        let env = [("AGENTLOOP_SANDBOX", "unavailable")];
+        scripted_env(&root, json!({"sandbox": sandbox}), &[bash_call("ls")], &[], &env)
+    };
+    let out = run(on());
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("agentloop: warning: the sandbox is unavailable (this kernel has no Landlock)").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(lines(&out).iter().find(|l| l["subtype"] == "init").unwrap()["sandbox"], "unavailable");
+    assert_eq!(
+        tool_result(&out),
+        "Permission to use Bash was not granted: the sandbox is unavailable, so a command is not run unconfined \
+         without asking, and this run cannot ask anyone. Allow it with --allowedTools (e.g. `Bash` or a narrower \
+         rule) or a permission mode."
+    );
+    let out = run(json!({"failIfUnavailable": true}));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: the sandbox is unavailable (the kernel has no Landlock) and the settings' \
+         sandbox.failIfUnavailable is true\n"
+    );
+}
+
+#[test]
+fn dangerously_disable_sandbox_needs_a_rule_and_then_runs_unconfined() {
+    if !landlock() {
+        return;
+    }
+    let (scratch, root) = project();
+    let call = |command: &str| json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command, "dangerouslyDisableSandbox": true}}]});
+    let asked = tool_result(&scripted(&root, json!({}), &[call("ls")], &[]));
+    assert!(asked.starts_with("Permission to use Bash was not granted: the call disables the sandbox"), "{asked}");
+    let outside = scratch.path().join("unsandboxed.txt");
+    let write = format!("echo u > {}", outside.display());
+    scripted(&root, json!({"permissions": {"allow": ["Bash"]}}), &[call(&write)], &[]);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "u\n");
+    std::fs::remove_file(&outside).unwrap();
+    let settings = json!({"permissions": {"allow": ["Bash"]}, "sandbox": {"allowUnsandboxedCommands": false}});
+    scripted(&root, settings, &[call(&write)], &[]);
+    assert!(!outside.exists(), "allowUnsandboxedCommands: false keeps the sandbox");
 }

@@ -136,7 +136,7 @@ impl Sandbox {
         let state = if !settings.enabled {
             State::Disabled
         } else {
-            match landlock::kernel_abi() {
+            match kernel_abi() {
                 0 if settings.fail_if_unavailable => return Err(SandboxError::Unavailable),
                 0 => {
                     warn_unavailable();
@@ -292,6 +292,19 @@ impl PartialEq for Sandbox {
 }
 
 impl Eq for Sandbox {}
+
+/// The environment variable that makes agentloop behave as on a kernel without Landlock
+/// (`AGENTLOOP_SANDBOX=unavailable`), to see and test what a run does there. It can only
+/// make agentloop stricter: nothing is auto-approved as read-only then.
+pub const SIMULATE_ENV: &str = "AGENTLOOP_SANDBOX";
+
+/// The kernel's Landlock ABI, or 0 when [`SIMULATE_ENV`] says there is none.
+fn kernel_abi() -> i32 {
+    if std::env::var_os(SIMULATE_ENV).is_some_and(|v| v == "unavailable") {
+        return 0;
+    }
+    landlock::kernel_abi()
+}
 
 fn warn_unavailable() {
     static WARNED: std::sync::Once = std::sync::Once::new();

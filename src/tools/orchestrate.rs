@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{HookEnv, HookPermission, Hooks};
 use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Unattended};
-use crate::sandbox::Launch;
+use crate::sandbox::{Launch, Sandbox};
 use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolKind, ToolOutput};
 
 /// Default cap on one tool result, in characters.
@@ -146,16 +146,8 @@ impl Toolbox {
         if let Some(reason) = pre.deny {
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
-        let mut decision = self.policy.decide(tool.as_ref(), &call.input);
-        let unsandboxed = call.input.get(crate::tools::bash::DISABLES_SANDBOX) == Some(&serde_json::Value::Bool(true));
-        if let Decision::Allow { read_only: true, .. } = decision
-            && tool.kind() == ToolKind::RunsCommands
-            && (!ctx.sandbox.trusts_read_only_proof() || unsandboxed)
-        {
-            // Without the kernel boundary a wrong proof would run unconfined: ask instead.
-            let why = if unsandboxed { "the call disables the sandbox" } else { "the sandbox is unavailable" };
-            decision = self.policy.unconfined_question(tool.name(), why);
-        }
+        let sandbox = ctx.sandbox.clone();
+        let mut decision = self.decide(tool.as_ref(), &call.input, &sandbox);
         // A hook's `permissionDecision`: `allow` settles a question, `ask` raises one; deny
         // rules and plan mode refuse the call whatever the hook says.
         let hook_asks = match (&pre.permission, &decision) {
@@ -171,7 +163,7 @@ impl Toolbox {
         };
         let mut changed = None;
         if let Decision::Ask { .. } = decision {
-            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx.cancel, warnings, approval).await {
+            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx.cancel, &sandbox, warnings, approval).await {
                 Ok(decision) => decision,
                 Err(refusal) => return refusal,
             };
@@ -180,7 +172,7 @@ impl Toolbox {
             {
                 // The person approved this input: judged again, it may still be refused, but
                 // it is not asked about a second time.
-                decision = match self.policy.decide(tool.as_ref(), input) {
+                decision = match self.decide(tool.as_ref(), input, &sandbox) {
                     Decision::Ask { .. } => Decision::ALLOW,
                     judged => judged,
                 };
@@ -233,6 +225,7 @@ impl Toolbox {
         tool: &dyn Tool,
         hook_asks: Option<&str>,
         cancel: &CancellationToken,
+        sandbox: &Sandbox,
         warnings: &mut Vec<String>,
         record: &mut Option<Box<(ApprovalRequest, Approval)>>,
     ) -> Result<Decision, ToolOutput> {
@@ -243,7 +236,7 @@ impl Toolbox {
             turn = approvals.turn.lock() => turn,
         };
         // Judged again: an answer to another call may have granted a rule meanwhile.
-        let (reason, suggestion) = match (self.policy.decide(tool, &call.input), hook_asks) {
+        let (reason, suggestion) = match (self.decide(tool, &call.input, sandbox), hook_asks) {
             (Decision::Ask { reason, suggestion }, _) => (reason, suggestion),
             (Decision::Allow { .. }, Some(reason)) => (reason.to_owned(), None),
             (settled, _) => return Ok(settled),
@@ -280,6 +273,23 @@ impl Toolbox {
     }
 
     /// Cut a result over the cap, saving the whole text where the note says.
+    /// The policy's decision on `tool` with `input`, where a command proven read-only is not
+    /// run on the proof alone when nothing would contain it: without the sandbox (it is
+    /// unavailable) or when the call disables it, it is a question instead.
+    fn decide(&self, tool: &dyn Tool, input: &serde_json::Value, sandbox: &Sandbox) -> Decision {
+        let decision = self.policy.decide(tool, input);
+        let unsandboxed = input.get(crate::tools::bash::DISABLES_SANDBOX) == Some(&serde_json::Value::Bool(true));
+        match decision {
+            Decision::Allow { read_only: true, .. }
+                if tool.kind() == ToolKind::RunsCommands && (!sandbox.trusts_read_only_proof() || unsandboxed) =>
+            {
+                let why = if unsandboxed { "the call disables the sandbox" } else { "the sandbox is unavailable" };
+                self.policy.unconfined_question(tool.name(), why)
+            }
+            decision => decision,
+        }
+    }
+
     /// How an allowed call's commands are confined: unconfined in `bypassPermissions`,
     /// read-only when nothing but the read-only proof allowed it, else writing.
     fn launch(&self, read_only: bool) -> Launch {
