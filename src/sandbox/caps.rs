@@ -56,8 +56,11 @@ pub fn drop_dangerous() -> Result<(), String> {
         // our sets to begin with unless we are privileged, checked below.
         unsafe {
             libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
-            libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_LOWER as libc::c_ulong, cap as libc::c_ulong, 0, 0);
         }
+    }
+    // SAFETY: as above; clearing the ambient set only lowers it.
+    unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
     }
     let mut header = Header { version: VERSION_3, pid: 0 };
     let mut data = [Data::default(); 2];

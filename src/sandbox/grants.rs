@@ -1,4 +1,6 @@
-//! The Landlock rules of a [`Policy`]: which hierarchies get which rights.
+//! The Landlock rules of a [`Policy`]: which hierarchies get which rights. The policy's
+//! paths are canonical (agentloop resolves them when it builds the policy), so nothing is
+//! resolved here: this runs in the helper, once per command.
 //!
 //! Landlock only grants: a rule gives rights on a directory and everything below it, and
 //! nothing can take a right back further down. A path the command may not read inside a
@@ -68,6 +70,8 @@ pub struct Grant {
     pub path: PathBuf,
     /// What it gives.
     pub rights: Rights,
+    /// Whether `path` is a directory (file rules take file rights only).
+    pub dir: bool,
 }
 
 /// The most entries a carve-out lists in one directory; past it the directory's other
@@ -82,14 +86,14 @@ type Carve = (PathBuf, Rights);
 /// ones. Hierarchies that do not exist are left out.
 pub fn plan(policy: &Policy, carve_read_only: bool) -> Vec<Grant> {
     let mut carves: Vec<Carve> =
-        policy.deny_read.iter().map(|p| (canonical(p), Rights { content: true, list: false, write: false })).collect();
+        policy.deny_read.iter().map(|p| (p.clone(), Rights { content: true, list: false, write: false })).collect();
     if carve_read_only {
         let write = Rights { content: false, list: false, write: true };
-        carves.extend(policy.read_only.iter().filter(|p| p.exists()).map(|p| (canonical(p), write)));
+        carves.extend(policy.read_only.iter().filter(|p| p.exists()).map(|p| (p.clone(), write)));
     }
     let reads: Vec<PathBuf> = match &policy.read {
         Reads::Everywhere => vec![PathBuf::from("/")],
-        Reads::Within(paths) => paths.iter().map(|p| canonical(p)).collect(),
+        Reads::Within(paths) => paths.clone(),
     };
     // Device files are readable only by name (DEVICES): `/dev` is carved out of what is read.
     let mut read_carves = carves.clone();
@@ -102,21 +106,19 @@ pub fn plan(policy: &Policy, carve_read_only: bool) -> Vec<Grant> {
         carve(Path::new(device), Rights::READ, &carves, &mut grants);
     }
     for root in &policy.write {
-        carve(&canonical(root), Rights::ALL, &carves, &mut grants);
+        carve(root, Rights::ALL, &carves, &mut grants);
     }
     grants
 }
 
-/// Symlinks resolved where the path exists: Landlock rules attach to what a path names.
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
 /// Grant `rights` on `path` but what the `carves` take away on and below their paths.
 fn carve(path: &Path, rights: Rights, carves: &[Carve], grants: &mut Vec<Grant>) {
-    if std::fs::symlink_metadata(path).is_err() {
-        return;
-    }
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    carve_known(path, meta.is_dir(), rights, carves, grants);
+}
+
+/// [`carve`] of a path known to exist, a directory or not.
+fn carve_known(path: &Path, dir: bool, rights: Rights, carves: &[Carve], grants: &mut Vec<Grant>) {
     let here = carves.iter().filter(|(p, _)| path.starts_with(p)).fold(Rights::NONE, |acc, (_, r)| acc.or(*r));
     let below =
         carves.iter().filter(|(p, _)| p.starts_with(path) && p != path).fold(Rights::NONE, |acc, (_, r)| acc.or(*r));
@@ -124,18 +126,19 @@ fn carve(path: &Path, rights: Rights, carves: &[Carve], grants: &mut Vec<Grant>)
     let contested = effective.and(below);
     let kept = effective.minus(contested);
     if !kept.is_empty() {
-        grants.push(Grant { path: path.to_path_buf(), rights: kept });
+        grants.push(Grant { path: path.to_path_buf(), rights: kept, dir });
     }
-    if contested.is_empty() {
+    if contested.is_empty() || !dir {
         return;
     }
     let Ok(entries) = std::fs::read_dir(path) else { return };
     for entry in entries.flatten().take(MAX_SIBLINGS) {
+        let Ok(kind) = entry.file_type() else { continue };
         // A symlink's target is governed by where it lies, not by this directory.
-        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+        if kind.is_symlink() {
             continue;
         }
-        carve(&entry.path(), contested, carves, grants);
+        carve_known(&entry.path(), kind.is_dir(), contested, carves, grants);
     }
 }
 

@@ -47,9 +47,9 @@ pub fn restrict(policy: &Policy, carve_read_only: bool) -> Result<(), LandlockEr
     }
     ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     let mut created = ruleset.create()?;
-    for Grant { path, rights } in plan(policy, carve_read_only) {
+    for Grant { path, rights, dir } in plan(policy, carve_read_only) {
         let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = access_of(rights, abi, path.is_dir());
+        let access = access_of(rights, abi, dir);
         if access.is_empty() {
             continue;
         }

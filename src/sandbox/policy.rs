@@ -110,15 +110,13 @@ impl Policy {
     /// the `extra` readable hierarchies and the system, writes nothing but `/dev/null`, and
     /// has no network.
     pub fn read_only(cwd: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>) -> Policy {
-        let mut within: Vec<PathBuf> = SYSTEM_READ.iter().chain(SYSTEM_ETC).map(PathBuf::from).collect();
-        within.push(cwd.to_path_buf());
-        within.extend(extra.iter().cloned());
-        within.extend(program_dirs());
-        within.extend(user_git_config());
+        let mut within: Vec<PathBuf> = system_reads().to_vec();
+        within.push(canonical(cwd));
+        within.extend(extra.iter().map(|p| canonical(p)));
         Policy {
             read: Reads::Within(within),
             write: vec![PathBuf::from("/dev/null")],
-            deny_read,
+            deny_read: deny_read.iter().map(|p| canonical(p)).collect(),
             read_only: Vec::new(),
             network: Network::CLOSED,
         }
@@ -128,17 +126,38 @@ impl Policy {
     /// `deny_read`, writes in `cwd`, `temp` and the `extra` writable hierarchies but the
     /// [`PROTECTED`] paths, and reaches the network as `network` says.
     pub fn writing(cwd: &Path, temp: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>, network: Network) -> Policy {
-        let mut write: Vec<PathBuf> = vec![cwd.to_path_buf(), temp.to_path_buf()];
-        write.extend(extra.iter().cloned());
+        let mut write: Vec<PathBuf> = vec![canonical(cwd), canonical(temp)];
+        write.extend(extra.iter().map(|p| canonical(p)));
         write.extend(SYSTEM_WRITE.iter().map(PathBuf::from));
         Policy {
             read: Reads::Everywhere,
             write,
-            deny_read,
+            deny_read: deny_read.iter().map(|p| canonical(p)).collect(),
             read_only: PROTECTED.iter().map(|p| cwd.join(p)).collect(),
             network,
         }
     }
+}
+
+/// `path` with its symlinks resolved where it exists: the helper compares and opens the
+/// policy's paths as they are, once per command, so agentloop resolves them.
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What every read-only command reads besides its working directory (system locations,
+/// `/etc` files, program directories, the user's git configuration), resolved once.
+fn system_reads() -> &'static [PathBuf] {
+    static READS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    READS.get_or_init(|| {
+        let mut reads: Vec<PathBuf> = SYSTEM_READ.iter().chain(SYSTEM_ETC).map(PathBuf::from).collect();
+        reads.extend(program_dirs());
+        reads.extend(user_git_config());
+        let mut resolved: Vec<PathBuf> = reads.iter().filter(|p| p.exists()).map(|p| canonical(p)).collect();
+        resolved.sort();
+        resolved.dedup();
+        resolved
+    })
 }
 
 /// The user's own git configuration, which git refuses to run without when it exists but
@@ -187,7 +206,7 @@ mod tests {
         assert_eq!(policy.write, vec![PathBuf::from("/dev/null")]);
         assert_eq!(policy.network, Network::CLOSED);
         let Reads::Within(within) = &policy.read else { panic!("reads are bounded") };
-        for p in ["/w", "/spill", "/usr", "/etc/ld.so.cache"] {
+        for p in ["/w", "/spill", "/usr"] {
             assert!(within.contains(&PathBuf::from(p)), "{p} readable");
         }
         for p in ["/etc", "/etc/passwd", "/dev"] {
