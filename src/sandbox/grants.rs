@@ -95,15 +95,22 @@ pub fn plan(policy: &Policy, carve_read_only: bool) -> Vec<Grant> {
         Reads::Everywhere => vec![PathBuf::from("/")],
         Reads::Within(paths) => paths.clone(),
     };
-    // Device files are readable only by name (DEVICES): `/dev` is carved out of what is read.
+    // Device files are readable only by name (DEVICES) where reads are bounded, or where a
+    // deny rule is in force: a disk read as root would pass around its carve-out. (With
+    // neither, the command reads every file anyway.)
+    let bounded = matches!(policy.read, Reads::Within(_)) || !policy.deny_read.is_empty();
     let mut read_carves = carves.clone();
-    read_carves.push((PathBuf::from("/dev"), Rights { content: true, list: false, write: false }));
+    if bounded {
+        read_carves.push((PathBuf::from("/dev"), Rights { content: true, list: false, write: false }));
+    }
     let mut grants = Vec::new();
     for root in reads {
         carve(&root, Rights::READ, &read_carves, &mut grants);
     }
-    for device in DEVICES {
-        carve(Path::new(device), Rights::READ, &carves, &mut grants);
+    if bounded {
+        for device in DEVICES {
+            carve(Path::new(device), Rights::READ, &carves, &mut grants);
+        }
     }
     for root in &policy.write {
         carve(root, Rights::ALL, &carves, &mut grants);
@@ -219,11 +226,23 @@ mod tests {
     }
 
     #[test]
-    fn devices_are_readable_by_name_only() {
+    fn without_bounds_everything_is_one_rule() {
         let policy = Policy {
             read: Reads::Everywhere,
             write: Vec::new(),
             deny_read: Vec::new(),
+            read_only: Vec::new(),
+            network: Network::CLOSED,
+        };
+        assert_eq!(plan(&policy, false), vec![Grant { path: PathBuf::from("/"), rights: Rights::READ, dir: true }]);
+    }
+
+    #[test]
+    fn devices_are_readable_by_name_only_once_a_deny_rule_is_in_force() {
+        let policy = Policy {
+            read: Reads::Everywhere,
+            write: Vec::new(),
+            deny_read: vec![PathBuf::from("/nonexistent/secret")],
             read_only: Vec::new(),
             network: Network::CLOSED,
         };

@@ -156,7 +156,9 @@ fn system_reads() -> &'static [PathBuf] {
         let mut resolved: Vec<PathBuf> = reads.iter().filter(|p| p.exists()).map(|p| canonical(p)).collect();
         resolved.sort();
         resolved.dedup();
-        resolved
+        // One rule covers a hierarchy: `/usr/bin` (where `/bin` leads) goes with `/usr`.
+        let covered = |p: &PathBuf| resolved.iter().any(|q| q != p && p.starts_with(q));
+        resolved.iter().filter(|p| !covered(p)).cloned().collect()
     })
 }
 

@@ -163,7 +163,7 @@ impl Toolbox {
         };
         let mut changed = None;
         if let Decision::Ask { .. } = decision {
-            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx.cancel, &sandbox, warnings, approval).await {
+            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx, warnings, approval).await {
                 Ok(decision) => decision,
                 Err(refusal) => return refusal,
             };
@@ -224,19 +224,18 @@ impl Toolbox {
         call: &ToolCall,
         tool: &dyn Tool,
         hook_asks: Option<&str>,
-        cancel: &CancellationToken,
-        sandbox: &Sandbox,
+        ctx: &ToolContext,
         warnings: &mut Vec<String>,
         record: &mut Option<Box<(ApprovalRequest, Approval)>>,
     ) -> Result<Decision, ToolOutput> {
-        let approvals = &self.approvals;
+        let (approvals, cancel) = (&self.approvals, &ctx.cancel);
         let _turn = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(ToolOutput::error(INTERRUPTED_RESULT)),
             turn = approvals.turn.lock() => turn,
         };
         // Judged again: an answer to another call may have granted a rule meanwhile.
-        let (reason, suggestion) = match (self.decide(tool, &call.input, sandbox), hook_asks) {
+        let (reason, suggestion) = match (self.decide(tool, &call.input, &ctx.sandbox), hook_asks) {
             (Decision::Ask { reason, suggestion }, _) => (reason, suggestion),
             (Decision::Allow { .. }, Some(reason)) => (reason.to_owned(), None),
             (settled, _) => return Ok(settled),
