@@ -397,9 +397,15 @@ impl Policy {
         }
         let edit = kind == ToolKind::EditsFiles;
         let allow = Decision::Allow { outside, guard_git: false, read_only: false };
+        let protected = edit && path.as_deref().is_some_and(|p| self.is_protected(p));
         match self.mode.get() {
             Mode::BypassPermissions => allow,
             Mode::Plan | Mode::Default if read_only => allow,
+            Mode::AcceptEdits if protected && !read_only => self.ask(
+                tool,
+                "it edits a protected path (git's hooks and config, .claude, .agentloop, .mcp.json), which acceptEdits does not cover".into(),
+                None,
+            ),
             Mode::AcceptEdits if read_only || edit => allow,
             Mode::Plan => plan_refusal(tool),
             Mode::AcceptEdits | Mode::Default => {
@@ -412,6 +418,13 @@ impl Policy {
     /// it if the proof were wrong: a question (a denial in plan mode).
     pub fn unconfined_question(&self, tool: &str, why: &str) -> Decision {
         self.ask(tool, format!("{why}, so a command is not run unconfined without asking"), None)
+    }
+
+    /// Whether `path` (canonical) is one of the working directory's protected paths
+    /// ([`crate::sandbox::policy::PROTECTED`]): what no sandboxed command may change, and
+    /// what acceptEdits does not let a file tool change without asking either.
+    fn is_protected(&self, path: &Path) -> bool {
+        crate::sandbox::policy::PROTECTED.iter().any(|p| path.starts_with(self.cwd.join(p)))
     }
 
     /// A question for a person; in plan mode, which never asks, today's unattended denial.

@@ -70,6 +70,22 @@ fn modes_decide_unruled_calls() {
 }
 
 #[test]
+fn accept_edits_asks_before_a_file_tool_changes_a_protected_path() {
+    let (_d, p) = policy(Mode::AcceptEdits, &[], &[]);
+    let reason = "it edits a protected path (git's hooks and config, .claude, .agentloop, .mcp.json), which \
+                  acceptEdits does not cover";
+    for path in [".git/hooks/pre-commit", ".git/config", ".claude/settings.json", ".agentloop/x", ".mcp.json"] {
+        let input = json!({"file_path": path, "content": "x"});
+        assert_eq!(decide(&p, "Write", &input), Decision::Ask { reason: reason.into(), suggestion: None }, "{path}");
+    }
+    assert!(decide(&p, "Write", &json!({"file_path": ".gitignore", "content": ""})).is_allowed());
+    assert!(decide(&p, "Read", &json!({"file_path": ".mcp.json"})).is_allowed());
+    // A rule that names the path allows it, as for any edit.
+    let (_d, p) = policy(Mode::AcceptEdits, &["Edit(.claude/**)"], &[]);
+    assert!(decide(&p, "Write", &json!({"file_path": ".claude/settings.json", "content": ""})).is_allowed());
+}
+
+#[test]
 fn rules_in_claude_code_syntax() {
     let (_d, p) = policy(Mode::Default, &["Bash(git status:*)", "Edit(src/**)"], &["Read(./secrets/**)", "Bash(rm:*)"]);
     assert!(decide(&p, "Bash", &json!({"command": "git status --short"})).is_allowed());
