@@ -13,13 +13,21 @@
 //!   and for the writing policy `/dev`'s).
 //!
 //! It prints the median, 99th percentile and maximum of each, and the median added to
-//! `direct`. No assertion: machines are noisy; docs/performance.md records runs.
+//! `direct`. Then it times whole calls of the Bash tool (`true`) as a run makes them: without
+//! the helper (the library's `Sandbox::none()`, as before issue 20), with the sandbox off
+//! (`sandbox.enabled: false`: the helper still reaps what a command leaves, unconfined) and
+//! on, and prints what the helper and the sandbox add. No assertion: machines are noisy;
+//! docs/performance.md records runs.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentloop::sandbox::{Network, Policy};
+use std::sync::Arc;
+
+use agentloop::sandbox::{Launch, Network, Policy, Sandbox, SandboxSettings};
+use agentloop::tools::bash::Bash;
+use agentloop::tools::{Tool, ToolContext};
 
 /// Calls timed per way.
 const SAMPLES: usize = 400;
@@ -73,10 +81,71 @@ fn main() {
             ms(med.saturating_sub(direct))
         );
     }
+    let unconfined = median(&mut times[1].clone());
     for (i, (name, _)) in ways.iter().enumerate().skip(2) {
-        let added = ms(median(&mut times[i].clone()).saturating_sub(direct));
+        let added = ms(median(&mut times[i].clone()).saturating_sub(unconfined));
         let verdict = if added <= TARGET_MS { "meets" } else { "misses" };
-        println!("{name}: {added:.3} ms added at the median ({verdict} the {TARGET_MS} ms target)");
+        println!(
+            "{name}: {added:.3} ms added to the unconfined helper at the median ({verdict} the {TARGET_MS} ms target)"
+        );
+    }
+    bash_tool_calls(exe, &cwd);
+}
+
+/// Whole Bash tool calls of `true`, read-only and writing, sandbox on and off, in turns.
+fn bash_tool_calls(helper: &str, cwd: &Path) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let session = |enabled: bool| {
+        let settings = SandboxSettings { enabled, ..SandboxSettings::default() };
+        Arc::new(Sandbox::for_session(settings, cwd, Some(helper.into())).expect("a sandbox"))
+    };
+    let (on, off) = (session(true), session(false));
+    let context = |sandbox: &Arc<Sandbox>, launch: Launch| ToolContext {
+        sandbox: sandbox.clone(),
+        launch,
+        ..ToolContext::new(cwd)
+    };
+    let read_only = || Launch::ReadOnly { readable: Vec::new() };
+    let ways = [
+        ("no helper", context(&Sandbox::none(), Launch::Writing)),
+        ("off, read-only", context(&off, read_only())),
+        ("on, read-only", context(&on, read_only())),
+        ("off, writing", context(&off, Launch::Writing)),
+        ("on, writing", context(&on, Launch::Writing)),
+    ];
+    let input = serde_json::json!({"command": "true"});
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(SAMPLES); ways.len()];
+    runtime.block_on(async {
+        for _ in 0..SAMPLES {
+            for (i, (_, ctx)) in ways.iter().enumerate() {
+                let started = Instant::now();
+                let output = Bash.call(input.clone(), ctx.clone()).await;
+                assert!(!output.is_error, "{}", output.content);
+                times[i].push(started.elapsed());
+            }
+        }
+    });
+    println!("\nBash tool calls of `true`, {SAMPLES} each (ms):");
+    println!("{:<16} {:>8} {:>8} {:>8}", "sandbox", "median", "p99", "max");
+    let mut medians = Vec::new();
+    for (i, (name, _)) in ways.iter().enumerate() {
+        let samples = &mut times[i];
+        samples.sort();
+        let (med, p99, max) =
+            (samples[samples.len() / 2], samples[samples.len() * 99 / 100], samples[samples.len() - 1]);
+        medians.push(med);
+        println!("{name:<16} {:>8.3} {:>8.3} {:>8.3}", ms(med), ms(p99), ms(max));
+    }
+    println!(
+        "the helper (reaping what a call leaves, sandbox off) adds {:.3} ms to a Bash call at the median",
+        ms(medians[1].saturating_sub(medians[0]))
+    );
+    for (pair, name) in [((1, 2), "read-only"), ((3, 4), "writing")] {
+        let added = ms(medians[pair.1].saturating_sub(medians[pair.0]));
+        let verdict = if added <= TARGET_MS { "meets" } else { "misses" };
+        println!(
+            "the sandbox adds {added:.3} ms to a {name} Bash call at the median ({verdict} the {TARGET_MS} ms target)"
+        );
     }
 }
 
