@@ -162,11 +162,15 @@ mod tests {
             read_only: Vec::new(),
             network: Network::CLOSED,
         };
-        let root = root.canonicalize().unwrap();
-        let mut planned: Vec<(String, Rights)> = plan(&policy, true)
+        relative(&policy, &root.canonicalize().unwrap())
+    }
+
+    /// The grants of `policy` below `root`, by path relative to it, in path order.
+    fn relative(policy: &Policy, root: &Path) -> Vec<(String, Rights)> {
+        let mut planned: Vec<(String, Rights)> = plan(policy, true)
             .into_iter()
-            .filter(|g| g.path.starts_with(&root))
-            .map(|g| (g.path.strip_prefix(&root).unwrap().display().to_string(), g.rights))
+            .filter(|g| g.path.starts_with(root))
+            .map(|g| (g.path.strip_prefix(root).unwrap().display().to_string(), g.rights))
             .collect();
         planned.sort_by(|a, b| a.0.cmp(&b.0));
         planned
@@ -210,12 +214,7 @@ mod tests {
             read_only: vec![root.join(".git/hooks"), root.join(".mcp.json")],
             network: Network::CLOSED,
         };
-        let mut planned: Vec<(String, Rights)> = plan(&policy, true)
-            .into_iter()
-            .filter(|g| g.path.starts_with(&root))
-            .map(|g| (g.path.strip_prefix(&root).unwrap().display().to_string(), g.rights))
-            .collect();
-        planned.sort_by(|a, b| a.0.cmp(&b.0));
+        let planned = relative(&policy, &root);
         const WRITE: Rights = Rights { content: false, list: false, write: true };
         assert_eq!(
             planned,

@@ -14,6 +14,8 @@ pub mod glob;
 pub mod grep;
 pub mod orchestrate;
 pub mod paths;
+#[cfg(test)]
+mod processes;
 pub mod read;
 #[cfg(test)]
 mod schema_tests;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::*;
 use crate::tools::ToolContext;
 use crate::tools::bash::shell_command;
+use crate::tools::processes::{assert_dies, read_pid};
 
 /// A registry whose files go to `bg/` in a fresh directory, and a context there.
 fn setup() -> (tempfile::TempDir, ToolContext, BackgroundShells) {
@@ -27,38 +28,6 @@ async fn ended(shell: &BackgroundShell) -> Status {
         Waited::Ended(status) => status,
         other => panic!("{} did not end: {other:?}", shell.id()),
     }
-}
-
-/// Poll (bounded) until `file` holds a pid.
-async fn read_pid(file: &Path) -> u32 {
-    for _ in 0..1000 {
-        if let Ok(text) = std::fs::read_to_string(file)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never got a pid", file.display());
-}
-
-/// Whether `pid` has exited: gone, or a zombie nobody reaped (PID 1 here may not reap).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with(['Z', 'X'])),
-    }
-}
-
-/// Poll (bounded) until `pid` is dead.
-async fn assert_dies(pid: u32) {
-    for _ in 0..1000 {
-        if is_dead(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("process {pid} survived");
 }
 
 fn mode(path: &Path) -> u32 {

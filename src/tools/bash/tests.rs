@@ -1,13 +1,13 @@
 //! Tests of the Bash tool: output and status, caps, timeouts, cancellation and cleanup of
 //! every process the command started.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::*;
+use crate::tools::processes::{assert_dies, read_pid};
 use crate::tools::shell_env::{KeepPattern, ShellEnv};
 
 fn context() -> (tempfile::TempDir, ToolContext) {
@@ -18,39 +18,6 @@ fn context() -> (tempfile::TempDir, ToolContext) {
 
 async fn call(ctx: &ToolContext, input: Value) -> ToolOutput {
     Bash.call(input, ctx.clone()).await
-}
-
-/// Poll (bounded) until `file` holds a pid.
-async fn read_pid(file: &Path) -> u32 {
-    for _ in 0..1000 {
-        if let Ok(text) = std::fs::read_to_string(file)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never got a pid", file.display());
-}
-
-/// Whether `pid` has exited: gone, or a zombie nobody reaped (PID 1 here may not reap).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state follows the parenthesised command name: "123 (sleep) Z ...".
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with(['Z', 'X'])),
-    }
-}
-
-/// Poll (bounded: a SIGKILLed process needs a moment to be torn down) until `pid` is dead.
-async fn assert_dies(pid: u32) {
-    for _ in 0..1000 {
-        if is_dead(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("process {pid} survived");
 }
 
 #[tokio::test]
