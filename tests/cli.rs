@@ -114,6 +114,11 @@ fn json_output_is_one_result_object() {
     assert_eq!(v["terminal_reason"], "max_turns");
     assert_eq!(v["is_error"], true);
     assert_eq!(v["num_turns"], 1);
+    // Claude Code's shape: the TypeScript SDK maps over `errors` on every error result.
+    let errors = v["errors"].as_array().expect("errors is a list");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0], v["error"]);
+    assert_eq!(v["api_error_status"], serde_json::Value::Null);
 }
 
 #[test]

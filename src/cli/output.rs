@@ -478,7 +478,7 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
         TerminalReason::MaxTurns => "error_max_turns",
         _ => "error_during_execution",
     };
-    json!({
+    let mut result = json!({
         "type": "result",
         "subtype": subtype,
         "is_error": outcome.terminal != TerminalReason::Completed,
@@ -494,7 +494,16 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
         "usage": outcome.usage,
         "terminal_reason": outcome.terminal.as_str(),
         "error": outcome.error,
-    })
+        "api_error_status": null,
+    });
+    // Claude Code lists what went wrong in `errors` on every error result (the TypeScript
+    // SDK maps over it), and has no such field on a success.
+    if outcome.terminal != TerminalReason::Completed {
+        let error =
+            outcome.error.clone().unwrap_or_else(|| format!("The run ended with {}", outcome.terminal.as_str()));
+        result["errors"] = json!([error]);
+    }
+    result
 }
 
 #[cfg(test)]
