@@ -10,7 +10,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
-use crate::process_group::ProcessGroup;
 use crate::sandbox::{Launch, Sandbox};
 use crate::tools::bash::capture::{Capture, pump};
 use crate::tools::shell_env::ShellEnv;
@@ -71,7 +70,7 @@ pub(crate) async fn run(
     };
     // Declared after `child` so it drops first: the group dies before the leader is reaped,
     // which keeps the group id from being reused while we still might signal it.
-    let group = ProcessGroup::of_command(child.id(), sandbox.has_helper());
+    let group = sandbox.group(child.id());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let work = async {
         let write = async move {
@@ -106,19 +105,15 @@ pub(crate) async fn run(
 }
 
 fn spawn(command: &str, cwd: &Path, env: &ShellEnv, sandbox: &Sandbox) -> io::Result<Child> {
-    let program = if sandbox.has_helper() && !bash_exists() { "sh" } else { "bash" };
+    // Through the helper a missing bash is no spawn error: look for it first.
+    let no_bash = sandbox.has_helper() && crate::sandbox::find_program("bash", env.var("PATH")).is_none();
+    let program = if no_bash { "sh" } else { "bash" };
     match shell(program, command, cwd, env, sandbox).spawn() {
         Err(e) if e.kind() == io::ErrorKind::NotFound && cwd.is_dir() => {
             shell("sh", command, cwd, env, sandbox).spawn()
         }
         other => other,
     }
-}
-
-/// Whether `bash` is on `PATH` (through the helper a missing shell is the helper's exit
-/// code 127, not a spawn error).
-fn bash_exists() -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bash").is_file()))
 }
 
 /// The hook's shell, confined as a hook ([`Launch::Hook`]).
@@ -131,9 +126,7 @@ fn shell(program: &str, command: &str, cwd: &Path, env: &ShellEnv, sandbox: &San
         .env("CLAUDE_PROJECT_DIR", cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(!sandbox.has_helper());
+        .stderr(Stdio::piped());
     cmd
 }
 

@@ -10,7 +10,6 @@ use rmcp::ServiceExt;
 
 use super::config::Scope;
 use super::{Connection, ServerProcess, client_info};
-use crate::process_group::ProcessGroup;
 use crate::sandbox::{Launch, Sandbox};
 use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
@@ -35,7 +34,8 @@ pub async fn connect(
     let confined = sandbox.settings().mcp_servers;
     let policy = sandbox.policy(&sandbox.effective(Launch::McpServer, command), Vec::new()).filter(|_| confined);
     let launcher = if confined { sandbox } else { &Sandbox::none() };
-    if confined && program_path(command, &vars).is_none() {
+    let path = vars.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value.as_os_str());
+    if confined && crate::sandbox::find_program(command, path).is_none() {
         // Through the helper a missing program would only show as a closed connection.
         return Err(format!("cannot start `{command}`: {}", std::io::Error::from_raw_os_error(libc::ENOENT)));
     }
@@ -46,26 +46,14 @@ pub async fn connect(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(!launcher.has_helper())
         .spawn()
         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-    let group = ProcessGroup::of_command(child.id(), launcher.has_helper());
+    let group = launcher.group(child.id());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes to the server".into());
     };
     let service = client_info().serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
-}
-
-/// Where `command` is: itself when it names a path, else the first match on the `PATH` of
-/// `vars`; `None` when there is no such file.
-fn program_path(command: &str, vars: &[(OsString, OsString)]) -> Option<std::path::PathBuf> {
-    if command.contains('/') {
-        return Some(std::path::PathBuf::from(command)).filter(|p| p.is_file());
-    }
-    let path = vars.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value.clone())?;
-    std::env::split_paths(&path).map(|dir| dir.join(command)).find(|p| p.is_file())
 }
 
 /// What a server of `scope` inherits of agentloop's environment `vars` (as it was at startup,
@@ -86,15 +74,6 @@ mod tests {
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         list.iter().map(|(n, v)| (OsString::from(n), OsString::from(v))).collect()
-    }
-
-    #[test]
-    fn a_program_is_found_by_path_or_on_path() {
-        let vars = pairs(&[("PATH", "/nonexistent:/bin:/usr/bin")]);
-        assert!(program_path("sh", &vars).is_some_and(|p| p.ends_with("sh")));
-        assert_eq!(program_path("no-such-program-here", &vars), None);
-        assert_eq!(program_path("/nonexistent/server", &vars), None);
-        assert_eq!(program_path("sh", &pairs(&[])), None);
     }
 
     #[test]

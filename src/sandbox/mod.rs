@@ -244,8 +244,10 @@ impl Sandbox {
     }
 
     /// A command that runs `program` with `args` under `policy` through the helper, or
-    /// directly when no helper is configured, with exactly the environment `env`. Writing
-    /// commands get the session's temp directory as `TMPDIR`.
+    /// directly when no helper is configured, with exactly the environment `env`, in a
+    /// process group of its own ([`Sandbox::group`] stops it). Writing commands get the
+    /// session's temp directory as `TMPDIR`. A direct child is killed when dropped; the
+    /// helper is not (a SIGKILL would stop it before it stops what the command started).
     pub fn command(
         &self,
         policy: Option<&Policy>,
@@ -256,11 +258,12 @@ impl Sandbox {
         let Some(helper) = &self.helper else {
             let mut direct = tokio::process::Command::new(program);
             env.apply(&mut direct);
-            direct.args(args);
+            direct.args(args).process_group(0).kill_on_drop(true);
             return direct;
         };
         let mut wrapped = tokio::process::Command::new(helper);
         env.apply(&mut wrapped);
+        wrapped.process_group(0).kill_on_drop(false);
         if helper.file_name().is_none_or(|name| name != helper::PROGRAM) {
             wrapped.arg(helper::SUBCOMMAND);
         }
@@ -279,6 +282,12 @@ impl Sandbox {
     pub fn has_helper(&self) -> bool {
         self.helper.is_some()
     }
+
+    /// The process group of a command started with [`Sandbox::command`] whose leader is
+    /// `pid`: through the helper it is stopped with SIGTERM, else with SIGKILL.
+    pub fn group(&self, pid: Option<u32>) -> crate::process_group::ProcessGroup {
+        crate::process_group::ProcessGroup::of_command(pid, self.has_helper())
+    }
 }
 
 impl PartialEq for Sandbox {
@@ -292,6 +301,17 @@ impl PartialEq for Sandbox {
 }
 
 impl Eq for Sandbox {}
+
+/// Where `program` is: itself when it names a path, else the first file of that name in the
+/// directories of `path` (a `PATH` value); `None` when there is none. Through the helper a
+/// missing program is the helper's exit code 127, not a spawn error, so callers that report
+/// one look first.
+pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program)).filter(|p| p.is_file());
+    }
+    std::env::split_paths(path?).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
 
 /// The environment variable that makes agentloop behave as on a kernel without Landlock
 /// (`AGENTLOOP_SANDBOX=unavailable`), to see and test what a run does there. It can only
@@ -314,4 +334,18 @@ fn warn_unavailable() {
              and no command is auto-approved as read-only"
         );
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_found_by_path_or_on_path() {
+        let path = Some(OsStr::new("/nonexistent:/bin:/usr/bin"));
+        assert!(find_program("sh", path).is_some_and(|p| p.ends_with("sh")));
+        assert_eq!(find_program("no-such-program-here", path), None);
+        assert_eq!(find_program("/nonexistent/server", path), None);
+        assert_eq!(find_program("sh", None), None);
+    }
 }

@@ -126,7 +126,8 @@ impl Policy {
     /// `deny_read`, writes in `cwd`, `temp` and the `extra` writable hierarchies but the
     /// [`PROTECTED`] paths, and reaches the network as `network` says.
     pub fn writing(cwd: &Path, temp: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>, network: Network) -> Policy {
-        let mut write: Vec<PathBuf> = vec![canonical(cwd), canonical(temp)];
+        let cwd = canonical(cwd);
+        let mut write: Vec<PathBuf> = vec![cwd.clone(), canonical(temp)];
         write.extend(extra.iter().map(|p| canonical(p)));
         write.extend(SYSTEM_WRITE.iter().map(PathBuf::from));
         Policy {

@@ -61,11 +61,10 @@ struct Input {
     /// Start the command in the background ([`super::background`]) and answer at once.
     #[serde(default)]
     run_in_background: Option<bool>,
-    /// Run outside the sandbox (Claude Code's name). Honoured when the settings'
-    /// `sandbox.allowUnsandboxedCommands` is true; such a call is never auto-approved as
-    /// read-only ([`DISABLES_SANDBOX`]).
+    /// Run outside the sandbox (Claude Code's name): the tool pipeline reads it
+    /// ([`DISABLES_SANDBOX`]) to decide the call's confinement and approval.
     #[serde(default, rename = "dangerouslyDisableSandbox")]
-    disable_sandbox: bool,
+    _disable_sandbox: bool,
 }
 
 /// The input field with which a call asks to run outside the sandbox.
@@ -126,13 +125,8 @@ impl Tool for Bash {
         true
     }
 
-    fn call(&self, input: Value, mut ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        typed_call("Bash", input, move |input: Input| async move {
-            if input.disable_sandbox && ctx.sandbox.settings().allow_unsandboxed_commands {
-                ctx.launch = crate::sandbox::Launch::Unconfined("dangerouslyDisableSandbox");
-            }
-            Ok(run(input, &ctx).await)
-        })
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        typed_call("Bash", input, move |input: Input| async move { Ok(run(input, &ctx).await) })
     }
 }
 
@@ -164,7 +158,7 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(format!("Cannot start bash in {}: {e}", ctx.cwd.display())),
     };
-    let group = ProcessGroup::of_command(child.id(), ctx.sandbox.has_helper());
+    let group = ctx.sandbox.group(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let (mut out, mut err) = (Capture::new(MAX_OUTPUT_CHARS), Capture::new(MAX_OUTPUT_CHARS));
@@ -184,8 +178,7 @@ async fn run(input: Input, ctx: &ToolContext) -> ToolOutput {
 fn start_in_background(input: Input, ctx: &ToolContext) -> ToolOutput {
     let shell = shell_command(ctx, &input.command);
     // The same group as a foreground shell's (see `run`).
-    let helper = ctx.sandbox.has_helper();
-    match ctx.background.start(shell, |pid| ProcessGroup::of_command(pid, helper), &input.command, input.description) {
+    match ctx.background.start(shell, |pid| ctx.sandbox.group(pid), &input.command, input.description) {
         Ok(shell) => ToolOutput::ok(format!(
             "Command running in background with ID: {}. Output is being written to: {}",
             shell.id(),
@@ -196,8 +189,9 @@ fn start_in_background(input: Input, ctx: &ToolContext) -> ToolOutput {
 }
 
 /// The shell that runs `command` for a call with `ctx`: `bash -c` in the working directory,
-/// with the call's environment, stdin closed, stdout and stderr piped, in a process group of
-/// its own, killed when dropped. Every Bash process (foreground or background) starts here.
+/// with the call's environment and confinement, stdin closed, stdout and stderr piped, in a
+/// process group of its own ([`crate::sandbox::Sandbox::command`]). Every Bash process
+/// (foreground or background) starts here.
 pub fn shell_command(ctx: &ToolContext, command: &str) -> tokio::process::Command {
     let launch = ctx.sandbox.effective(ctx.launch.clone(), command);
     let policy = ctx.sandbox.policy(&launch, ctx.read_deny.kernel_paths());
@@ -206,15 +200,7 @@ pub fn shell_command(ctx: &ToolContext, command: &str) -> tokio::process::Comman
     if ctx.guard_git {
         crate::permissions::git::neutralise(&mut shell);
     }
-    shell
-        .current_dir(&ctx.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        // Through the helper, the group's SIGTERM stops everything; a SIGKILL of the helper
-        // on drop would stop it before it can.
-        .kill_on_drop(!ctx.sandbox.has_helper());
+    shell.current_dir(&ctx.cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     shell
 }
 

@@ -16,6 +16,12 @@ use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Mode, Po
 use crate::sandbox::{Launch, Sandbox};
 use crate::tools::{Registry, Tool, ToolCall, ToolContext, ToolKind, ToolOutput};
 
+/// Whether a call's input asks to run outside the sandbox
+/// ([`crate::tools::bash::DISABLES_SANDBOX`]).
+fn disables_sandbox(input: &serde_json::Value) -> bool {
+    input.get(crate::tools::bash::DISABLES_SANDBOX) == Some(&serde_json::Value::Bool(true))
+}
+
 /// Default cap on one tool result, in characters.
 pub const DEFAULT_RESULT_CAP: usize = 30_000;
 /// Calls that may run at once (Claude Code's default; `--max-tool-concurrency` changes it).
@@ -187,7 +193,7 @@ impl Toolbox {
             Decision::Allow { outside, guard_git, read_only } => {
                 ctx.allow_outside = outside;
                 ctx.guard_git = guard_git;
-                ctx.launch = self.launch(read_only);
+                ctx.launch = self.launch(read_only, &call.input, &sandbox);
             }
             Decision::Deny(reason) => return ToolOutput::error(reason),
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
@@ -271,13 +277,12 @@ impl Toolbox {
         decided
     }
 
-    /// Cut a result over the cap, saving the whole text where the note says.
     /// The policy's decision on `tool` with `input`, where a command proven read-only is not
     /// run on the proof alone when nothing would contain it: without the sandbox (it is
     /// unavailable) or when the call disables it, it is a question instead.
     fn decide(&self, tool: &dyn Tool, input: &serde_json::Value, sandbox: &Sandbox) -> Decision {
         let decision = self.policy.decide(tool, input);
-        let unsandboxed = input.get(crate::tools::bash::DISABLES_SANDBOX) == Some(&serde_json::Value::Bool(true));
+        let unsandboxed = disables_sandbox(input);
         match decision {
             Decision::Allow { read_only: true, .. }
                 if tool.kind() == ToolKind::RunsCommands && (!sandbox.trusts_read_only_proof() || unsandboxed) =>
@@ -289,16 +294,21 @@ impl Toolbox {
         }
     }
 
-    /// How an allowed call's commands are confined: unconfined in `bypassPermissions`,
-    /// read-only when nothing but the read-only proof allowed it, else writing.
-    fn launch(&self, read_only: bool) -> Launch {
+    /// How an allowed call's commands are confined: unconfined in `bypassPermissions` and
+    /// for a call that disables the sandbox where the settings allow that, read-only when
+    /// nothing but the read-only proof allowed it, else writing.
+    fn launch(&self, read_only: bool, input: &serde_json::Value, sandbox: &Sandbox) -> Launch {
         match self.policy.mode() {
             Mode::BypassPermissions => Launch::Unconfined("bypassPermissions"),
+            _ if disables_sandbox(input) && sandbox.settings().allow_unsandboxed_commands => {
+                Launch::Unconfined("dangerouslyDisableSandbox")
+            }
             _ if read_only => Launch::ReadOnly { readable: self.policy.readable_roots().to_vec() },
             _ => Launch::Writing,
         }
     }
 
+    /// Cut a result over the cap, saving the whole text where the note says.
     fn apply_budget(&self, id: &str, output: &mut ToolOutput) {
         let total = output.content.chars().count();
         if total <= self.result_cap {

@@ -151,6 +151,11 @@ impl ShellEnv {
         self.vars
     }
 
+    /// The value a child gets for `name`, if any.
+    pub fn var(&self, name: &str) -> Option<&OsStr> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, value)| value.as_os_str())
+    }
+
     /// Names of the variables a child gets, in order.
     pub fn names(&self) -> impl Iterator<Item = &OsStr> {
         self.vars.iter().map(|(name, _)| name.as_os_str())
