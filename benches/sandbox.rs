@@ -44,9 +44,9 @@ fn main() {
     let temp = tempfile::tempdir().unwrap();
     let deny = vec![cwd.join(".env")];
     let read_only = serde_json::to_string(&Policy::read_only(&cwd, &[], Vec::new())).unwrap();
-    let writing = serde_json::to_string(&Policy::writing(&cwd, temp.path(), &[], Vec::new(), Network::CLOSED)).unwrap();
+    let writing = serde_json::to_string(&Policy::writing(&cwd, temp.path(), Vec::new(), Network::CLOSED)).unwrap();
     let read_only_deny = serde_json::to_string(&Policy::read_only(&cwd, &[], deny.clone())).unwrap();
-    let writing_deny = serde_json::to_string(&Policy::writing(&cwd, temp.path(), &[], deny, Network::CLOSED)).unwrap();
+    let writing_deny = serde_json::to_string(&Policy::writing(&cwd, temp.path(), deny, Network::CLOSED)).unwrap();
     let ways: Vec<(&str, Vec<String>)> = vec![
         ("direct", vec!["bash".into(), "-c".into(), "true".into()]),
         ("helper", vec![exe.into(), "--".into(), "bash".into(), "-c".into(), "true".into()]),

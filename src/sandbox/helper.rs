@@ -32,6 +32,9 @@ pub const PROGRAM: &str = "agentloop-sandbox";
 
 /// Exit code when the sandbox could not be applied (the program never ran).
 pub const EXIT_SANDBOX_FAILED: i32 = 126;
+/// The signals that tell the helper to stop the command and everything it started.
+const STOP_SIGNALS: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+
 /// Exit code when the program could not be executed.
 pub const EXIT_NOT_EXECUTED: i32 = 127;
 
@@ -79,7 +82,7 @@ pub fn main(args: &[OsString]) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let watched = signal_set(&[libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT]);
+    let watched = signal_set(&[[libc::SIGCHLD].as_slice(), &STOP_SIGNALS].concat());
     let mut previous = empty_set();
     // SAFETY: both sets are initialised sigset_t values.
     unsafe {
@@ -180,7 +183,7 @@ fn wait_for(child: libc::pid_t, watched: &libc::sigset_t) -> Ending {
         }
         // SAFETY: watched is an initialised set; no siginfo is asked for.
         let signal = unsafe { libc::sigwaitinfo(watched, std::ptr::null_mut()) };
-        if matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGHUP | libc::SIGQUIT) {
+        if STOP_SIGNALS.contains(&signal) {
             return Ending::Stopped(signal);
         }
     }

@@ -96,8 +96,6 @@ pub struct Sandbox {
     helper: Option<PathBuf>,
     cwd: PathBuf,
     temp: Option<tempfile::TempDir>,
-    /// Read-only hierarchies besides the working directory (`--add-dir`).
-    extra_read: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -111,7 +109,6 @@ impl Sandbox {
                 helper: None,
                 cwd: PathBuf::from("."),
                 temp: None,
-                extra_read: Vec::new(),
             })
         })
         .clone()
@@ -152,7 +149,6 @@ impl Sandbox {
             helper: Some(helper),
             cwd: cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
             temp: Some(temp),
-            extra_read: Vec::new(),
         })
     }
 
@@ -163,13 +159,6 @@ impl Sandbox {
         let exe = std::env::current_exe().map_err(SandboxError::NoExecutable)?;
         let beside = exe.with_file_name(helper::PROGRAM);
         Ok(if beside.is_file() { beside } else { exe })
-    }
-
-    /// The same sandbox with `dirs` readable by read-only commands (`--add-dir`).
-    #[must_use]
-    pub fn with_readable(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Sandbox {
-        self.extra_read.extend(dirs);
-        self
     }
 
     /// The state.
@@ -228,17 +217,13 @@ impl Sandbox {
         let temp = self.temp_dir().unwrap_or(Path::new("/nonexistent"));
         let network = self.settings.network.for_commands();
         match launch {
-            Launch::ReadOnly { readable } => {
-                let mut extra = self.extra_read.clone();
-                extra.extend(readable.iter().cloned());
-                Some(Policy::read_only(&self.cwd, &extra, deny_read))
-            }
-            Launch::Writing => Some(Policy::writing(&self.cwd, temp, &[], deny_read, network)),
+            Launch::ReadOnly { readable } => Some(Policy::read_only(&self.cwd, readable, deny_read)),
+            Launch::Writing => Some(Policy::writing(&self.cwd, temp, deny_read, network)),
             Launch::Hook => {
                 let network = if self.settings.hooks_network { Network::Open } else { network };
-                Some(Policy::writing(&self.cwd, temp, &[], deny_read, network))
+                Some(Policy::writing(&self.cwd, temp, deny_read, network))
             }
-            Launch::McpServer => Some(Policy::writing(&self.cwd, temp, &[], deny_read, Network::Open)),
+            Launch::McpServer => Some(Policy::writing(&self.cwd, temp, deny_read, Network::Open)),
             Launch::Unconfined(_) => None,
         }
     }

@@ -123,12 +123,11 @@ impl Policy {
     }
 
     /// The policy of a call a rule allowed or a person approved: it reads everything but
-    /// `deny_read`, writes in `cwd`, `temp` and the `extra` writable hierarchies but the
-    /// [`PROTECTED`] paths, and reaches the network as `network` says.
-    pub fn writing(cwd: &Path, temp: &Path, extra: &[PathBuf], deny_read: Vec<PathBuf>, network: Network) -> Policy {
+    /// `deny_read`, writes in `cwd` and `temp` but the [`PROTECTED`] paths, and reaches the
+    /// network as `network` says.
+    pub fn writing(cwd: &Path, temp: &Path, deny_read: Vec<PathBuf>, network: Network) -> Policy {
         let cwd = canonical(cwd);
         let mut write: Vec<PathBuf> = vec![cwd.clone(), canonical(temp)];
-        write.extend(extra.iter().map(|p| canonical(p)));
         write.extend(SYSTEM_WRITE.iter().map(PathBuf::from));
         Policy {
             read: Reads::Everywhere,
@@ -194,7 +193,6 @@ mod tests {
         let policy = Policy::writing(
             Path::new("/w"),
             Path::new("/t"),
-            &[],
             vec![PathBuf::from("/w/.env")],
             Network::Closed { unix_sockets: true, local_binding: false },
         );
@@ -220,7 +218,7 @@ mod tests {
 
     #[test]
     fn writing_protects_git_hooks_and_settings_inside_the_working_directory() {
-        let policy = Policy::writing(Path::new("/w"), Path::new("/t"), &[], Vec::new(), Network::CLOSED);
+        let policy = Policy::writing(Path::new("/w"), Path::new("/t"), Vec::new(), Network::CLOSED);
         assert_eq!(policy.write[..2], [PathBuf::from("/w"), PathBuf::from("/t")]);
         for p in ["/w/.git/hooks", "/w/.git/config", "/w/.claude", "/w/.mcp.json"] {
             assert!(policy.read_only.contains(&PathBuf::from(p)), "{p} protected");
