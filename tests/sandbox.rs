@@ -407,3 +407,38 @@ fn dangerously_disable_sandbox_needs_a_rule_and_then_runs_unconfined() {
     scripted(&root, settings, &[call(&write)], &[]);
     assert!(!outside.exists(), "allowUnsandboxedCommands: false keeps the sandbox");
 }
+
+#[test]
+fn a_command_that_never_ends_is_stopped_at_its_timeout_with_what_it_started() {
+    let (_scratch, root) = project();
+    let command = "setsid -f sh -c 'echo $$ > escaped.pid; exec sleep 301'; sleep 300 & echo $! > child.pid; sleep 302";
+    let call =
+        json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command, "timeout": 1500}}]});
+    for sandbox in [on(), off()] {
+        let result = tool_result(&scripted(
+            &root,
+            json!({"permissions": {"allow": ["Bash"]}, "sandbox": sandbox}),
+            &[call.clone()],
+            &[],
+        ));
+        assert!(result.ends_with("Command timed out after 1500 ms"), "{result}");
+        for file in ["escaped.pid", "child.pid"] {
+            let pid = std::fs::read_to_string(root.join(file)).unwrap();
+            assert!(!Path::new(&format!("/proc/{}", pid.trim())).exists(), "{file}: {pid} outlived the timeout");
+        }
+    }
+}
+
+#[test]
+fn a_hook_that_never_ends_is_stopped_at_its_timeout_with_what_it_started() {
+    let (_scratch, root) = project();
+    let hook = "setsid -f sh -c 'echo $$ > hook-escaped.pid; exec sleep 301'; sleep 302";
+    let hooks =
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook, "timeout": 1}]}]});
+    let settings = json!({"permissions": {"allow": ["Bash"]}, "hooks": hooks});
+    let out = scripted(&root, settings, &[bash_call("echo ran")], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tool_result(&out), "ran");
+    let pid = std::fs::read_to_string(root.join("hook-escaped.pid")).unwrap();
+    assert!(!Path::new(&format!("/proc/{}", pid.trim())).exists(), "{pid} outlived the hook");
+}
