@@ -418,7 +418,7 @@ fn a_command_that_never_ends_is_stopped_at_its_timeout_with_what_it_started() {
         let result = tool_result(&scripted(
             &root,
             json!({"permissions": {"allow": ["Bash"]}, "sandbox": sandbox}),
-            &[call.clone()],
+            std::slice::from_ref(&call),
             &[],
         ));
         assert!(result.ends_with("Command timed out after 1500 ms"), "{result}");
