@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 
@@ -112,10 +112,8 @@ class Request:
     tools: dict[str, dict[str, Any]]
     deferred: set[str]
     steps: list[list[Call]]
-    thinking: str | None
+    thinking: str | None  # "enabled" / "adaptive" when the request turns thinking on
     output_schema: dict[str, Any] | None
-    stream: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def calls(self) -> list[Call]:
@@ -250,7 +248,6 @@ def parse(body: dict[str, Any]) -> Request:
         steps=steps,
         thinking=thinking.get("type") if thinking.get("type") in ("enabled", "adaptive") else None,
         output_schema=output.get("schema") if output.get("type") == "json_schema" else None,
-        stream=bool(body.get("stream")),
     )
 
 
