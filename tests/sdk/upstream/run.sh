@@ -64,7 +64,7 @@ if [ -n "${AGENTLOOP_E2E_SUITE:-}" ]; then
   src="$(realpath "$AGENTLOOP_E2E_SUITE")"
   if [ -d "$src/e2e-tests" ]; then
     for part in e2e-tests src tests; do
-      [ -d "$src/$part" ] && cp -r "$src/$part" "$suite/"
+      if [ -d "$src/$part" ]; then cp -r "$src/$part" "$suite/"; fi
     done
   else
     cp -r "$src" "$suite/e2e-tests"
