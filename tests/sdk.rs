@@ -391,6 +391,11 @@ fn can_use_tool_denial_reaches_the_model() {
     let result = result(messages);
     assert_eq!(result["subtype"], "success");
     assert_eq!(result["num_turns"], 2);
+    assert_eq!(
+        result["permission_denials"],
+        json!([{"tool_name": "Bash", "tool_use_id": "toolu_bash",
+                "tool_input": {"command": BASH_COMMAND, "description": "write a file"}}])
+    );
 
     let bodies = conversation_bodies(&mock);
     assert_eq!(bodies.len(), 2);
@@ -470,8 +475,9 @@ fn uuids_are_recognised() {
     assert!(!is_uuid("4bdf8843-6342-492b-befa-479c5e1777ag"));
 }
 
-/// (g) `include_partial_messages=True`: `StreamEvent`s carry the reply's text deltas between
-/// `message_start` and `message_stop`, and they add up to the assistant message's text.
+/// (g) `include_partial_messages=True`: `StreamEvent`s carry every event of the API stream
+/// as Claude Code forwards them, from `message_start` (with the API's message id) to
+/// `message_stop`, and their text deltas add up to the assistant message's text.
 #[test]
 fn partial_messages_stream_the_text() {
     let dirs = dirs();
@@ -480,9 +486,24 @@ fn partial_messages_stream_the_text() {
     assert_eq!(obs["result"], "success", "{obs:#}");
     assert_eq!(obs["texts"], json!(["Hello there, from a streamed reply!"]));
     let events = obs["events"].as_array().unwrap();
-    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(kinds.first(), Some(&"message_start"), "{events:#?}");
-    assert!(kinds.contains(&"message_stop"), "{kinds:?}");
+    let mut kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ],
+        "{events:#?}"
+    );
+    assert!(events[0]["message"]["id"].as_str().is_some_and(|id| id.starts_with("msg_")), "{:#}", events[0]);
+    assert_eq!(events[1]["content_block"]["type"], "text", "{:#}", events[1]);
+    let delta = events.iter().find(|e| e["type"] == "message_delta").unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn", "{delta:#}");
     let streamed: String = events
         .iter()
         .filter(|e| e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta")
@@ -571,4 +592,33 @@ fn sdk_in_process_server_runs_the_python_tools() {
         json!([{"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "2.0.1"},
                 "tools": ["add", "divide"]}])
     );
+}
+
+/// (i) An API error: the result is a `success` with `is_error: true`, Claude Code's
+/// `API Error: …` prose and the HTTP status, and no `errors`; the CLI then exits 1, so the
+/// SDK raises its `ResultError` with that result.
+#[test]
+fn an_api_error_result_makes_the_sdk_raise_result_error() {
+    let dirs = dirs();
+    let refusal = || Reply::Error {
+        status: 404,
+        headers: vec![("request-id".into(), "req_404".into())],
+        body: json!({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}}),
+    };
+    let mock = mock(vec![refusal(), refusal(), refusal()]);
+    let obs = run_script("error_result.py", &mock, &dirs);
+    let result = result(&obs["messages"]).clone();
+    assert_eq!(result["subtype"], "success", "{obs:#}");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["terminal_reason"], "api_error");
+    let prose = result["result"].as_str().unwrap().to_owned();
+    assert!(prose.starts_with("API Error: 404") || std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some(), "{prose}");
+    let raised = &obs["raised"];
+    assert_eq!(raised["type"], "ResultError", "{obs:#}");
+    assert_eq!(raised["exit_code"], 1);
+    assert_eq!(raised["subtype"], "success");
+    assert_eq!(raised["terminal_reason"], "api_error");
+    assert_eq!(raised["api_error_status"], 404);
+    assert_eq!(raised["result"], json!(prose));
+    assert!(raised["text"].as_str().unwrap().contains(prose.trim()), "{raised:#}");
 }

@@ -63,7 +63,7 @@ impl Machine {
             }
             TurnChecked::MaxTurns => {
                 let max = self.st.bounds.get(counter::TURNS).copied().unwrap_or_default();
-                self.st.error = Some(format!("reached the maximum of {max} turns"));
+                self.st.error = Some(format!("Reached maximum number of turns ({max})"));
             }
             TurnChecked::NextTurn | TurnChecked::Completed => {}
             TurnChecked::StopHookPrevented => {

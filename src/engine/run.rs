@@ -60,6 +60,10 @@ pub struct RunOutcome {
     pub turns: u32,
     /// Every transition, in order.
     pub trace: Vec<TraceRecord>,
+    /// The failed model call, for a run that ended as `model_error` or `prompt_too_long`.
+    pub api_failure: Option<crate::model::ApiFailure>,
+    /// Every call a hook, a rule, the mode or the approver refused.
+    pub permission_denials: Vec<crate::permissions::Denial>,
 }
 
 impl RunOutcome {
@@ -128,7 +132,9 @@ pub async fn run_prompt(
         background: session.background.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
-    let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
+    // A tool a deny rule refuses whole is not offered (a call of it would still be refused).
+    let offered = deps.tools.definitions().into_iter().filter(|d| !deps.policy.withholds(&d.name)).collect();
+    let st = LoopState::with_history(options, session.messages.clone(), prompt, offered, &table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -214,5 +220,10 @@ pub async fn run_prompt(
         cost_usd: st.cost_usd,
         turns: st.turn(),
         trace: ctx.records,
+        api_failure: match terminal {
+            TerminalReason::ModelError | TerminalReason::PromptTooLong => st.api_failure.clone(),
+            _ => None,
+        },
+        permission_denials: st.permission_denials.clone(),
     })
 }

@@ -107,6 +107,7 @@ and nothing is left to compact",
         };
         request.model = self.st.model().to_owned();
         request.max_tokens = self.st.max_tokens();
+        request.thinking = self.st.options.thinking_budget;
         debug_assert_eq!(crate::engine::state::pairing_violation(&request.messages), None);
         self.st.model_calls += 1;
         let model = ctx.deps.model.clone();
@@ -142,9 +143,18 @@ and nothing is left to compact",
                 self.annotate(None, Some(format!("{error}; switching to {to}")));
             }
             RequestFailed::Retry => self.schedule_retry(ctx, &error),
-            RequestFailed::RetriesExhausted => self.st.error = Some(format!("retries exhausted: {error}")),
-            RequestFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
-            RequestFailed::ModelError => self.st.error = Some(refusal.unwrap_or_else(|| error.to_string())),
+            RequestFailed::RetriesExhausted => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.error = Some(format!("retries exhausted: {error}"));
+            }
+            RequestFailed::PromptTooLong => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+            }
+            RequestFailed::ModelError => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
+            }
         }
         self.proceed()
     }
@@ -221,14 +231,33 @@ and nothing is left to compact",
                 match seen {
                     Seen::Text { index, text } => ctx.emit(EngineEvent::TextDelta { index, text }),
                     Seen::Thinking { index, text } => ctx.emit(EngineEvent::ThinkingDelta { index, thinking: text }),
-                    Seen::BlockDone(index) if self.st.options.stream_tools => {
-                        if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
+                    Seen::InputJson { index, text } => {
+                        ctx.emit(EngineEvent::InputJsonDelta { index, partial_json: text });
+                    }
+                    Seen::Started => ctx.emit(EngineEvent::ReplyStarted {
+                        id: asm.message_id().map(str::to_owned),
+                        model: asm.model().map(str::to_owned),
+                        usage: *asm.usage(),
+                    }),
+                    Seen::BlockStarted { index, block } => ctx.emit(EngineEvent::BlockStarted { index, block }),
+                    Seen::Delta => {
+                        let (stop_reason, stop_sequence) = asm.stop();
+                        ctx.emit(EngineEvent::ReplyDelta {
+                            stop_reason: stop_reason.cloned(),
+                            stop_sequence: stop_sequence.map(str::to_owned),
+                            usage: *asm.usage(),
+                        });
+                    }
+                    Seen::BlockDone(index) => {
+                        ctx.emit(EngineEvent::BlockStopped { index });
+                        if self.st.options.stream_tools
+                            && let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index)
+                        {
                             for event in executor.add(ToolCall { id, name, input }) {
                                 ctx.emit(event);
                             }
                         }
                     }
-                    Seen::BlockDone(_) => {}
                     Seen::Stopped => break 'reading,
                     Seen::Failed(e) => {
                         let error = ModelError::Stream { kind: e.kind, message: e.message };
@@ -317,12 +346,17 @@ and nothing is left to compact",
             // The partial reply and its results are dropped: the request is sent again.
             StreamFailed::Retry => self.schedule_retry(ctx, &error),
             StreamFailed::RetriesExhausted => {
+                self.st.api_failure = Some(error.api_failure());
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {error}"));
                 self.st.error = Some(format!("retries exhausted: {error}"));
             }
-            StreamFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
+            StreamFailed::PromptTooLong => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+            }
             StreamFailed::ModelError => {
+                self.st.api_failure = Some(error.api_failure());
                 let message = refusal.unwrap_or_else(|| error.to_string());
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {message}"));

@@ -740,6 +740,8 @@ mod tests {
             cost_usd: 0.0015,
             turns: 1,
             trace: vec![],
+            api_failure: None,
+            permission_denials: vec![],
         };
         totals.add(&outcome);
         totals.add(&outcome);

@@ -134,6 +134,19 @@ impl Decision {
     }
 }
 
+/// A call that was refused: by a PreToolUse hook, a deny rule or the mode, or the person (or
+/// the SDK's `can_use_tool`, or nobody) asked about it. Listed in the result's
+/// `permission_denials`, in the shape Claude Code reports them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Denial {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's `tool_use` id.
+    pub tool_use_id: String,
+    /// The call's input, as the model wrote it.
+    pub tool_input: Value,
+}
+
 /// What the model reads when a call of `tool` needed a person's approval (for `reason`) and
 /// nobody could be asked: the answer of the default approver, [`Unattended`].
 pub fn unattended_message(tool: &str, reason: &str) -> String {
@@ -338,6 +351,12 @@ impl Policy {
     /// What `Read(…)` deny rules hide from Grep and Glob.
     pub fn read_deny(&self) -> Arc<ReadDeny> {
         self.read_deny.clone()
+    }
+
+    /// Whether a deny rule refuses every call of `tool` (`--disallowedTools Bash`,
+    /// `mcp__server`): the model is not offered it at all, as Claude Code does.
+    pub fn withholds(&self, tool: &str) -> bool {
+        self.deny.iter().any(|rule| rule.names_whole(tool))
     }
 
     /// Decide whether `tool` may run with `input`, on what the tool says about itself: its

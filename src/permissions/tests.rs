@@ -250,3 +250,14 @@ fn a_mode_change_reaches_every_clone() {
     running.set_mode(Mode::BypassPermissions);
     assert_eq!(policy.mode(), Mode::BypassPermissions);
 }
+
+#[test]
+fn a_tool_denied_whole_is_withheld_and_one_denied_in_part_is_not() {
+    let (_dir, policy) = policy(Mode::Default, &[], &["Bash", "mcp__calc", "mcp__web__fetch", "Edit(src/**)"]);
+    assert!(policy.withholds("Bash"));
+    assert!(policy.withholds("mcp__calc__add"), "a whole server's rule covers its tools");
+    assert!(policy.withholds("mcp__web__fetch"));
+    assert!(!policy.withholds("mcp__web__search"));
+    assert!(!policy.withholds("Edit"), "a rule with a path refuses only some calls");
+    assert!(!policy.withholds("Read"));
+}

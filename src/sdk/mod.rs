@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, WithSandbox, result_object, system_init};
+use crate::cli::output::{CliSink, Ending, WithSandbox, result_object, system_init};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -58,7 +58,8 @@ type Running =
     Pin<Box<dyn Future<Output = (Session, Result<RunOutcome, String>, Instant, Arc<std::sync::atomic::AtomicU64>)>>>;
 
 /// Serve the SDK on stdin and stdout until stdin closes and every prompt received has run.
-/// Returns the exit status: 0, or [`EXIT_INTERNAL`] when the engine failed.
+/// Returns the exit status: 0, 1 when the last result was an error (as Claude Code exits),
+/// or [`EXIT_INTERNAL`] when the engine failed.
 pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     if spec.format != OutputFormat::StreamJson {
         eprintln!(
@@ -79,6 +80,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     let mut running: Option<Running> = None;
     let mut cancel = CancellationToken::new();
     let mut failed = false;
+    // Claude Code exits 1 when the last result it reported was an error (the SDKs raise their
+    // `ResultError` only then), 0 otherwise.
+    let mut last_result_failed = false;
     // A signal ends the current prompt through its abort edges (its tools' process groups are
     // killed, its transcript stays consistent) and drops the prompts not yet started; a second
     // one exits at once.
@@ -132,6 +136,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 match result {
                     Ok(outcome) => {
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
+                        last_result_failed = Ending::of(outcome.terminal).is_error;
                         stdout.line(&result_object(&outcome, &done.id.to_string(), started, api).to_string());
                     }
                     Err(e) => {
@@ -146,7 +151,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     match (failed, stopped) {
         (true, _) => EXIT_INTERNAL,
         (false, Some(signal)) => signal.exit_code(),
-        (false, None) => 0,
+        (false, None) => u8::from(last_result_failed),
     }
 }
 
@@ -443,6 +448,8 @@ mod tests {
             cost_usd: 0.01,
             turns: 2,
             trace: Vec::new(),
+            api_failure: None,
+            permission_denials: Vec::new(),
         };
         let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
         let keys = [

@@ -90,6 +90,8 @@ pub struct CallResult {
     pub duration: Duration,
     /// The question put to the approver for this call and its answer, if one was asked.
     pub approval: Option<Box<(ApprovalRequest, Approval)>>,
+    /// A hook, a rule, the mode or the approver refused the call: it did not run.
+    pub denied: bool,
 }
 
 impl Toolbox {
@@ -114,8 +116,9 @@ impl Toolbox {
         let mut warnings = Vec::new();
         let mut stop = None;
         let mut approval = None;
-        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval).await;
-        CallResult { output, stop, warnings, duration: began.elapsed(), approval }
+        let mut denied = false;
+        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval, &mut denied).await;
+        CallResult { output, stop, warnings, duration: began.elapsed(), approval, denied }
     }
 
     async fn pipeline(
@@ -125,6 +128,7 @@ impl Toolbox {
         warnings: &mut Vec<String>,
         stop: &mut Option<String>,
         approval: &mut Option<Box<(ApprovalRequest, Approval)>>,
+        denied: &mut bool,
     ) -> ToolOutput {
         let Some(tool) = self.registry.get(&call.name) else {
             return ToolOutput::error(format!(
@@ -150,6 +154,7 @@ impl Toolbox {
             stop.clone_from(&pre.stop);
         }
         if let Some(reason) = pre.deny {
+            *denied = true;
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let sandbox = ctx.sandbox.clone();
@@ -171,7 +176,14 @@ impl Toolbox {
         if let Decision::Ask { .. } = decision {
             decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx, warnings, approval).await {
                 Ok(decision) => decision,
-                Err(refusal) => return refusal,
+                Err(refusal) => {
+                    // Refused by the person or the SDK, not dropped by an interrupt.
+                    *denied = matches!(
+                        approval.as_deref(),
+                        Some((_, Approval::Deny { .. } | Approval::DenyAndInterrupt { .. }))
+                    );
+                    return refusal;
+                }
             };
             if let Some(answer) = approval.as_deref()
                 && let Approval::AllowChanged { input } = &answer.1
@@ -195,7 +207,10 @@ impl Toolbox {
                 ctx.guard_git = guard_git;
                 ctx.launch = self.launch(read_only, &call.input, &sandbox);
             }
-            Decision::Deny(reason) => return ToolOutput::error(reason),
+            Decision::Deny(reason) => {
+                *denied = true;
+                return ToolOutput::error(reason);
+            }
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
         }
         let cancel = ctx.cancel.clone();
