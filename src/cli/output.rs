@@ -140,8 +140,12 @@ impl EventSink for CliSink {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
                 if self.partial_messages && record.to == "Consume" {
+                    // The reply's usage is known only once it is read: zeros here, the real
+                    // counts on the assistant message (the Claude ACP adapter reads `usage`).
                     self.stream_event(json!({"type": "message_start", "message": {"type": "message",
-                        "role": "assistant", "model": self.model, "content": []}}));
+                        "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
+                        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                                  "cache_read_input_tokens": 0}}}));
                 }
                 let calling = |state: &str| state == "Request" || state == "Consume";
                 match (calling(record.from), calling(record.to), self.api_since) {

@@ -122,6 +122,44 @@ pub fn context_usage(parts: &ContextParts<'_>) -> Value {
     })
 }
 
+/// What each model has used over the process's prompts, for the result's `modelUsage`:
+/// like Claude Code's, a running total over the whole session (the ACP adapter subtracts the
+/// previous reading to get a turn's share).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelUsage {
+    by_model: std::collections::BTreeMap<String, (crate::engine::state::UsageTotals, f64)>,
+}
+
+impl ModelUsage {
+    /// Count a prompt's `usage` and `cost_usd` for `model`.
+    pub fn add(&mut self, model: &str, usage: &crate::engine::state::UsageTotals, cost_usd: f64) {
+        let (total, cost) = self.by_model.entry(model.to_owned()).or_default();
+        total.input_tokens += usage.input_tokens;
+        total.output_tokens += usage.output_tokens;
+        total.cache_creation_input_tokens += usage.cache_creation_input_tokens;
+        total.cache_read_input_tokens += usage.cache_read_input_tokens;
+        *cost += cost_usd;
+    }
+
+    /// The `modelUsage` object: per model, its tokens, cost and `contextWindow` (`window`).
+    pub fn to_json(&self, window: u64) -> Value {
+        let entries = self.by_model.iter().map(|(model, (u, cost))| {
+            let entry = json!({
+                "inputTokens": u.input_tokens,
+                "outputTokens": u.output_tokens,
+                "cacheReadInputTokens": u.cache_read_input_tokens,
+                "cacheCreationInputTokens": u.cache_creation_input_tokens,
+                "webSearchRequests": 0,
+                "costUSD": cost,
+                "contextWindow": window,
+                "maxOutputTokens": crate::model::DEFAULT_MAX_TOKENS,
+            });
+            (model.clone(), entry)
+        });
+        Value::Object(entries.collect())
+    }
+}
+
 /// The longest title [`fallback_title`] makes, in characters.
 const TITLE_CHARS: usize = 60;
 
@@ -206,6 +244,22 @@ mod tests {
         assert_eq!(usage["percentage"], used * 100 / 200_000);
         assert_eq!(usage["mcpTools"][0]["serverName"], "calc");
         assert_eq!(usage["mcpTools"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn model_usage_is_a_running_total_per_model() {
+        use crate::engine::state::UsageTotals;
+        let mut usage = ModelUsage::default();
+        let turn = UsageTotals { input_tokens: 10, output_tokens: 5, ..UsageTotals::default() };
+        usage.add("claude-sonnet-4-5", &turn, 0.25);
+        usage.add("claude-sonnet-4-5", &turn, 0.25);
+        usage.add("claude-haiku-4-5", &turn, 0.125);
+        let json = usage.to_json(200_000);
+        assert_eq!(json["claude-sonnet-4-5"]["inputTokens"], 20);
+        assert_eq!(json["claude-sonnet-4-5"]["outputTokens"], 10);
+        assert_eq!(json["claude-sonnet-4-5"]["costUSD"], 0.5);
+        assert_eq!(json["claude-haiku-4-5"]["contextWindow"], 200_000);
+        assert_eq!(json.as_object().unwrap().len(), 2);
     }
 
     #[test]

@@ -142,7 +142,10 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 match result {
                     Ok(outcome) => {
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
-                        stdout.line(&result_object(&outcome, &done.id.to_string(), started, api).to_string());
+                        let mut result = result_object(&outcome, &done.id.to_string(), started, api);
+                        host.model_usage.add(&host.options.model, &outcome.usage, outcome.cost_usd);
+                        result["modelUsage"] = host.model_usage.to_json(host.options.context_window);
+                        stdout.line(&result.to_string());
                     }
                     Err(e) => {
                         stderr_line(&format!("agentloop: internal error: {e}"));
@@ -193,6 +196,8 @@ struct Host {
     default_model: String,
     /// The conversation's estimated tokens when the last prompt ended (`get_context_usage`).
     history_tokens: u64,
+    /// What each model used over the session's prompts (the results' `modelUsage`).
+    model_usage: info::ModelUsage,
     /// The `PostModelSwitch` callbacks `initialize` registered, run after each `set_model`.
     model_switch_hooks: Vec<String>,
     /// The session's id and transcript, for hook inputs outside a prompt.
@@ -239,6 +244,7 @@ impl Host {
             replay: flags.replay_user_messages,
             default_model: options.model.clone(),
             history_tokens: crate::context::estimate_tokens_of_chars(session.messages.chars()),
+            model_usage: info::ModelUsage::default(),
             model_switch_hooks: Vec::new(),
             session_id: session.id.to_string(),
             transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
