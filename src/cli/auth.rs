@@ -116,7 +116,7 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
     }
 

@@ -76,6 +76,9 @@ pub fn context_usage(parts: &ContextParts<'_>) -> Value {
     let (mcp, builtin): (Vec<&ToolDefinition>, Vec<&ToolDefinition>) =
         parts.tools.iter().partition(|t| t.name.starts_with("mcp__"));
     let tokens_of = |tools: &[&ToolDefinition]| -> u64 {
+        if tools.is_empty() {
+            return 0;
+        }
         let owned: Vec<ToolDefinition> = tools.iter().map(|t| (*t).clone()).collect();
         crate::context::estimate_tokens_of_chars(crate::context::tools_chars(&owned))
     };
@@ -244,6 +247,11 @@ mod tests {
         assert_eq!(usage["percentage"], used * 100 / 200_000);
         assert_eq!(usage["mcpTools"][0]["serverName"], "calc");
         assert_eq!(usage["mcpTools"].as_array().unwrap().len(), 1);
+        let builtin_only =
+            context_usage(&ContextParts { model: "m", window: 200_000, system: "", tools: &tools[..1], messages: 0 });
+        let ids: Vec<&str> =
+            builtin_only["categories"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+        assert_eq!(ids, ["system_prompt", "system_tools", "messages", "autocompact_buffer", "free_space"]);
     }
 
     #[test]
