@@ -119,6 +119,7 @@ fn run_program(program: &str, mock: &MockApi, dirs: &Dirs) -> Value {
     }
     command
         .env("AGENTLOOP_TS_MODULES", modules())
+        .env("AGENTLOOP_TS_EVERYTHING", installed::mcp_server("server-everything"))
         .env("AGENTLOOP_SDK_CLI", cli_under_test())
         .env("AGENTLOOP_SDK_CWD", &dirs.cwd)
         .env("ANTHROPIC_BASE_URL", mock.base_url())
@@ -517,6 +518,26 @@ fn session_control_switches_mode_and_model_and_resumes() {
         ("user", "What is my name?"),
     ];
     assert!(in_order(&history, &expected), "{history:#?}");
+}
+
+/// A stdio MCP server and a system prompt in `query()`'s options, which the SDK sends in
+/// `initialize` (with `--await-initialize`): the server starts and its tool answers, and the
+/// requests carry the system prompt.
+#[test]
+fn initialize_brings_mcp_servers_and_the_system_prompt() {
+    let dirs = dirs();
+    let mock = mock(vec![
+        tool_reply(None, "toolu_01", "mcp__everything__echo", &json!({"message": "via initialize"})),
+        text_reply("Echoed."),
+    ]);
+    let obs = run_program("mcp_config.mjs", &mock, &dirs);
+    assert_eq!(result(&obs["messages"])["result"], "Echoed.");
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let echoed = tool_result(&bodies[1], "toolu_01");
+    assert_eq!(content_text(&echoed["content"]), "Echo: via initialize");
+    let system = bodies[0]["system"].to_string();
+    assert!(system.contains("You are a terse test assistant."), "{system}");
 }
 
 #[test]
