@@ -622,3 +622,31 @@ fn an_api_error_result_makes_the_sdk_raise_result_error() {
     assert_eq!(raised["result"], json!(prose));
     assert!(raised["text"].as_str().unwrap().contains(prose.trim()), "{raised:#}");
 }
+
+/// (j) An in-process SDK server under a key (`calc`) other than its name (`calculator`), as
+/// the Python SDK's calculator example registers it: the SDK looks servers up by their key,
+/// so every `mcp_message` must name the key; the call reaches the Python tool.
+#[test]
+fn sdk_server_is_addressed_by_its_key_not_its_name() {
+    let dirs = dirs();
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200).tool_use("toolu_01", "mcp__calc__add", &json!({"a": 2, "b": 3})).stop("tool_use"),
+        ),
+        text_reply("2 + 3 = 5."),
+    ]);
+    let obs = run_script("sdk_server_key.py", &mock, &dirs);
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let added = last_tool_results(&bodies[1]);
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0]["tool_use_id"], "toolu_01");
+    assert_ne!(added[0]["is_error"], true, "{:#}", added[0]);
+    assert_eq!(content_text(&added[0]["content"]), "5");
+    assert_eq!(obs["calls"], json!([{"tool": "add", "args": {"a": 2, "b": 3}}]));
+    assert_eq!(result(&obs["messages"])["result"], "2 + 3 = 5.");
+    assert_eq!(
+        obs["servers"],
+        json!([{"name": "calc", "status": "connected", "serverInfo": {"name": "calculator", "version": "1.0.0"}}])
+    );
+}

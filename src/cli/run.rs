@@ -144,6 +144,19 @@ pub struct RunFlags {
     /// allow them).
     #[arg(long)]
     pub strict_mcp_config: bool,
+    /// Accepted for Claude Code's clients (the Claude ACP adapter passes it): the SDK may switch
+    /// a session to bypassPermissions with or without it.
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+    /// Accepted for the TypeScript Claude Agent SDK, which passes it when it sends MCP servers
+    /// in `initialize`: agentloop reads stdin in order, so the servers of an `initialize`
+    /// always start before a prompt written after it.
+    #[arg(long)]
+    pub await_initialize: bool,
+    /// With `--input-format stream-json`: echo each user message on stdout (`isReplay: true`,
+    /// its own `uuid`) as its prompt starts, as Claude Code does.
+    #[arg(long)]
+    pub replay_user_messages: bool,
     /// Flags of Claude Code's command line that agentloop accepts but does not honour yet.
     #[command(flatten)]
     pub unsupported: UnsupportedFlags,

@@ -239,11 +239,15 @@ pub async fn connect(
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
 pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
-    open_with(config, cwd, &Sandbox::none(), None).await
+    open_with("", config, cwd, &Sandbox::none(), None).await
 }
 
-/// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`.
+/// [`open`] of the server configured as `key`, a stdio child started through `sandbox`,
+/// reaching an SDK server through `sdk`: by its key, which is how the SDKs address their
+/// in-process servers (the Python SDK's `mcp_servers={"calculator": create_sdk_mcp_server(
+/// name="calc")}` answers `mcp_message`s for `calculator`), not by its `name`.
 async fn open_with(
+    key: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
@@ -255,8 +259,8 @@ async fn open_with(
         }
         ServerConfig::Http { url, headers } => http::connect(url, headers).await,
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
-        ServerConfig::Sdk { name } => match sdk {
-            Some(channel) => sdk::connect(name, channel.clone()).await,
+        ServerConfig::Sdk { .. } => match sdk {
+            Some(channel) => sdk::connect(key, channel.clone()).await,
             None => Err(sdk::SDK_ONLY.to_owned()),
         },
     }
@@ -272,7 +276,7 @@ async fn connect_one(
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connected, String> {
-    let connection = open_with(config, cwd, sandbox, sdk).await?;
+    let connection = open_with(name, config, cwd, sandbox, sdk).await?;
     let info = connection.server_info();
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
     let connection = Arc::new(connection);

@@ -68,9 +68,12 @@ impl Mode {
 impl FromStr for Mode {
     type Err = PermissionError;
 
+    /// Claude Code's spellings. Its `auto` mode (a model classifier approving calls it judges
+    /// safe; the Claude ACP adapter starts sessions in it) has no counterpart here: it reads as
+    /// `default`, where the rules decide and anything else asks.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "default" => Ok(Mode::Default),
+            "default" | "auto" => Ok(Mode::Default),
             "acceptEdits" => Ok(Mode::AcceptEdits),
             "plan" => Ok(Mode::Plan),
             "bypassPermissions" => Ok(Mode::BypassPermissions),

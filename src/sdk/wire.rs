@@ -8,7 +8,12 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
     /// `{"type": "user", "message": {"content": …}}`: a prompt for the session.
-    User(String),
+    User {
+        /// The prompt: the content's text.
+        text: String,
+        /// The whole frame, as read (`--replay-user-messages` echoes it).
+        frame: Value,
+    },
     /// `{"type": "control_request", "request_id": …, "request": {"subtype": …}}`.
     Request {
         /// The id to answer with.
@@ -32,7 +37,7 @@ pub fn parse(line: &str) -> Inbound {
     };
     match value.get("type").and_then(Value::as_str) {
         Some("user") => match prompt_text(&value["message"]["content"]) {
-            Some(text) => Inbound::User(text),
+            Some(text) => Inbound::User { text, frame: value },
             None => Inbound::Bad("a user message without text content".into()),
         },
         Some("control_request") => match value.get("request_id").and_then(Value::as_str) {
@@ -59,6 +64,30 @@ fn prompt_text(content: &Value) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The echo of the user message `frame` (as read) that `--replay-user-messages` prints when
+/// its prompt starts, as Claude Code prints it: the message, `session_id`,
+/// `parent_tool_use_id`, the frame's own `uuid` (a new one when it has none), `timestamp`,
+/// `isReplay: true`, and the frame's `origin` when it has one.
+pub fn replay(frame: &Value, session_id: &str) -> Value {
+    let uuid = match frame.get("uuid") {
+        Some(Value::String(uuid)) => uuid.clone(),
+        _ => crate::session::Uuid::new_v4().to_string(),
+    };
+    let mut echo = json!({
+        "type": "user",
+        "message": frame["message"],
+        "session_id": session_id,
+        "parent_tool_use_id": frame.get("parent_tool_use_id").cloned().unwrap_or(Value::Null),
+        "uuid": uuid,
+        "timestamp": crate::session::time::format_rfc3339_millis(std::time::SystemTime::now()),
+        "isReplay": true,
+    });
+    if let Some(origin) = frame.get("origin") {
+        echo["origin"] = origin.clone();
+    }
+    echo
 }
 
 /// A success answer to the SDK's request `id`.
@@ -91,10 +120,31 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(frames[1], Inbound::User("Read greeting.txt and tell me what it says".into()));
+        let Inbound::User { text, frame } = &frames[1] else { panic!("{:?}", frames[1]) };
+        assert_eq!(text, "Read greeting.txt and tell me what it says");
+        assert_eq!(frame["message"]["role"], "user");
         let Inbound::Response(answer) = &frames[3] else { panic!("{:?}", frames[3]) };
         assert_eq!(answer["request_id"], "f3e25be8-c2e2-415c-9a8e-1a1bdc67c745");
         assert_eq!(answer["response"]["behavior"], "allow");
+    }
+
+    #[test]
+    fn a_replay_keeps_the_frames_uuid_and_origin() {
+        let frame = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            "session_id": "", "parent_tool_use_id": null, "origin": {"kind": "human"},
+            "uuid": "711a8dd5-dbae-451a-9faf-344f976d601e"});
+        let mut echo = replay(&frame, "4666664c-e714-4fb7-ba6d-030551f7d8e3");
+        let timestamp = echo.as_object_mut().unwrap().remove("timestamp").unwrap();
+        assert!(crate::session::time::parse_rfc3339(timestamp.as_str().unwrap()).is_some(), "{timestamp}");
+        assert_eq!(
+            echo,
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                   "session_id": "4666664c-e714-4fb7-ba6d-030551f7d8e3", "parent_tool_use_id": null,
+                   "uuid": "711a8dd5-dbae-451a-9faf-344f976d601e", "isReplay": true, "origin": {"kind": "human"}})
+        );
+        let bare = replay(&json!({"type": "user", "message": {"role": "user", "content": "hi"}}), "s");
+        assert!(crate::session::Uuid::parse(bare["uuid"].as_str().unwrap()).is_ok());
+        assert!(bare.get("origin").is_none());
     }
 
     #[test]
@@ -105,9 +155,7 @@ mod tests {
             Inbound::Bad("a user message without text content".into())
         );
         assert_eq!(parse(r#"{"type":"keep_alive"}"#), Inbound::Ignored("keep_alive".into()));
-        assert_eq!(
-            parse(r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#),
-            Inbound::User("a\nb".into())
-        );
+        let two = r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#;
+        assert_eq!(parse(two), Inbound::User { text: "a\nb".into(), frame: serde_json::from_str(two).unwrap() });
     }
 }

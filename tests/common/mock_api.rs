@@ -35,6 +35,9 @@ use serde_json::{Value, json};
 pub enum Reply {
     /// `200 OK`, `content-type: text/event-stream`, this body; the connection stays open.
     Sse(String),
+    /// `200 OK`, `content-type: application/json`, this body: the answer to a request that did
+    /// not ask to stream (Claude Code checks a model that way before `set_model` switches).
+    Json(Value),
     /// An HTTP error status with extra headers and a JSON body.
     Error {
         /// The status code.
@@ -415,6 +418,7 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
             Reply::Sse(body) => {
                 write_response(&mut socket, 200, &[], "text/event-stream; charset=utf-8", body.as_bytes())
             }
+            Reply::Json(body) => write_response(&mut socket, 200, &[], "application/json", body.to_string().as_bytes()),
             Reply::Error { status, headers, body } => {
                 write_response(&mut socket, status, &headers, "application/json", body.to_string().as_bytes())
             }
