@@ -486,6 +486,7 @@ fn partial_messages_stream_the_text() {
     assert_eq!(obs["result"], "success", "{obs:#}");
     assert_eq!(obs["texts"], json!(["Hello there, from a streamed reply!"]));
     let events = obs["events"].as_array().unwrap();
+    assert_eq!(obs["statuses"], json!(["requesting"]), "{obs:#}");
     let mut kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     kinds.dedup();
     assert_eq!(

@@ -141,6 +141,11 @@ impl EventSink for CliSink {
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
+                if self.partial_messages && record.to == "Request" {
+                    // Claude Code says so before each model request it streams.
+                    self.stream_json(json!({"type": "system", "subtype": "status", "status": "requesting",
+                        "session_id": self.session_id, "uuid": crate::session::Uuid::new_v4().to_string()}));
+                }
                 let calling = |state: &str| state == "Request" || state == "Consume";
                 match (calling(record.from), calling(record.to), self.api_since) {
                     (false, true, _) => self.api_since = Some(record.t_ms),
