@@ -72,6 +72,7 @@ pub struct Assembler {
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
     usage: Usage,
+    id: Option<String>,
     model: Option<String>,
     started: bool,
     stopped: bool,
@@ -96,6 +97,8 @@ pub struct Assembled {
     pub stop_sequence: Option<String>,
     /// Merged usage.
     pub usage: Usage,
+    /// The message id (`msg_…`), from `message_start`.
+    pub id: Option<String>,
     /// The model that answered, from `message_start`.
     pub model: Option<String>,
     /// Whether `message_stop` arrived.
@@ -118,6 +121,7 @@ impl Assembler {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.started = true;
+                self.id = message.id;
                 self.model = message.model;
                 for block in message.content {
                     self.open_block(block)?;
@@ -205,6 +209,7 @@ impl Assembler {
             stop_reason: self.stop_reason,
             stop_sequence: self.stop_sequence,
             usage: self.usage,
+            id: self.id,
             model: self.model,
             complete: self.stopped,
             error: self.error,
