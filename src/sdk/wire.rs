@@ -4,11 +4,16 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::run::Prompt;
+use crate::session::Uuid;
+
 /// One line of stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    /// `{"type": "user", "message": {"content": …}}`: a prompt for the session.
-    User(String),
+    /// `{"type": "user", "message": {"content": …}, "uuid": …, "origin": …}`: a prompt for
+    /// the session, with the uuid the SDK gave it (when it is a UUID) and its `origin` (when
+    /// its kind is `human`: the only kind Claude Code takes from an SDK host).
+    User(Prompt),
     /// `{"type": "control_request", "request_id": …, "request": {"subtype": …}}`.
     Request {
         /// The id to answer with.
@@ -32,7 +37,11 @@ pub fn parse(line: &str) -> Inbound {
     };
     match value.get("type").and_then(Value::as_str) {
         Some("user") => match prompt_text(&value["message"]["content"]) {
-            Some(text) => Inbound::User(text),
+            Some(text) => Inbound::User(Prompt {
+                text,
+                uuid: value.get("uuid").and_then(Value::as_str).and_then(|u| Uuid::parse(u).ok()),
+                origin: value.get("origin").filter(|o| o["kind"] == "human").cloned(),
+            }),
             None => Inbound::Bad("a user message without text content".into()),
         },
         Some("control_request") => match value.get("request_id").and_then(Value::as_str) {
@@ -91,7 +100,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(frames[1], Inbound::User("Read greeting.txt and tell me what it says".into()));
+        assert_eq!(frames[1], Inbound::User(Prompt::text("Read greeting.txt and tell me what it says")));
         let Inbound::Response(answer) = &frames[3] else { panic!("{:?}", frames[3]) };
         assert_eq!(answer["request_id"], "f3e25be8-c2e2-415c-9a8e-1a1bdc67c745");
         assert_eq!(answer["response"]["behavior"], "allow");
@@ -107,7 +116,18 @@ mod tests {
         assert_eq!(parse(r#"{"type":"keep_alive"}"#), Inbound::Ignored("keep_alive".into()));
         assert_eq!(
             parse(r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#),
-            Inbound::User("a\nb".into())
+            Inbound::User(Prompt::text("a\nb"))
         );
+    }
+
+    #[test]
+    fn a_user_message_keeps_its_uuid_and_a_human_origin() {
+        let line = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"4bdf8843-6342-492b-befa-479c5e1777ac","origin":{"kind":"human"}}"#;
+        let Inbound::User(prompt) = parse(line) else { panic!("{:?}", parse(line)) };
+        assert_eq!(prompt.text, "hi");
+        assert_eq!(prompt.uuid, Some(Uuid::parse("4bdf8843-6342-492b-befa-479c5e1777ac").unwrap()));
+        assert_eq!(prompt.origin, Some(json!({"kind": "human"})));
+        let other = r#"{"type":"user","message":{"content":"hi"},"uuid":"not-a-uuid","origin":{"kind":"peer"}}"#;
+        assert_eq!(parse(other), Inbound::User(Prompt::text("hi")));
     }
 }
