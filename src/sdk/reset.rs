@@ -5,9 +5,10 @@
 
 use serde_json::{Value, json};
 
+use crate::cli::session_args::{self, SessionArgs};
 use crate::engine::session::Session;
 use crate::session::time::format_rfc3339_millis;
-use crate::session::{SessionMeta, SessionStore, Uuid};
+use crate::session::{SessionMeta, Uuid};
 
 /// The prompt text that clears the conversation.
 pub const CLEAR: &str = "/clear";
@@ -18,27 +19,18 @@ pub fn is_clear(text: &str) -> bool {
 }
 
 /// The session that replaces `old`: a fresh id in the same working directory, written to a
-/// new transcript with `meta` when `old` was written to one (in memory only otherwise, or
-/// when the store cannot be written, with a warning).
+/// new transcript with `meta` when `old` was written to one (in memory only otherwise), as
+/// the interactive session's `/clear` opens one.
 pub fn fresh_session(old: &Session, meta: &SessionMeta) -> Session {
-    let id = Uuid::new_v4();
-    if old.transcript.is_none() {
-        return Session::in_memory(id, old.cwd.clone());
-    }
-    let opened = SessionStore::from_env().and_then(|store| {
-        let mut writer = crate::session::TranscriptWriter::create(&store.path(&old.cwd, id), id, &old.cwd)?;
-        writer.meta(meta)?;
-        Ok(writer)
+    let args = SessionArgs { no_session_persistence: old.transcript.is_none(), ..SessionArgs::default() };
+    let mut session = session_args::open(&args, &old.cwd).unwrap_or_else(|e| {
+        crate::cli::interrupt::stderr_line(&format!(
+            "agentloop: warning: the session after /clear is not written ({e})"
+        ));
+        Session::in_memory(Uuid::new_v4(), old.cwd.clone())
     });
-    match opened {
-        Ok(writer) => Session::persisted(writer, old.cwd.clone(), Vec::new()),
-        Err(e) => {
-            crate::cli::interrupt::stderr_line(&format!(
-                "agentloop: warning: the session after /clear is not written ({e})"
-            ));
-            Session::in_memory(id, old.cwd.clone())
-        }
-    }
+    session_args::write_meta(&mut session, &meta.model, &meta.table_sha256, &meta.permission_mode);
+    session
 }
 
 /// The `conversation_reset` line: the old session's id, the new conversation's id (which,
