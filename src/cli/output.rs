@@ -197,21 +197,23 @@ impl EventSink for CliSink {
             EngineEvent::TextDelta { text, .. } if self.format == OutputFormat::Text => {
                 self.emit(|t, out| t.delta(out, text));
             }
-            EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
+            EngineEvent::Message { message, .. }
+                if self.format == OutputFormat::Text && message.role == Role::Assistant =>
+            {
                 self.emit(|t, out| t.keep(out));
             }
             EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
-            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
+            EngineEvent::Message { .. } if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
                 // The first message of a run is its prompt.
-                let _ = message;
                 self.skip_prompt_line = false;
             }
-            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
+            EngineEvent::Message { message, uuid, reply } if self.format == OutputFormat::StreamJson => {
                 if self.partial_messages && message.role == Role::Assistant {
                     self.stream_event(json!({"type": "message_stop"}));
                 }
+                // The line's uuid is its transcript line's, as in Claude Code.
                 let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
-                    "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()});
+                    "parent_tool_use_id": null, "uuid": uuid.to_string()});
                 if message.role == Role::Assistant {
                     line["type"] = json!("assistant");
                     let asks_tools = message.tool_uses().next().is_some();
@@ -223,6 +225,9 @@ impl EventSink for CliSink {
                             line["message"]["usage"] = json!(usage);
                         }
                         None => line["message"]["model"] = json!(self.model),
+                    }
+                    if let Some(reply) = reply {
+                        with_reply_info(&mut line, reply);
                     }
                 }
                 self.stream_json(line);
@@ -295,6 +300,23 @@ impl EventSink for CliSink {
             }
             _ => {}
         }
+    }
+}
+
+/// Put what the API said about a reply on its stream-json line, as Claude Code does: the
+/// message's `id`, `stop_sequence`, and (when the API gave them) its `stop_reason` and
+/// `model`; the request's `request_id` beside the message.
+fn with_reply_info(line: &mut Value, reply: &crate::session::ReplyInfo) {
+    line["message"]["id"] = json!(reply.id);
+    line["message"]["stop_sequence"] = json!(reply.stop_sequence);
+    if let Some(reason) = &reply.stop_reason {
+        line["message"]["stop_reason"] = json!(reason);
+    }
+    if let Some(model) = &reply.model {
+        line["message"]["model"] = json!(model);
+    }
+    if let Some(id) = &reply.request_id {
+        line["request_id"] = json!(id);
     }
 }
 

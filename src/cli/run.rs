@@ -226,9 +226,6 @@ pub struct UnsupportedFlags {
     #[arg(long, value_name = "BETAS", hide = true)]
     pub betas: Option<String>,
     /// Not honoured yet.
-    #[arg(long, value_name = "ID", hide = true)]
-    pub resume_session_at: Option<String>,
-    /// Not honoured yet.
     #[arg(long, hide = true)]
     pub session_mirror: bool,
     /// Not honoured yet.
@@ -253,7 +250,6 @@ impl UnsupportedFlags {
         note(!self.add_dir.is_empty(), "--add-dir");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
-        note(self.resume_session_at.is_some(), "--resume-session-at");
         note(self.session_mirror, "--session-mirror");
         note(!self.plugin_dir.is_empty(), "--plugin-dir");
         note(self.task_budget.is_some(), "--task-budget");
@@ -379,7 +375,12 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &spec.cwd,
     )?;
     let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session_args::open(&args.session, &cwd)?;
+    spec.session = session_args::open(&args.session, &cwd).inspect_err(|message| {
+        // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
+        if matches!(args.output_format, OutputFormat::Json | OutputFormat::StreamJson) {
+            println!("{}", session_args::open_failure_result(message));
+        }
+    })?;
     spec.options.run_id = spec.session.id.to_string();
     let table_sha256 = spec.options.table().sha256.clone();
     session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());

@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::engine::trace::TraceRecord;
 use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
+use crate::session::{ReplyInfo, Uuid};
 use crate::tools::McpOrigin;
 
 /// One thing that happened in a run, streamed to the caller as it happens.
@@ -81,7 +82,17 @@ pub enum EngineEvent {
         usage: crate::protocol::Usage,
     },
     /// A message was appended to the conversation.
-    Message(Message),
+    Message {
+        /// The conversation's last message: the one appended, merged into the message before
+        /// it when both have the same role.
+        message: Message,
+        /// The uuid of the appended message's transcript line (in stream-json, the `uuid` of
+        /// its line on stdout too).
+        uuid: Uuid,
+        /// For a reply of the model: what the API said about it (`message.id`, `usage`,
+        /// the `request-id`, ...).
+        reply: Option<Box<ReplyInfo>>,
+    },
     /// The Stop hooks of an end of turn start running.
     StopHooksStarted,
     /// The tool phase of a reply begins.
@@ -191,6 +202,7 @@ enum Wire<'a> {
     },
     Message {
         message: &'a Message,
+        uuid: String,
     },
     StopHooksStarted,
     ToolPhaseStarted {
@@ -257,7 +269,7 @@ impl Serialize for EngineEvent {
             EngineEvent::ReplyDelta { stop_reason, stop_sequence, usage } => {
                 Wire::ReplyDelta { stop_reason: stop_reason.as_ref(), stop_sequence: stop_sequence.as_deref(), usage }
             }
-            EngineEvent::Message(message) => Wire::Message { message },
+            EngineEvent::Message { message, uuid, .. } => Wire::Message { message, uuid: uuid.to_string() },
             EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
             EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
             EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {

@@ -16,10 +16,10 @@ use crate::engine::generated::fact;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
-use crate::model::assemble::{Assembler, Step};
+use crate::model::assemble::{Assembled, Assembler, Step};
 use crate::model::{ErrorClass, ModelError, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use crate::session::HistoryReason;
+use crate::session::{HistoryReason, ReplyInfo, Uuid};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -277,6 +277,7 @@ and nothing is left to compact",
         self.st.overload_streak = 0;
         let done = asm.finish();
         self.account(ctx, &done.usage);
+        let info = Box::new(reply_info(&done, stream.request_id()));
         let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
         if done.stop_reason == Some(StopReason::Refusal) {
@@ -295,16 +296,16 @@ and nothing is left to compact",
         let Some(edge) = self.decide_now::<MessageComplete>(ctx, &f) else { return Handled };
         match edge {
             MessageComplete::Tools => {
-                self.append(ctx, message);
+                self.append_reply(ctx, message, Some(info));
                 self.st.calls = calls;
                 // Without streamed execution the executor is empty: ExecuteTools starts the calls.
                 self.st.executor = (!executor.is_empty()).then_some(executor);
             }
             // The API continues a paused turn when it gets the paused reply back as it is.
-            MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append(ctx, message),
+            MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append_reply(ctx, message, Some(info)),
             MessageComplete::Truncated => {
                 let max_tokens = self.st.max_tokens();
-                self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });
+                self.st.withheld = Some(Withheld::Truncated { reply: message, info, max_tokens });
             }
         }
         self.proceed()
@@ -369,7 +370,9 @@ and nothing is left to compact",
     /// Keep the finished part of an interrupted reply. Each of its tool calls is answered:
     /// with its real result if it ran to the end, otherwise with a synthetic error (`reason`).
     fn keep_partial(&mut self, ctx: &mut Ctx, partial: Assembler, reason: &str) {
-        let (message, _) = partial.finish().into_message();
+        let done = partial.finish();
+        let info = Box::new(reply_info(&done, None));
+        let (message, _) = done.into_message();
         let mut known = std::mem::take(&mut self.st.partial_results);
         let results: Vec<ContentBlock> = message
             .tool_uses()
@@ -380,7 +383,7 @@ and nothing is left to compact",
                 _ => ContentBlock::tool_result(t.id, reason.to_owned(), true),
             })
             .collect();
-        self.append(ctx, message);
+        self.append_reply(ctx, message, Some(info));
         if !results.is_empty() {
             self.append(ctx, Message { role: Role::User, content: results });
         }
@@ -398,11 +401,18 @@ and nothing is left to compact",
     /// Append a message to the conversation, write it to the session transcript and show it
     /// to the caller.
     pub(crate) fn append(&mut self, ctx: &mut Ctx, message: Message) {
-        if let Some(warning) = ctx.transcript.message(&message) {
+        self.append_reply(ctx, message, None);
+    }
+
+    /// [`Self::append`] for a reply of the model, with what the API said about it: its line
+    /// in the transcript and on stdout carry the same uuid, message id, usage and request id.
+    pub(crate) fn append_reply(&mut self, ctx: &mut Ctx, message: Message, reply: Option<Box<ReplyInfo>>) {
+        let uuid = Uuid::new_v4();
+        if let Some(warning) = ctx.transcript.message(&message, uuid, reply.as_deref()) {
             ctx.emit(warning);
         }
         if let Some(m) = self.st.push_message(message) {
-            ctx.emit(EngineEvent::Message(m.clone()));
+            ctx.emit(EngineEvent::Message { message: m.clone(), uuid, reply });
         }
     }
 
@@ -422,6 +432,18 @@ and nothing is left to compact",
         self.append(ctx, Message::user_text(INTERRUPTED));
         self.st.error = Some("interrupted by the user while the model was answering".into());
         self.proceed()
+    }
+}
+
+/// What the API said about an assembled reply (`request_id`: its request's `request-id`).
+fn reply_info(done: &Assembled, request_id: Option<&str>) -> ReplyInfo {
+    ReplyInfo {
+        id: done.id.clone(),
+        model: done.model.clone(),
+        stop_reason: done.stop_reason.clone(),
+        stop_sequence: done.stop_sequence.clone(),
+        usage: done.usage,
+        request_id: request_id.map(str::to_owned),
     }
 }
 

@@ -26,6 +26,8 @@ pub enum Withheld {
     Truncated {
         /// The reply as received (without any unfinished tool call).
         reply: Message,
+        /// What the API said about it.
+        info: Box<crate::session::ReplyInfo>,
         /// The output cap it hit.
         max_tokens: u32,
     },

@@ -677,7 +677,7 @@ impl EventSink for TurnSink {
                 }
                 self.screen.reply_text(&render::printable(text));
             }
-            EngineEvent::Message(message) if message.role == Role::Assistant => {
+            EngineEvent::Message { message, .. } if message.role == Role::Assistant => {
                 self.text_block = None;
                 self.screen.keep_attempt();
                 self.screen.end_line();

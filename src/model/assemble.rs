@@ -91,8 +91,8 @@ pub struct Assembler {
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
     usage: Usage,
+    id: Option<String>,
     model: Option<String>,
-    message_id: Option<String>,
     started: bool,
     stopped: bool,
     error: Option<ApiErrorBody>,
@@ -116,6 +116,8 @@ pub struct Assembled {
     pub stop_sequence: Option<String>,
     /// Merged usage.
     pub usage: Usage,
+    /// The message id (`msg_…`), from `message_start`.
+    pub id: Option<String>,
     /// The model that answered, from `message_start`.
     pub model: Option<String>,
     /// Whether `message_stop` arrived.
@@ -138,8 +140,8 @@ impl Assembler {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.started = true;
+                self.id = message.id;
                 self.model = message.model;
-                self.message_id = message.id;
                 for block in message.content {
                     self.open_block(block)?;
                 }
@@ -206,7 +208,7 @@ impl Assembler {
 
     /// The message id `message_start` gave, if any.
     pub fn message_id(&self) -> Option<&str> {
-        self.message_id.as_deref()
+        self.id.as_deref()
     }
 
     /// The model `message_start` named, if any.
@@ -246,6 +248,7 @@ impl Assembler {
             stop_reason: self.stop_reason,
             stop_sequence: self.stop_sequence,
             usage: self.usage,
+            id: self.id,
             model: self.model,
             complete: self.stopped,
             error: self.error,

@@ -30,6 +30,12 @@ pub trait Reply: Send {
         asm: &mut Assembler,
         on_step: &mut dyn FnMut(Step<'_>),
     ) -> Poll<Option<Result<(), ModelError>>>;
+
+    /// The server's id for the request this reply answers (the Messages API's `request-id`
+    /// response header), when it gave one.
+    fn request_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A boxed reply, as [`crate::model::Model::stream`] returns it.

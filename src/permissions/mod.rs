@@ -259,6 +259,9 @@ pub struct Policy {
     readable_roots: Vec<PathBuf>,
     read_deny: Arc<ReadDeny>,
     grants: Grants,
+    /// A file tool's path outside the working directory that no rule covers is a question
+    /// (someone can be asked: the Claude Agent SDK's `can_use_tool`), not a refusal.
+    ask_outside: bool,
 }
 
 impl Default for Policy {
@@ -280,6 +283,27 @@ impl Policy {
             readable_roots: Vec::new(),
             read_deny: Arc::default(),
             grants: Grants::default(),
+            ask_outside: false,
+        }
+    }
+
+    /// The same policy, asking (outside plan mode) about a file tool's path outside the
+    /// working directory that no rule covers instead of refusing it: for a run whose approver
+    /// reaches someone who can answer (`--permission-prompt-tool stdio`), as Claude Code asks
+    /// `can_use_tool` there.
+    pub fn asking_outside(mut self) -> Self {
+        self.ask_outside = true;
+        self
+    }
+
+    /// Whether a call of `tool` with `input` is about a path outside the working directory
+    /// (a file tool's subject; never a command line, which is judged on its own).
+    pub fn is_outside(&self, tool: &dyn Tool, input: &Value) -> bool {
+        match tool.permission_subject(input) {
+            Subject::Path(path) if tool.kind() != ToolKind::RunsCommands => {
+                !self.absolute(&path).starts_with(&self.cwd)
+            }
+            Subject::Path(_) | Subject::Command(_) | Subject::None => false,
         }
     }
 
@@ -402,12 +426,12 @@ impl Policy {
                 read_only && path.as_ref().is_some_and(|p| self.readable_roots.iter().any(|root| p.starts_with(root)));
             if !readable {
                 let p = path.as_ref().expect("outside implies a path");
-                return Decision::Deny(format!(
-                    "{} is outside the working directory {}; a rule such as `{tool}(/{}/**)` would allow it.",
-                    p.display(),
-                    self.cwd.display(),
-                    p.parent().unwrap_or(p).display()
-                ));
+                let why = format!("{} is outside the working directory {}", p.display(), self.cwd.display());
+                let rule = format!("{tool}(/{}/**)", p.parent().unwrap_or(p).display());
+                if self.ask_outside && self.mode.get() != Mode::Plan {
+                    return Decision::Ask { reason: why, suggestion: Some(rule) };
+                }
+                return Decision::Deny(format!("{why}; a rule such as `{rule}` would allow it."));
             }
             return Decision::Allow { outside: true, guard_git: false, read_only: false };
         }

@@ -16,6 +16,7 @@
 pub mod approver;
 pub mod control;
 pub mod info;
+pub mod reset;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -36,7 +37,7 @@ use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
-use crate::engine::run::{RunOutcome, run_prompt};
+use crate::engine::run::{Prompt, RunOutcome, run_prompt_with};
 use crate::engine::session::Session;
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
@@ -76,7 +77,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     tokio::spawn(read_stdin(tx, controller.clone()));
     let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
-    let mut queue: VecDeque<(String, Value)> = VecDeque::new();
+    let mut queue: VecDeque<(Prompt, Value)> = VecDeque::new();
+    // The prompt that runs: its result echoes its `origin` and uuid.
+    let mut current: Option<Prompt> = None;
     let mut input_open = true;
     let mut running: Option<Running> = None;
     // Session titles being asked of the model.
@@ -95,11 +98,17 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     loop {
         if running.is_none() {
             if let Some((prompt, frame)) = queue.pop_front() {
+                if reset::is_clear(&prompt.text) {
+                    let old = session.take().expect("the session is back whenever no prompt runs");
+                    session = Some(host.clear(old, &prompt));
+                    continue;
+                }
                 // The first prompt needs the MCP servers' tools: they started with the process.
                 host.servers_ready().await;
-                let current = session.take().expect("the session is back whenever no prompt runs");
+                let idle = session.take().expect("the session is back whenever no prompt runs");
                 cancel = CancellationToken::new();
-                running = Some(host.start(current, prompt, &frame, cancel.clone()));
+                running = Some(host.start(idle, prompt.clone(), &frame, cancel.clone()));
+                current = Some(prompt);
             } else if !input_open {
                 break;
             }
@@ -123,7 +132,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     input_open = false;
                     controller.close();
                 }
-                Some(Inbound::User { text, frame }) => queue.push_back((text, frame)),
+                Some(Inbound::User { prompt, frame }) => queue.push_back((prompt, frame)),
                 // Routed by the reader; never forwarded.
                 Some(Inbound::Response(_)) => {}
                 Some(Inbound::Request { id, request }) => {
@@ -150,6 +159,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                         let mut result = result_object(&outcome, &done.id.to_string(), started, api);
                         host.model_usage.add(&host.options.model, &outcome.usage, outcome.cost_usd);
                         result["modelUsage"] = host.model_usage.to_json(host.options.context_window);
+                        if let Some(prompt) = current.take() {
+                            echo_prompt(&mut result, &prompt);
+                        }
                         stdout.line(&result.to_string());
                     }
                     Err(e) => {
@@ -215,11 +227,15 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, mcp, sandbox, .. } = spec;
+        let RunSpec { cwd, options, model, settings, mut policy, session, tools, mcp, sandbox, .. } = spec;
         let mcp_servers = mcp.servers().clone();
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
-            Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
+            Some("stdio") => {
+                // Someone can be asked: a path outside the working directory is a question.
+                policy = policy.asking_outside();
+                Arc::new(approver::SdkApprover::new(controller.clone()))
+            }
             Some(other) => {
                 stderr_line(&format!(
                     "agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"
@@ -323,10 +339,57 @@ impl Host {
         }
     }
 
+    /// `/clear`: `old` is replaced by a fresh session (its background shells are stopped with
+    /// it). Prints `conversation_reset` for the old session, `system/init` of the new one and
+    /// the command's result, and returns the new session.
+    fn clear(&mut self, old: Session, prompt: &Prompt) -> Session {
+        let meta = crate::session::SessionMeta {
+            model: self.options.model.clone(),
+            table_sha256: self.options.table().sha256.clone(),
+            permission_mode: self.policy.mode().as_str().to_owned(),
+        };
+        let fresh = reset::fresh_session(&old, &meta);
+        let started = Instant::now();
+        self.stdout.line(
+            &reset::reset_frame(&old.id.to_string(), prompt.uuid.unwrap_or_else(crate::session::Uuid::new_v4))
+                .to_string(),
+        );
+        drop(old);
+        self.options.run_id = fresh.id.to_string();
+        self.stdout.line(&self.init_line(&fresh.id.to_string()).to_string());
+        let outcome = RunOutcome {
+            terminal: crate::engine::reason::TerminalReason::Completed,
+            error: None,
+            messages: Vec::new(),
+            final_text: String::new(),
+            usage: crate::engine::state::UsageTotals::default(),
+            model_calls: 0,
+            cost_usd: 0.0,
+            turns: 0,
+            trace: Vec::new(),
+            api_failure: None,
+            permission_denials: Vec::new(),
+        };
+        let mut result = result_object(&outcome, &fresh.id.to_string(), started, 0);
+        result["local_command"] = json!("clear");
+        echo_prompt(&mut result, prompt);
+        self.stdout.line(&result.to_string());
+        fresh
+    }
+
+    /// The `system/init` line of a prompt of session `id`.
+    fn init_line(&self, id: &str) -> Value {
+        let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
+        let mode = self.policy.mode().as_str();
+        let statuses = self.mcp_status.as_deref().unwrap_or_default();
+        system_init(id, &self.cwd, &self.options.model, &names, mode, statuses)
+            .with_sandbox(&self.sandbox, self.policy.mode())
+    }
+
     /// Print `system/init` (and, with `--replay-user-messages`, the echo of the user message
     /// `frame`) and start `prompt` on `session`; the future gives the session back with the
     /// outcome.
-    fn start(&self, mut session: Session, prompt: String, frame: &Value, cancel: CancellationToken) -> Running {
+    fn start(&self, mut session: Session, prompt: Prompt, frame: &Value, cancel: CancellationToken) -> Running {
         let deps = Deps {
             model: self.model.clone(),
             tools: self.tools.clone(),
@@ -340,12 +403,7 @@ impl Host {
             approver: self.approver.clone(),
         };
         let id = session.id.to_string();
-        let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
-        let mode = self.policy.mode().as_str();
-        let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses)
-            .with_sandbox(&self.sandbox, self.policy.mode());
-        self.stdout.line(&init.to_string());
+        self.stdout.line(&self.init_line(&id).to_string());
         if self.replay {
             self.stdout.line(&wire::replay(frame, &id).to_string());
         }
@@ -357,7 +415,7 @@ impl Host {
         let options = self.options.clone();
         Box::pin(async move {
             let started = Instant::now();
-            let result = run_prompt(&mut session, deps, options, &prompt, Box::new(sink)).await;
+            let result = run_prompt_with(&mut session, deps, options, &prompt, Box::new(sink)).await;
             (session, result.map_err(|e| e.to_string()), started, api_ms)
         })
     }
@@ -490,6 +548,18 @@ impl Host {
                 }
             });
         }
+    }
+}
+
+/// What a prompt's result echoes of it, as Claude Code's does: its `origin`, and the uuid the
+/// SDK gave it (`user_message_uuid`, `user_message_uuids`).
+fn echo_prompt(result: &mut Value, prompt: &Prompt) {
+    if let Some(origin) = &prompt.origin {
+        result["origin"] = origin.clone();
+    }
+    if let Some(uuid) = prompt.uuid {
+        result["user_message_uuid"] = json!(uuid.to_string());
+        result["user_message_uuids"] = json!([uuid.to_string()]);
     }
 }
 

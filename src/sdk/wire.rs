@@ -4,13 +4,18 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::run::Prompt;
+use crate::session::Uuid;
+
 /// One line of stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    /// `{"type": "user", "message": {"content": …}}`: a prompt for the session.
+    /// `{"type": "user", "message": {"content": …}, "uuid": …, "origin": …}`: a prompt for
+    /// the session, with the uuid the SDK gave it (when it is a UUID) and its `origin` (when
+    /// its kind is `human`: the only kind Claude Code takes from an SDK host).
     User {
-        /// The prompt: the content's text.
-        text: String,
+        /// The prompt.
+        prompt: Prompt,
         /// The whole frame, as read (`--replay-user-messages` echoes it).
         frame: Value,
     },
@@ -37,7 +42,14 @@ pub fn parse(line: &str) -> Inbound {
     };
     match value.get("type").and_then(Value::as_str) {
         Some("user") => match prompt_text(&value["message"]["content"]) {
-            Some(text) => Inbound::User { text, frame: value },
+            Some(text) => {
+                let prompt = Prompt {
+                    text,
+                    uuid: value.get("uuid").and_then(Value::as_str).and_then(|u| Uuid::parse(u).ok()),
+                    origin: value.get("origin").filter(|o| o["kind"] == "human").cloned(),
+                };
+                Inbound::User { prompt, frame: value }
+            }
             None => Inbound::Bad("a user message without text content".into()),
         },
         Some("control_request") => match value.get("request_id").and_then(Value::as_str) {
@@ -120,8 +132,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let Inbound::User { text, frame } = &frames[1] else { panic!("{:?}", frames[1]) };
-        assert_eq!(text, "Read greeting.txt and tell me what it says");
+        let Inbound::User { prompt, frame } = &frames[1] else { panic!("{:?}", frames[1]) };
+        assert_eq!(prompt, &Prompt::text("Read greeting.txt and tell me what it says"));
         assert_eq!(frame["message"]["role"], "user");
         let Inbound::Response(answer) = &frames[3] else { panic!("{:?}", frames[3]) };
         assert_eq!(answer["request_id"], "f3e25be8-c2e2-415c-9a8e-1a1bdc67c745");
@@ -156,6 +168,21 @@ mod tests {
         );
         assert_eq!(parse(r#"{"type":"keep_alive"}"#), Inbound::Ignored("keep_alive".into()));
         let two = r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#;
-        assert_eq!(parse(two), Inbound::User { text: "a\nb".into(), frame: serde_json::from_str(two).unwrap() });
+        assert_eq!(
+            parse(two),
+            Inbound::User { prompt: Prompt::text("a\nb"), frame: serde_json::from_str(two).unwrap() }
+        );
+    }
+
+    #[test]
+    fn a_user_message_keeps_its_uuid_and_a_human_origin() {
+        let line = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"4bdf8843-6342-492b-befa-479c5e1777ac","origin":{"kind":"human"}}"#;
+        let Inbound::User { prompt, .. } = parse(line) else { panic!("{:?}", parse(line)) };
+        assert_eq!(prompt.text, "hi");
+        assert_eq!(prompt.uuid, Some(Uuid::parse("4bdf8843-6342-492b-befa-479c5e1777ac").unwrap()));
+        assert_eq!(prompt.origin, Some(json!({"kind": "human"})));
+        let other = r#"{"type":"user","message":{"content":"hi"},"uuid":"not-a-uuid","origin":{"kind":"peer"}}"#;
+        let Inbound::User { prompt, .. } = parse(other) else { panic!("{:?}", parse(other)) };
+        assert_eq!(prompt, Prompt::text("hi"));
     }
 }

@@ -163,7 +163,7 @@ impl Toolbox {
         // rules and plan mode refuse the call whatever the hook says.
         let hook_asks = match (&pre.permission, &decision) {
             (Some(HookPermission::Allow), Decision::Ask { .. }) => {
-                decision = Decision::ALLOW;
+                decision = self.approved(tool.as_ref(), &call.input);
                 None
             }
             (Some(HookPermission::Ask(reason)), Decision::Allow { .. }) => {
@@ -191,7 +191,7 @@ impl Toolbox {
                 // The person approved this input: judged again, it may still be refused, but
                 // it is not asked about a second time.
                 decision = match self.decide(tool.as_ref(), input, &sandbox) {
-                    Decision::Ask { .. } => Decision::ALLOW,
+                    Decision::Ask { .. } => self.approved(tool.as_ref(), input),
                     judged => judged,
                 };
                 changed = Some(input.clone());
@@ -275,12 +275,12 @@ impl Toolbox {
         };
         tracing::debug!(tool = %call.name, id = %call.id, ?answer, "approval");
         let decided = match &answer {
-            Approval::AllowOnce | Approval::AllowChanged { .. } => Ok(Decision::ALLOW),
+            Approval::AllowOnce | Approval::AllowChanged { .. } => Ok(self.approved(tool, &call.input)),
             Approval::AllowForSession { rule } => {
                 if let Err(e) = self.policy.grant(rule) {
                     warnings.push(format!("{e}; the call of {} {} was allowed once", call.name, call.id));
                 }
-                Ok(Decision::ALLOW)
+                Ok(self.approved(tool, &call.input))
             }
             Approval::Deny { message } => Err(ToolOutput::error(message.clone())),
             Approval::DenyAndInterrupt { message } => {
@@ -290,6 +290,12 @@ impl Toolbox {
         };
         *record = Some(Box::new((request, answer)));
         decided
+    }
+
+    /// What a question a person (or a hook) answered with "allow" becomes: the call runs, at a
+    /// path outside the working directory too when that is what was asked about.
+    fn approved(&self, tool: &dyn Tool, input: &serde_json::Value) -> Decision {
+        Decision::Allow { outside: self.policy.is_outside(tool, input), guard_git: false, read_only: false }
     }
 
     /// The policy's decision on `tool` with `input`, where a command proven read-only is not
