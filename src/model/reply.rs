@@ -146,7 +146,8 @@ pub(crate) mod tests {
             Ok(StreamEvent::Ping),
         ]);
         let (steps, end, asm) = steps_of(reply).await;
-        assert_eq!(steps, ["Quiet", r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
+        let started = r#"BlockStarted { index: 0, block: Object {"text": String(""), "type": String("text")} }"#;
+        assert_eq!(steps, [started, r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
         assert_eq!(end, Ok(()));
         assert!(asm.is_complete());
     }
