@@ -15,6 +15,7 @@
 //! - [`credentials`]: the model credentials and other secrets, kept out of the process's
 //!   environment and its `/proc` files.
 //! - [`context`]: token estimates, collapse and compaction.
+//! - [`settings`]: where settings come from (`--setting-sources`), merged; frontmatter files.
 //! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
 //! - [`cli`]: the `agentloop` command line.
@@ -39,5 +40,6 @@ pub mod sandbox;
 pub mod scenario;
 pub mod sdk;
 pub mod session;
+pub mod settings;
 pub mod shell;
 pub mod tools;
