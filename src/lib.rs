@@ -18,11 +18,13 @@
 //! - [`settings`]: where settings come from (`--setting-sources`), merged; frontmatter files.
 //! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
+//! - [`commands`]: custom slash commands (`.claude/commands/*.md`).
 //! - [`cli`]: the `agentloop` command line.
 #![warn(missing_docs)]
 
 pub mod audit;
 pub mod cli;
+pub mod commands;
 pub mod context;
 pub mod credentials;
 pub mod engine;
