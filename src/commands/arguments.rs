@@ -41,9 +41,9 @@ impl Arguments {
                 rest = after;
                 continue;
             }
-            if tail.starts_with('\\') {
+            if let Some(after) = tail.strip_prefix('\\') {
                 out.push('\\');
-                rest = &tail[1..];
+                rest = after;
                 continue;
             }
             match placeholder(tail) {

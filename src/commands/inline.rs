@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 use super::CustomCommand;
 use super::arguments::{Arguments, has_placeholder};
 use crate::engine::machine::Deps;
+use crate::engine::session::Session;
 use crate::hooks::HookEnv;
+use crate::permissions::Policy;
 use crate::tools::orchestrate::{Approvals, Toolbox};
 use crate::tools::{ToolCall, ToolContext, ToolOutput};
 
@@ -142,6 +144,30 @@ impl Invocation {
             }
         }
         Prompt { text, warnings }
+    }
+}
+
+impl Invocation {
+    /// `base` with the command's `allowed-tools` added as allow rules; a rule that does not
+    /// parse is left out, with a warning.
+    pub fn policy(&self, base: &Policy) -> (Policy, Vec<String>) {
+        let mut policy = base.clone();
+        let mut warnings = Vec::new();
+        for rule in &self.allowed_tools {
+            match policy.clone().with_rules(std::slice::from_ref(rule), &[], &[]) {
+                Ok(with) => policy = with,
+                Err(e) => warnings.push(format!("/{}: allowed-tools: {e}; the rule is left out", self.name)),
+            }
+        }
+        (policy, warnings)
+    }
+
+    /// The prompt of this invocation in `session`, its spans run and its files read with
+    /// `deps` (whose policy is [`Invocation::policy`]'s).
+    pub async fn resolve(&self, deps: &Deps, session: &Session) -> Prompt {
+        let transcript = session.transcript.as_ref().map(|t| t.path().to_path_buf());
+        let caller = ToolboxCaller::new(deps, &session.id.to_string(), transcript, session.background.clone());
+        self.prompt(&deps.cwd, &caller).await
     }
 }
 

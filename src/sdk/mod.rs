@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, WithSandbox, result_object, system_init};
+use crate::cli::output::{CliSink, WithCommands, WithSandbox, result_object, system_init};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -171,6 +171,11 @@ struct Host {
     mcp_servers: crate::mcp::Servers,
     /// How each MCP server came up, once they have.
     mcp_status: Option<Vec<crate::mcp::ServerStatus>>,
+    /// The custom slash commands: a prompt `/NAME ARGUMENTS` runs one.
+    commands: Arc<crate::commands::Commands>,
+    /// The output styles, and the one in force.
+    output_styles: crate::context::output_style::OutputStyles,
+    output_style: String,
 }
 
 impl Host {
@@ -178,7 +183,21 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, mut mcp, sandbox, .. } = spec;
+        let RunSpec {
+            cwd,
+            options,
+            model,
+            settings,
+            policy,
+            session,
+            tools,
+            mut mcp,
+            sandbox,
+            commands,
+            output_styles,
+            output_style,
+            ..
+        } = spec;
         let mcp_servers = mcp.servers().clone();
         // The SDK's own servers start now, spoken to through control requests.
         mcp.reach_sdk(controller.clone());
@@ -210,6 +229,9 @@ impl Host {
             mcp: Some(mcp),
             mcp_servers,
             mcp_status: None,
+            commands,
+            output_styles,
+            output_style: output_style.name,
         };
         (host, session)
     }
@@ -230,8 +252,22 @@ impl Host {
     }
 
     /// Print `system/init` and start `prompt` on `session`; the future gives the session back
-    /// with the outcome.
+    /// with the outcome. A prompt `/NAME ARGUMENTS` naming a custom command runs that
+    /// command's prompt, on its model, with its `allowed-tools`.
     fn start(&self, mut session: Session, prompt: String, cancel: CancellationToken) -> Running {
+        let invocation = self.commands.find(&prompt).map(|(command, arguments)| command.invoke(arguments));
+        let mut options = self.options.clone();
+        let mut policy = self.policy.clone();
+        if let Some(invocation) = &invocation {
+            if let Some(model) = &invocation.model {
+                options.model.clone_from(model);
+            }
+            let warnings;
+            (policy, warnings) = invocation.policy(&self.policy);
+            for warning in warnings {
+                stderr_line(&format!("agentloop: warning: {warning}"));
+            }
+        }
         let deps = Deps {
             model: self.model.clone(),
             tools: self.tools.clone(),
@@ -239,7 +275,7 @@ impl Host {
             clock: Arc::new(SystemClock::new()),
             cancel,
             cwd: self.cwd.clone(),
-            policy: Arc::new(self.policy.clone()),
+            policy: Arc::new(policy),
             shell_env: self.shell_env.clone(),
             sandbox: self.sandbox.clone(),
             approver: self.approver.clone(),
@@ -248,17 +284,27 @@ impl Host {
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
         let mode = self.policy.mode().as_str();
         let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses)
-            .with_sandbox(&self.sandbox, self.policy.mode());
+        let init = system_init(&id, &self.cwd, &options.model, &names, mode, statuses)
+            .with_sandbox(&self.sandbox, self.policy.mode())
+            .with_commands(&self.commands.slash_commands(), &self.output_style);
         self.stdout.line(&init.to_string());
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
-        sink.model = self.options.model.clone();
+        sink.model = options.model.clone();
         sink.skip_prompt_line = true;
         sink.partial_messages = self.partial_messages;
         let api_ms = sink.api_ms.clone();
-        let options = self.options.clone();
         Box::pin(async move {
             let started = Instant::now();
+            let prompt = match &invocation {
+                Some(invocation) => {
+                    let resolved = invocation.resolve(&deps, &session).await;
+                    for warning in resolved.warnings {
+                        stderr_line(&format!("agentloop: warning: {warning}"));
+                    }
+                    resolved.text
+                }
+                None => prompt,
+            };
             let result = run_prompt(&mut session, deps, options, &prompt, Box::new(sink)).await;
             (session, result.map_err(|e| e.to_string()), started, api_ms)
         })
@@ -268,7 +314,7 @@ impl Host {
     fn answer(&mut self, id: &str, request: &Value, cancel: &CancellationToken) -> Value {
         match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
             "initialize" => match register_callbacks(&mut self.settings.hooks, &request["hooks"]) {
-                Ok(()) => wire::success(id, initialize_response()),
+                Ok(()) => wire::success(id, self.initialize_response()),
                 Err(message) => wire::error(id, &message),
             },
             "interrupt" => {
@@ -328,13 +374,20 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
     controller.close();
 }
 
-/// What `initialize` answers: no slash commands or output styles of Claude Code's, the hooks
-/// registered, and who answers.
-fn initialize_response() -> Value {
+impl Host {
+    /// What `initialize` answers: the custom commands, the output styles, the hooks
+    /// registered, and who answers.
+    fn initialize_response(&self) -> Value {
+        initialize_response(&self.commands, &self.output_style, &self.output_styles.names())
+    }
+}
+
+/// What `initialize` answers with `commands` and the output style `style` of `styles`.
+fn initialize_response(commands: &crate::commands::Commands, style: &str, styles: &[String]) -> Value {
     json!({
-        "commands": [],
-        "output_style": "default",
-        "available_output_styles": ["default"],
+        "commands": commands.initialize_entries(),
+        "output_style": style,
+        "available_output_styles": styles,
         "models": [],
         "account": {},
         "pid": std::process::id(),
