@@ -137,7 +137,7 @@ impl Invocation {
                         let why = output.content.trim_end();
                         warnings.push(format!("/{}: !`{command}` failed: {why}", self.name));
                         text.push_str(&format!("[!`{command}` failed: {why}]"));
-                    } else {
+                    } else if output.content != crate::tools::bash::NO_OUTPUT {
                         text.push_str(output.content.trim_end());
                     }
                 }

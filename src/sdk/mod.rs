@@ -3,7 +3,7 @@
 //!
 //! Both directions are newline-delimited JSON. From the SDK: `initialize` (which registers its
 //! hook callbacks), user messages — each one a prompt on the same session, run one after the
-//! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
+//! other; `/NAME ARGUMENTS` runs a custom command ([`crate::commands`]) — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
 //! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
 //! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
