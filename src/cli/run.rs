@@ -607,10 +607,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     let started = Instant::now();
     let invocation = spec.commands.find(&spec.prompt).map(|(command, arguments)| command.invoke(arguments));
     if let Some(invocation) = &invocation {
-        if let Some(model) = &invocation.model {
-            spec.options.model.clone_from(model);
-        }
-        let (policy, warnings) = invocation.policy(&spec.policy);
+        let (policy, warnings) = invocation.apply(&mut spec.options, &spec.policy);
         spec.policy = policy;
         for warning in warnings {
             stderr_line(&format!("agentloop: warning: {warning}"));

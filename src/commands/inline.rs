@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use super::CustomCommand;
 use super::arguments::{Arguments, has_placeholder};
 use crate::engine::machine::Deps;
+use crate::engine::options::EngineOptions;
 use crate::engine::session::Session;
 use crate::hooks::HookEnv;
 use crate::permissions::Policy;
@@ -148,6 +149,15 @@ impl Invocation {
 }
 
 impl Invocation {
+    /// What this prompt runs with: `options` get the command's model, if it sets one, and the
+    /// policy returned is `base` with its `allowed-tools` (see [`Invocation::policy`]).
+    pub fn apply(&self, options: &mut EngineOptions, base: &Policy) -> (Policy, Vec<String>) {
+        if let Some(model) = &self.model {
+            options.model.clone_from(model);
+        }
+        self.policy(base)
+    }
+
     /// `base` with the command's `allowed-tools` added as allow rules; a rule that does not
     /// parse is left out, with a warning.
     pub fn policy(&self, base: &Policy) -> (Policy, Vec<String>) {

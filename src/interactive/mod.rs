@@ -468,10 +468,7 @@ impl Interactive {
         let mut deps = self.deps(&cancel);
         let mut options = self.options.clone();
         if let Some(invocation) = &invocation {
-            if let Some(model) = &invocation.model {
-                options.model.clone_from(model);
-            }
-            let (policy, warnings) = invocation.policy(&self.policy);
+            let (policy, warnings) = invocation.apply(&mut options, &self.policy);
             deps.policy = Arc::new(policy);
             for warning in warnings {
                 self.screen.line(&self.screen.style.paint(YELLOW, &format!("warning: {warning}")));

@@ -3,8 +3,9 @@
 //!
 //! Both directions are newline-delimited JSON. From the SDK: `initialize` (which registers its
 //! hook callbacks), user messages — each one a prompt on the same session, run one after the
-//! other; `/NAME ARGUMENTS` runs a custom command ([`crate::commands`]) — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
-//! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
+//! other; `/NAME ARGUMENTS` runs a custom command ([`crate::commands`]) — and control requests
+//! (`interrupt`, `set_permission_mode`, `set_model`, `mcp_status`; any other gets an error
+//! answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
 //! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
 //! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
@@ -259,11 +260,8 @@ impl Host {
         let mut options = self.options.clone();
         let mut policy = self.policy.clone();
         if let Some(invocation) = &invocation {
-            if let Some(model) = &invocation.model {
-                options.model.clone_from(model);
-            }
             let warnings;
-            (policy, warnings) = invocation.policy(&self.policy);
+            (policy, warnings) = invocation.apply(&mut options, &self.policy);
             for warning in warnings {
                 stderr_line(&format!("agentloop: warning: {warning}"));
             }
@@ -314,7 +312,10 @@ impl Host {
     fn answer(&mut self, id: &str, request: &Value, cancel: &CancellationToken) -> Value {
         match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
             "initialize" => match register_callbacks(&mut self.settings.hooks, &request["hooks"]) {
-                Ok(()) => wire::success(id, self.initialize_response()),
+                Ok(()) => wire::success(
+                    id,
+                    initialize_response(&self.commands, &self.output_style, &self.output_styles.names()),
+                ),
                 Err(message) => wire::error(id, &message),
             },
             "interrupt" => {
@@ -374,15 +375,8 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
     controller.close();
 }
 
-impl Host {
-    /// What `initialize` answers: the custom commands, the output styles, the hooks
-    /// registered, and who answers.
-    fn initialize_response(&self) -> Value {
-        initialize_response(&self.commands, &self.output_style, &self.output_styles.names())
-    }
-}
-
-/// What `initialize` answers with `commands` and the output style `style` of `styles`.
+/// What `initialize` answers: the custom `commands`, the output style `style` of `styles`,
+/// the hooks registered, and who answers.
 fn initialize_response(commands: &crate::commands::Commands, style: &str, styles: &[String]) -> Value {
     json!({
         "commands": commands.initialize_entries(),
