@@ -15,13 +15,16 @@
 //! - [`credentials`]: the model credentials and other secrets, kept out of the process's
 //!   environment and its `/proc` files.
 //! - [`context`]: token estimates, collapse and compaction.
+//! - [`settings`]: where settings come from (`--setting-sources`), merged; frontmatter files.
 //! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
+//! - [`commands`]: custom slash commands (`.claude/commands/*.md`).
 //! - [`cli`]: the `agentloop` command line.
 #![warn(missing_docs)]
 
 pub mod audit;
 pub mod cli;
+pub mod commands;
 pub mod context;
 pub mod credentials;
 pub mod engine;
@@ -39,5 +42,6 @@ pub mod sandbox;
 pub mod scenario;
 pub mod sdk;
 pub mod session;
+pub mod settings;
 pub mod shell;
 pub mod tools;

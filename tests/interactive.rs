@@ -30,6 +30,7 @@ fn session(api: &MockApi, dir: &Path, home: &Path, args: &[&str]) -> Pty {
         .env("ANTHROPIC_BASE_URL", api.base_url())
         .env("ANTHROPIC_API_KEY", "test-key")
         .env("AGENTLOOP_HOME", home)
+        .env("CLAUDE_CONFIG_DIR", home.join("claude"))
         .env("NO_COLOR", "1")
         .env("TERM", "xterm")
         .current_dir(dir)
@@ -92,6 +93,42 @@ fn a_bash_call_asks_and_runs_after_y() {
     let result = &api.requests()[1].body["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_01");
     assert_ne!(result["is_error"], true, "{result}");
+}
+
+#[test]
+fn a_custom_command_is_listed_completed_and_its_span_asked_about() {
+    let api = MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Hello, Ada!").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let commands = dir.path().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("greet.md"),
+        "---\ndescription: Greet someone\nargument-hint: NAME\n---\nGreet $0 warmly.\nMarked: !`touch greeted.txt`\n",
+    )
+    .unwrap();
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/help\r");
+    pty.expect("custom commands:", WAIT);
+    pty.expect("/greet NAME          Greet someone (project)", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/gr\t");
+    pty.expect("/greet", WAIT);
+    pty.send(" Ada\r");
+    // The span is a Bash call like the model's: it is asked about.
+    pty.expect("? Bash(touch greeted.txt)", WAIT);
+    pty.send("y");
+    pty.expect("Hello, Ada!", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    assert!(dir.path().join("greeted.txt").exists());
+    let prompt = api.requests()[0].body["messages"][0]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(
+        prompt,
+        "<command-message>greet</command-message>\n<command-name>/greet</command-name>\n<command-args>Ada</command-args>\n\n\
+Greet Ada warmly.\nMarked: \n"
+    );
 }
 
 #[test]

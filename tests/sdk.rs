@@ -482,6 +482,52 @@ fn resume_continues_an_earlier_session() {
     assert_carries_the_first_exchange(&history);
 }
 
+/// (k) `setting_sources`: with it unset the CLI reads every source (the project's local
+/// settings choose the output style), `["user"]` leaves the project's command and settings
+/// out, all three bring them in; the project's command runs from its `/name`, and its output
+/// style reaches the model when the system prompt is the CLI's own (the `claude_code` preset).
+#[test]
+fn setting_sources_choose_settings_commands_and_styles() {
+    let dirs = dirs();
+    let claude = dirs.cwd.join(".claude");
+    std::fs::create_dir_all(claude.join("commands")).unwrap();
+    std::fs::create_dir_all(claude.join("output-styles")).unwrap();
+    std::fs::write(claude.join("settings.local.json"), r#"{"outputStyle": "local-test-style"}"#).unwrap();
+    std::fs::write(claude.join("settings.json"), r#"{"outputStyle": "Pirate"}"#).unwrap();
+    std::fs::write(
+        claude.join("commands/testcmd.md"),
+        "---\ndescription: Test command\n---\n\nArgs: $ARGUMENTS first=$0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        claude.join("output-styles/pirate.md"),
+        "---\nname: Pirate\ndescription: Talk like a pirate\n---\nAnswer like a pirate.\n",
+    )
+    .unwrap();
+    let mock = mock(vec![text_reply("4."), text_reply("6."), text_reply("Ran it."), text_reply("Arr.")]);
+    let obs = run_script("settings.py", &mock, &dirs);
+
+    let commands = |case: &str| obs[case]["slash_commands"].as_array().unwrap().clone();
+    assert_eq!(obs["default"]["output_style"], "local-test-style");
+    assert!(commands("default").contains(&json!("testcmd")), "{:?}", commands("default"));
+    assert_eq!(obs["user_only"]["output_style"], "default");
+    assert!(!commands("user_only").contains(&json!("testcmd")), "{:?}", commands("user_only"));
+    assert_eq!(obs["all"]["output_style"], "local-test-style");
+    assert!(commands("all").contains(&json!("testcmd")));
+    assert_eq!(obs["style"]["output_style"], "Pirate");
+    for case in ["default", "user_only", "all", "style"] {
+        assert_eq!(result(&obs[case]["messages"])["subtype"], "success", "{case}");
+    }
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    assert!(in_order(&transcript(&bodies[2]), &[("user", "/testcmd"), ("user", "Args: alpha beta first=alpha")]));
+    // Claude Code puts its styles in a system message, agentloop in the system prompt.
+    assert!(!bodies[0].to_string().contains("# Output Style:"));
+    assert!(bodies[3].to_string().contains(r"# Output Style: Pirate\nAnswer like a pirate."), "{}", bodies[3]);
+    assert_eq!(mock.unserved(), 0);
+}
+
 #[test]
 fn in_order_finds_fragments_in_order() {
     let history = [("user".to_owned(), "one two".to_owned()), ("assistant".to_owned(), "three".to_owned())];

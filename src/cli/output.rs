@@ -559,6 +559,22 @@ impl Ending {
     }
 }
 
+/// Adds the session's slash commands and output style to a `system/init` line.
+pub trait WithCommands {
+    /// `slash_commands` ([`crate::commands::Commands::slash_commands`]) and `output_style`
+    /// (the name the settings' `outputStyle` gives, `default` without one).
+    #[must_use]
+    fn with_commands(self, slash_commands: &[String], output_style: &str) -> Self;
+}
+
+impl WithCommands for Value {
+    fn with_commands(mut self, slash_commands: &[String], output_style: &str) -> Value {
+        self["slash_commands"] = json!(slash_commands);
+        self["output_style"] = json!(output_style);
+        self
+    }
+}
+
 /// The result object of `--output-format json` and the last line of `stream-json`, in the
 /// shape Claude Code prints (see [`Ending`]), with the table's terminal reason beside
 /// Claude Code's as `agentloop_terminal_reason`.

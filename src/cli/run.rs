@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{CliSink, WithSandbox, result_object, stderr_is_terminal, system_init};
+use crate::cli::output::{CliSink, WithCommands, WithSandbox, result_object, stderr_is_terminal, system_init};
 use crate::cli::session_args::{self, SessionArgs};
 use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
+use crate::context::output_style::{self, ChosenStyle, OutputStyles};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
@@ -57,9 +58,16 @@ pub struct RunFlags {
     /// Working directory for tools and hooks (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Claude Code settings (hooks, permissions): a file, or the JSON itself.
+    /// Claude Code settings (hooks, permissions, …): a file, or the JSON itself. Read after
+    /// the settings files of --setting-sources, and wins over them.
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub settings: Option<String>,
+    /// Which settings files, commands and output styles load: comma-separated `user`
+    /// (~/.claude, or $CLAUDE_CONFIG_DIR), `project` (.claude/settings.json, .claude/commands,
+    /// .claude/output-styles), `local` (.claude/settings.local.json); "" for none. Default:
+    /// all three (a scripted scenario: none, it carries its own settings).
+    #[arg(long, value_name = "SOURCES")]
+    pub setting_sources: Option<String>,
     /// default, acceptEdits, plan or bypassPermissions.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
@@ -213,9 +221,6 @@ pub struct UnsupportedFlags {
     /// Not honoured yet: a spending cap in USD.
     #[arg(long, value_name = "USD", hide = true)]
     pub max_budget_usd: Option<f64>,
-    /// Not honoured yet: which settings files to read.
-    #[arg(long, value_name = "SOURCES", hide = true)]
-    pub setting_sources: Option<String>,
     /// Not honoured yet: more directories tools may use.
     #[arg(long, value_name = "DIR", hide = true)]
     pub add_dir: Vec<PathBuf>,
@@ -246,7 +251,6 @@ impl UnsupportedFlags {
             }
         };
         note(self.max_budget_usd.is_some(), "--max-budget-usd");
-        note(self.setting_sources.is_some(), "--setting-sources");
         note(!self.add_dir.is_empty(), "--add-dir");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
@@ -290,6 +294,14 @@ pub struct RunSpec {
     pub mcp: crate::mcp::startup::Startup,
     /// How the session's commands are confined (from the settings' `sandbox` block).
     pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// The settings sources read (`--setting-sources`); agents load from the same ones.
+    pub setting_sources: crate::settings::SettingSources,
+    /// The custom slash commands of those sources.
+    pub commands: Arc<crate::commands::Commands>,
+    /// The output styles there are, and the one the settings choose.
+    pub output_styles: OutputStyles,
+    /// The output style in force (`outputStyle`).
+    pub output_style: ChosenStyle,
 }
 
 /// Run `agentloop run`.
@@ -347,16 +359,14 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     if needs_prompt && spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
         return Err("no prompt: pass -p PROMPT".into());
     }
-    apply_flags(&mut spec.options, args)?;
+    load_settings(&mut spec, args)?;
+    apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
     if let Some(names) = &args.tools {
         spec.tools = tool_subset(names)?;
     }
     spec.partial_messages = args.include_partial_messages;
     spec.options.table = table;
     spec.options.validate()?;
-    if let Some(settings) = &args.settings {
-        spec.settings = load_settings(settings)?;
-    }
     spec.sandbox = Arc::new(
         crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)
             .map_err(|e| e.to_string())?,
@@ -447,6 +457,10 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
+        setting_sources: crate::settings::SettingSources::none(),
+        commands: Arc::default(),
+        output_styles: OutputStyles::built_in(),
+        output_style: ChosenStyle::default(),
         cwd,
         options,
         model: Arc::new(model),
@@ -462,15 +476,35 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
 /// The model `run` uses when `--model` is not given and an API key is set.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
-/// `--settings`: a file, or the settings JSON itself (the Claude Agent SDK passes it inline).
-fn load_settings(value: &str) -> Result<Settings, String> {
-    if value.trim_start().starts_with('{') {
-        let json: serde_json::Value =
-            serde_json::from_str(value).map_err(|e| format!("--settings: not valid JSON: {e}"))?;
-        Settings::from_value("--settings", &json).map_err(|e| e.to_string())
-    } else {
-        Settings::load(Path::new(value)).map_err(|e| e.to_string())
+/// The settings of `--setting-sources` and `--settings` ([`crate::settings::load`]), and the
+/// commands and output styles of those sources; warnings go to stderr. A scripted scenario
+/// keeps its own settings unless either flag is given.
+fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
+    use crate::settings::{ConfigDirs, SettingSources};
+    let sources = match (&spec.scripted, args.setting_sources.as_deref()) {
+        (Some(_), None) => SettingSources::none(),
+        (_, flag) => SettingSources::parse(flag).map_err(|e| e.to_string())?,
+    };
+    let dirs = ConfigDirs::from_env(&spec.cwd);
+    let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref())?;
+    let mut warnings = loaded.warnings;
+    if spec.scripted.is_none() || args.settings.is_some() || args.setting_sources.is_some() {
+        spec.settings = loaded.settings;
     }
+    let (commands, more) = crate::commands::Commands::discover(&sources, &dirs);
+    warnings.extend(more);
+    let (styles, more) = OutputStyles::discover(&sources, &dirs);
+    warnings.extend(more);
+    let (style, more) = styles.choose(spec.settings.output_style.as_deref());
+    warnings.extend(more);
+    for warning in warnings {
+        eprintln!("agentloop: warning: {warning}");
+    }
+    spec.setting_sources = sources;
+    spec.commands = Arc::new(commands);
+    spec.output_styles = styles;
+    spec.output_style = style;
+    Ok(())
 }
 
 /// `--tools`: the standard tools named (comma-separated), `default` for all, "" for none.
@@ -490,12 +524,25 @@ fn tool_subset(names: &str) -> Result<Registry, String> {
     Ok(chosen)
 }
 
-fn apply_flags(options: &mut EngineOptions, args: &RunFlags) -> Result<(), String> {
+/// The flags' options; `style` joins agentloop's default system prompt when no system prompt
+/// is given (an empty `--system-prompt` keeps the default prompt, without the style).
+fn apply_flags(
+    options: &mut EngineOptions,
+    args: &RunFlags,
+    style: Option<&output_style::OutputStyle>,
+) -> Result<(), String> {
     match (&args.system_prompt, &args.system_prompt_file) {
         (Some(text), _) if !text.is_empty() => options.system = text.clone(),
         (_, Some(path)) => {
             options.system =
                 std::fs::read_to_string(path).map_err(|e| format!("--system-prompt-file {}: {e}", path.display()))?;
+        }
+        (None, None) => {
+            if let Some(style) = style
+                && options.system == crate::engine::options::DEFAULT_SYSTEM_PROMPT
+            {
+                options.system = output_style::system_prompt(style);
+            }
         }
         _ => {}
     }
@@ -579,6 +626,10 @@ pub fn spec_for_scenario(
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
+        setting_sources: crate::settings::SettingSources::none(),
+        commands: Arc::default(),
+        output_styles: OutputStyles::built_in(),
+        output_style: ChosenStyle::default(),
         cwd,
         options,
         model: scripted.clone(),
@@ -606,9 +657,18 @@ fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {
     }))
 }
 
-/// Execute a resolved run; returns the exit status.
-pub async fn execute(spec: RunSpec) -> u8 {
+/// Execute a resolved run; returns the exit status. A prompt `/NAME ARGUMENTS` naming a custom
+/// command runs that command's prompt, on its model, with its `allowed-tools`.
+pub async fn execute(mut spec: RunSpec) -> u8 {
     let started = Instant::now();
+    let invocation = spec.commands.find(&spec.prompt).map(|(command, arguments)| command.invoke(arguments));
+    if let Some(invocation) = &invocation {
+        let (policy, warnings) = invocation.apply(&mut spec.options, &spec.policy);
+        spec.policy = policy;
+        for warning in warnings {
+            stderr_line(&format!("agentloop: warning: {warning}"));
+        }
+    }
     let mut trace = match trace_writer(&spec.trace) {
         Ok(t) => t,
         Err(message) => {
@@ -660,7 +720,8 @@ pub async fn execute(spec: RunSpec) -> u8 {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
         let init =
             system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status)
-                .with_sandbox(&spec.sandbox, spec.policy.mode());
+                .with_sandbox(&spec.sandbox, spec.policy.mode())
+                .with_commands(&spec.commands.slash_commands(), &spec.output_style.name);
         stdout.line(&init.to_string());
     }
     let deps = Deps {
@@ -676,7 +737,19 @@ pub async fn execute(spec: RunSpec) -> u8 {
         approver: Arc::new(crate::permissions::Unattended),
     };
     let mut session = spec.session;
-    let running = run_prompt(&mut session, deps, spec.options, &spec.prompt, Box::new(sink));
+    let running = async {
+        let prompt = match &invocation {
+            Some(invocation) => {
+                let prompt = invocation.resolve(&deps, &session).await;
+                for warning in prompt.warnings {
+                    stderr_line(&format!("agentloop: warning: {warning}"));
+                }
+                prompt.text
+            }
+            None => spec.prompt.clone(),
+        };
+        run_prompt(&mut session, deps, spec.options, &prompt, Box::new(sink)).await
+    };
     let (result, stop) = supervise(running, &spec.cancel, &stdout).await;
     let outcome = match result {
         Ok(outcome) => outcome,

@@ -1,5 +1,8 @@
 //! Context management: token estimates, the window's thresholds, collapse of old tool
-//! results, and the messages compaction and recovery add to the conversation.
+//! results, the messages compaction and recovery add to the conversation, and the output
+//! styles the system prompt carries ([`output_style`]).
+
+pub mod output_style;
 
 use std::borrow::Borrow;
 

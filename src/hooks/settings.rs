@@ -18,8 +18,9 @@ use crate::json_path;
 use crate::tools::shell_env::KeepPattern;
 
 /// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions`,
-/// `shellEnvironment`, `sandbox` and the project MCP server consent (`enableAllProjectMcpServers`,
-/// `enabledMcpjsonServers`, `disabledMcpjsonServers`) are ignored (`env`, `model`, …).
+/// `shellEnvironment`, `sandbox`, `outputStyle` and the project MCP server consent
+/// (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, `disabledMcpjsonServers`) are
+/// ignored (`env`, `model`, …).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Settings {
     /// Hook commands by event.
@@ -44,6 +45,9 @@ pub struct Settings {
     /// `sandbox`: how commands are confined ([`crate::sandbox::settings`]).
     #[serde(default, deserialize_with = "null_as_default")]
     pub sandbox: crate::sandbox::SandboxSettings,
+    /// `outputStyle`: the name of the output style ([`crate::context::output_style`]).
+    #[serde(default, rename = "outputStyle")]
+    pub output_style: Option<String>,
 }
 
 /// The `hooks` object: for each event, a list of matcher groups.

@@ -40,6 +40,27 @@ pub const HELP: &str = "\
 Alt+Enter or Ctrl+J inserts a newline (so does a line ending in \\); Ctrl+R searches the history;
 Ctrl+C interrupts a reply.";
 
+/// The names of the built-in commands, for completion (a custom command of the same name is
+/// not run: the built-in one is).
+pub const BUILT_IN_NAMES: &[&str] =
+    &["help", "cost", "trace", "clear", "model", "permissions", "resume", "compact", "exit", "quit"];
+
+/// What `/help` adds for the custom commands: one line each, `/NAME HINT  DESCRIPTION (source)`.
+pub fn custom_help(custom: &crate::commands::Commands) -> Vec<String> {
+    let mut lines: Vec<String> = custom
+        .iter()
+        .filter(|c| !BUILT_IN_NAMES.contains(&c.name.as_str()))
+        .map(|c| {
+            let usage = format!("/{} {}", c.name, c.argument_hint).trim_end().to_owned();
+            format!("{usage:<20} {} ({})", c.description, c.source.as_str())
+        })
+        .collect();
+    if !lines.is_empty() {
+        lines.insert(0, "custom commands:".to_owned());
+    }
+    lines
+}
+
 /// The command `line` is, if it is one (a line starting with `/`).
 pub fn parse(line: &str) -> Option<Command> {
     let line = line.trim();

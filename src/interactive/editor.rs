@@ -2,6 +2,8 @@
 //! line and for signals at once. History is kept in `$AGENTLOOP_HOME/history`; Ctrl+R
 //! searches it.
 //!
+//! Tab completes a slash command's name (built-in or custom) at the start of the line.
+//!
 //! Multi-line input: Alt+Enter (the terminal sends ESC CR) and Ctrl+J (LF) insert a newline,
 //! and a line ending in `\` continues on the next one when Enter is pressed. Shift+Enter sends
 //! the same CR as Enter in most terminals; where it can be set to send ESC CR instead (Claude
@@ -49,13 +51,13 @@ pub struct LineEditor {
 }
 
 impl LineEditor {
-    /// Start the editor, with the history of `history` (created on the first line). Returns
-    /// once the editor exists.
+    /// Start the editor, with the history of `history` (created on the first line) and the
+    /// slash command names Tab completes. Returns once the editor exists.
     ///
     /// rustyline takes SIGINT over while its editor exists (its handler writes to a pipe it
     /// reads only while editing); catch the signals *after* this, so that the session's own
     /// handler is the one in place and Ctrl+C during a turn interrupts it.
-    pub fn start(history: Option<PathBuf>) -> LineEditor {
+    pub fn start(history: Option<PathBuf>, commands: Vec<String>) -> LineEditor {
         let (requests, rx) = mpsc::channel::<Request>();
         let (ready, started) = mpsc::channel::<()>();
         std::thread::spawn(move || {
@@ -67,7 +69,7 @@ impl LineEditor {
                     return;
                 }
             };
-            editor.set_helper(Some(Continuation));
+            editor.set_helper(Some(Continuation { commands }));
             for key in NEWLINE_KEYS {
                 editor.bind_sequence(key, Cmd::Newline);
             }
@@ -117,8 +119,11 @@ pub fn join_continued(line: &str) -> String {
     line.replace("\\\n", "\n")
 }
 
-/// The editor's helper: only the validator that makes `\` + Enter continue the input.
-struct Continuation;
+/// The editor's helper: the validator that makes `\` + Enter continue the input, and the
+/// completion of slash command names.
+struct Continuation {
+    commands: Vec<String>,
+}
 
 impl Validator for Continuation {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
@@ -128,6 +133,23 @@ impl Validator for Continuation {
 
 impl Completer for Continuation {
     type Candidate = String;
+
+    fn complete(&self, line: &str, pos: usize, _: &rustyline::Context<'_>) -> rustyline::Result<(usize, Vec<String>)> {
+        Ok((0, complete_command(&line[..pos], &self.commands)))
+    }
+}
+
+/// The completions of `typed` (the line up to the cursor) when it is a slash command's name
+/// begun: `/NAME` for every name of `commands` that starts with what follows the `/`, sorted.
+pub fn complete_command(typed: &str, commands: &[String]) -> Vec<String> {
+    let Some(begun) = typed.strip_prefix('/') else { return Vec::new() };
+    if begun.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    let mut found: Vec<String> = commands.iter().filter(|c| c.starts_with(begun)).map(|c| format!("/{c}")).collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 impl Hinter for Continuation {
@@ -141,6 +163,16 @@ impl Helper for Continuation {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slash_command_names_complete_at_the_start_of_the_line() {
+        let names: Vec<String> = ["help", "git:commit", "git:push", "model"].map(String::from).to_vec();
+        assert_eq!(complete_command("/git", &names), ["/git:commit", "/git:push"]);
+        assert_eq!(complete_command("/git:c", &names), ["/git:commit"]);
+        assert_eq!(complete_command("/", &names).len(), 4);
+        assert_eq!(complete_command("/git:commit now", &names), Vec::<String>::new());
+        assert_eq!(complete_command("say /git", &names), Vec::<String>::new());
+    }
 
     #[test]
     fn continued_lines_are_joined_with_newlines() {

@@ -65,7 +65,12 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         .map(|home| home.join("history"));
     // The editor first: it installs a SIGINT handler of its own, which is dropped here so
     // that the one installed next (which would chain to it) is alone.
-    let editor = LineEditor::start(history);
+    let completions = commands::BUILT_IN_NAMES
+        .iter()
+        .map(|&name| name.to_owned())
+        .chain(spec.commands.iter().map(|c| c.name.clone()))
+        .collect();
+    let editor = LineEditor::start(history, completions);
     // SAFETY: setting a signal's disposition to the default; nothing else runs handlers yet.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
@@ -79,7 +84,20 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
     };
     let terminal = term::Terminal::save();
     let screen = Screen::stdout(Style::detect());
-    let RunSpec { cwd, options, model, settings, policy, session, mut tools, trace, mcp, sandbox, .. } = spec;
+    let RunSpec {
+        cwd,
+        options,
+        model,
+        settings,
+        policy,
+        session,
+        mut tools,
+        trace,
+        mcp,
+        sandbox,
+        commands: custom,
+        ..
+    } = spec;
     // MCP servers started while the session was prepared; they are up (or a warning names
     // each failed one) before the first prompt.
     let statuses = mcp.finish(&mut tools).await;
@@ -105,6 +123,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         session,
         tools,
         session_flags,
+        custom,
         totals: Totals::default(),
         // `--trace` starts with /trace on.
         trace: trace.trace.is_some(),
@@ -191,6 +210,8 @@ struct Interactive {
     sandbox: Arc<crate::sandbox::Sandbox>,
     approver: Arc<dyn Approver>,
     session_flags: SessionArgs,
+    /// The custom slash commands.
+    custom: Arc<crate::commands::Commands>,
     totals: Totals,
     trace: bool,
 }
@@ -262,10 +283,13 @@ impl Interactive {
             if line.trim().is_empty() {
                 continue;
             }
-            let next = match commands::parse(&line) {
-                Some(Command::Compact(instructions)) => self.compact(instructions.as_deref()).await,
-                Some(command) => self.command(command),
-                None => self.turn(&line).await,
+            let custom = self.custom.find(&line).map(|(command, arguments)| command.invoke(arguments));
+            let next = match (commands::parse(&line), custom) {
+                (Some(Command::Compact(instructions)), _) => self.compact(instructions.as_deref()).await,
+                // A custom command by a name no built-in command has.
+                (Some(Command::Unknown(_)), Some(invocation)) => self.turn(&line, Some(invocation)).await,
+                (Some(command), _) => self.command(command),
+                (None, _) => self.turn(&line, None).await,
             };
             if let Next::Exit(code) = next {
                 return code;
@@ -276,7 +300,12 @@ impl Interactive {
     fn command(&mut self, command: Command) -> Next {
         let style = self.screen.style;
         match command {
-            Command::Help => self.screen.line(commands::HELP),
+            Command::Help => {
+                self.screen.line(commands::HELP);
+                for line in commands::custom_help(&self.custom) {
+                    self.screen.line(&line);
+                }
+            }
             Command::Cost => self.screen.line(&self.totals.describe()),
             Command::Trace => {
                 self.trace = !self.trace;
@@ -431,10 +460,20 @@ impl Interactive {
         }
     }
 
-    /// Run `prompt` on the session, streaming its output, until it ends or is interrupted.
-    async fn turn(&mut self, prompt: &str) -> Next {
+    /// Run `prompt` on the session, streaming its output, until it ends or is interrupted;
+    /// with `invocation`, the custom command's prompt instead, on its model and with its
+    /// `allowed-tools` (its `!` spans and files go through the session's approver).
+    async fn turn(&mut self, prompt: &str, invocation: Option<crate::commands::inline::Invocation>) -> Next {
         let cancel = CancellationToken::new();
-        let deps = self.deps(&cancel);
+        let mut deps = self.deps(&cancel);
+        let mut options = self.options.clone();
+        if let Some(invocation) = &invocation {
+            let (policy, warnings) = invocation.apply(&mut options, &self.policy);
+            deps.policy = Arc::new(policy);
+            for warning in warnings {
+                self.screen.line(&self.screen.style.paint(YELLOW, &format!("warning: {warning}")));
+            }
+        }
         let started = Instant::now();
         let status = Arc::new(Mutex::new(Status::new(started)));
         let trace = self.trace.then(|| PrettyTrace::new(self.screen.style.color, &self.options));
@@ -445,8 +484,21 @@ impl Interactive {
         self.terminal.turn_mode();
         self.screen.set_status(Some(status.lock().unwrap_or_else(PoisonError::into_inner).line(started)));
         self.keyboard.start();
-        let options = self.options.clone();
-        let run = run_prompt(&mut self.session, deps, options, prompt, Box::new(sink));
+        let session = &mut self.session;
+        let screen = self.screen.clone();
+        let run = async move {
+            let prompt = match &invocation {
+                Some(invocation) => {
+                    let resolved = invocation.resolve(&deps, session).await;
+                    for warning in resolved.warnings {
+                        screen.line(&screen.style.paint(YELLOW, &format!("warning: {warning}")));
+                    }
+                    resolved.text
+                }
+                None => prompt.to_owned(),
+            };
+            run_prompt(session, deps, options, &prompt, Box::new(sink)).await
+        };
         let Driven { result, interrupted, stopped } =
             drive(run, &mut self.signals, &self.screen, &status, &cancel, true).await;
         self.keyboard.stop();

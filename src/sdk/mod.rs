@@ -3,8 +3,9 @@
 //!
 //! Both directions are newline-delimited JSON. From the SDK: `initialize` (which registers its
 //! hook callbacks), user messages — each one a prompt on the same session, run one after the
-//! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
-//! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
+//! other; `/NAME ARGUMENTS` runs a custom command ([`crate::commands`]) — and control requests
+//! (`interrupt`, `set_permission_mode`, `set_model`, `mcp_status`; any other gets an error
+//! answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
 //! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
 //! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
@@ -31,7 +32,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, Ending, WithSandbox, result_object, system_init};
+use crate::cli::output::{CliSink, Ending, WithCommands, WithSandbox, result_object, system_init};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -220,6 +221,11 @@ struct Host {
     /// The session's id and transcript, for hook inputs outside a prompt.
     session_id: String,
     transcript_path: Option<std::path::PathBuf>,
+    /// The custom slash commands: a prompt `/NAME ARGUMENTS` runs one.
+    commands: Arc<crate::commands::Commands>,
+    /// The output styles, and the one in force.
+    output_styles: crate::context::output_style::OutputStyles,
+    output_style: String,
 }
 
 impl Host {
@@ -227,7 +233,21 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, mut policy, session, tools, mcp, sandbox, .. } = spec;
+        let RunSpec {
+            cwd,
+            options,
+            model,
+            settings,
+            mut policy,
+            session,
+            tools,
+            mcp,
+            sandbox,
+            commands,
+            output_styles,
+            output_style,
+            ..
+        } = spec;
         let mcp_servers = mcp.servers().clone();
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
@@ -270,6 +290,9 @@ impl Host {
             session_id: session.id.to_string(),
             transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
             options,
+            commands,
+            output_styles,
+            output_style: output_style.name,
         };
         (host, session)
     }
@@ -356,7 +379,7 @@ impl Host {
         );
         drop(old);
         self.options.run_id = fresh.id.to_string();
-        self.stdout.line(&self.init_line(&fresh.id.to_string()).to_string());
+        self.stdout.line(&self.init_line(&fresh.id.to_string(), &self.options.model).to_string());
         let outcome = RunOutcome {
             terminal: crate::engine::reason::TerminalReason::Completed,
             error: None,
@@ -377,19 +400,31 @@ impl Host {
         fresh
     }
 
-    /// The `system/init` line of a prompt of session `id`.
-    fn init_line(&self, id: &str) -> Value {
+    /// The `system/init` line of a prompt of session `id` on `model`.
+    fn init_line(&self, id: &str, model: &str) -> Value {
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
         let mode = self.policy.mode().as_str();
         let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        system_init(id, &self.cwd, &self.options.model, &names, mode, statuses)
+        system_init(id, &self.cwd, model, &names, mode, statuses)
             .with_sandbox(&self.sandbox, self.policy.mode())
+            .with_commands(&self.commands.slash_commands(), &self.output_style)
     }
 
     /// Print `system/init` (and, with `--replay-user-messages`, the echo of the user message
     /// `frame`) and start `prompt` on `session`; the future gives the session back with the
-    /// outcome.
+    /// outcome. A prompt `/NAME ARGUMENTS` naming a custom command runs that command's
+    /// prompt, on its model, with its `allowed-tools`.
     fn start(&self, mut session: Session, prompt: Prompt, frame: &Value, cancel: CancellationToken) -> Running {
+        let invocation = self.commands.find(&prompt.text).map(|(command, arguments)| command.invoke(arguments));
+        let mut options = self.options.clone();
+        let mut policy = self.policy.clone();
+        if let Some(invocation) = &invocation {
+            let warnings;
+            (policy, warnings) = invocation.apply(&mut options, &self.policy);
+            for warning in warnings {
+                stderr_line(&format!("agentloop: warning: {warning}"));
+            }
+        }
         let deps = Deps {
             model: self.model.clone(),
             tools: self.tools.clone(),
@@ -397,24 +432,33 @@ impl Host {
             clock: Arc::new(SystemClock::new()),
             cancel,
             cwd: self.cwd.clone(),
-            policy: Arc::new(self.policy.clone()),
+            policy: Arc::new(policy),
             shell_env: self.shell_env.clone(),
             sandbox: self.sandbox.clone(),
             approver: self.approver.clone(),
         };
         let id = session.id.to_string();
-        self.stdout.line(&self.init_line(&id).to_string());
+        self.stdout.line(&self.init_line(&id, &options.model).to_string());
         if self.replay {
             self.stdout.line(&wire::replay(frame, &id).to_string());
         }
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
-        sink.model = self.options.model.clone();
+        sink.model = options.model.clone();
         sink.skip_prompt_line = true;
         sink.partial_messages = self.partial_messages;
         let api_ms = sink.api_ms.clone();
-        let options = self.options.clone();
         Box::pin(async move {
             let started = Instant::now();
+            let prompt = match &invocation {
+                Some(invocation) => {
+                    let resolved = invocation.resolve(&deps, &session).await;
+                    for warning in resolved.warnings {
+                        stderr_line(&format!("agentloop: warning: {warning}"));
+                    }
+                    Prompt { text: resolved.text, ..prompt }
+                }
+                None => prompt,
+            };
             let result = run_prompt_with(&mut session, deps, options, &prompt, Box::new(sink)).await;
             (session, result.map_err(|e| e.to_string()), started, api_ms)
         })
@@ -515,7 +559,13 @@ impl Host {
         };
         self.declare_sdk_servers(request);
         self.reach_sdk();
-        let mut response = initialize_response(&self.default_model, self.policy.mode());
+        let mut response = initialize_response(
+            &self.default_model,
+            self.policy.mode(),
+            &self.commands,
+            &self.output_style,
+            &self.output_styles.names(),
+        );
         if let Some(applied) = mcp_applied {
             response["mcp_servers_applied"] = json!(applied);
         }
@@ -587,10 +637,16 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
     controller.close();
 }
 
-/// What `initialize` answers: no slash commands or output styles of Claude Code's, the
-/// session's model ([`info::models`]), the credential in use (`account`, as Claude Code
+/// What `initialize` answers: the custom `commands`, the output style `style` of `styles`,
+/// the session's model ([`info::models`]), the credential in use (`account`, as Claude Code
 /// names it), the permission mode, the hooks registered, and who answers.
-fn initialize_response(model: &str, mode: Mode) -> Value {
+fn initialize_response(
+    model: &str,
+    mode: Mode,
+    commands: &crate::commands::Commands,
+    style: &str,
+    styles: &[String],
+) -> Value {
     use crate::cli::auth::Credential;
     let account = match Credential::from_lookup(crate::credentials::var) {
         Credential::ApiKey => {
@@ -600,9 +656,9 @@ fn initialize_response(model: &str, mode: Mode) -> Value {
         Credential::None => json!({"tokenSource": "none", "apiProvider": "firstParty"}),
     };
     json!({
-        "commands": [],
-        "output_style": "default",
-        "available_output_styles": ["default"],
+        "commands": commands.initialize_entries(),
+        "output_style": style,
+        "available_output_styles": styles,
         "models": info::models(model),
         "account": account,
         "pid": std::process::id(),

@@ -37,6 +37,8 @@ pub const MAX_OUTPUT_CHARS: usize = 30_000;
 /// How long to wait for the output pipes to close once the shell has ended or been killed.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
+/// What a call that printed nothing and succeeded reads.
+pub const NO_OUTPUT: &str = "(no output)";
 /// Answer of a call cancelled by `ctx.cancel`.
 pub const CANCELLED: &str = "Command was cancelled";
 /// Added when background processes still held the output after the shell exited.
@@ -262,6 +264,6 @@ fn render(out: &Capture, err: &Capture, ending: Ending, note: Option<&str>) -> T
     };
     let is_error = status.is_some();
     parts.extend(status);
-    let content = if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n") };
+    let content = if parts.is_empty() { NO_OUTPUT.to_owned() } else { parts.join("\n") };
     ToolOutput { content, is_error, images: Vec::new() }
 }

@@ -1,0 +1,350 @@
+//! Claude Code's settings files, output styles and custom slash commands, end to end: the
+//! built `agentloop` against the local Messages API mock, in a project directory and with a
+//! user directory of its own (`CLAUDE_CONFIG_DIR`), asserting on what reached the model (the
+//! recorded request bodies) and on the `system/init` line.
+
+#[path = "common/mock_api.rs"]
+mod mock_api;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+use mock_api::{MockApi, Reply, Sse};
+use serde_json::{Value, json};
+
+const MODEL: &str = "claude-sonnet-4-5";
+
+/// A user directory (`CLAUDE_CONFIG_DIR`) and a project, in a scratch directory.
+struct Dirs {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    user: PathBuf,
+    project: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let user = root.path().join("claude");
+    let project = root.path().join("project");
+    for dir in [&home, &user, &project] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let project = project.canonicalize().unwrap();
+    Dirs { _root: root, home, user, project }
+}
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `agentloop ARGS` in the project against `api`, with `stdin`.
+fn agentloop(dirs: &Dirs, api: &MockApi, args: &[&str], stdin: &str) -> Output {
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    for name in ["ANTHROPIC_AUTH_TOKEN", "CLAUDECODE"] {
+        command.env_remove(name);
+    }
+    let mut child = command
+        .current_dir(&dirs.project)
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "test")
+        .env("HOME", &dirs.home)
+        .env("CLAUDE_CONFIG_DIR", &dirs.user)
+        .env("AGENTLOOP_HOME", dirs.home.join("agentloop"))
+        .args(["--model", MODEL])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `-p PROMPT` in stream-json, with `args`; the exit must be 0. Returns the output lines.
+fn print(dirs: &Dirs, api: &MockApi, prompt: &str, args: &[&str]) -> (Vec<Value>, String) {
+    let mut all = vec!["-p", prompt, "--output-format", "stream-json", "--verbose"];
+    all.extend(args);
+    let out = agentloop(dirs, api, &all, "");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (lines(&out), stderr)
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn init(lines: &[Value]) -> &Value {
+    lines.iter().find(|l| l["type"] == "system" && l["subtype"] == "init").expect("a system/init line")
+}
+
+fn done(text: &str) -> Reply {
+    Reply::Sse(Sse::new(MODEL, 10).text(text).stop("end_turn"))
+}
+
+fn bash(command: &str) -> Reply {
+    Reply::Sse(Sse::new(MODEL, 10).tool_use("toolu_01", "Bash", &json!({"command": command})).stop("tool_use"))
+}
+
+/// The text of the first system block of a request.
+fn system(body: &Value) -> &str {
+    body["system"][0]["text"].as_str().expect("a system prompt")
+}
+
+/// The text of the first user message of a request.
+fn first_prompt(body: &Value) -> &str {
+    body["messages"][0]["content"][0]["text"].as_str().expect("a text prompt")
+}
+
+/// The tool result the second request carries: its content and whether it is an error.
+fn tool_result(body: &Value) -> (String, bool) {
+    let block = &body["messages"][2]["content"][0];
+    assert_eq!(block["type"], "tool_result", "{body}");
+    (block["content"].as_str().unwrap().to_owned(), block["is_error"] == true)
+}
+
+fn project_settings(dirs: &Dirs, settings: Value) {
+    write(dirs.project.join(".claude/settings.json"), &settings.to_string());
+}
+
+#[test]
+fn the_projects_settings_load_by_default_and_setting_sources_chooses() {
+    let dirs = dirs();
+    // Claude Code 2.1.332 applies this deny rule without --setting-sources and with
+    // `project` in it, and not with `user` or "".
+    project_settings(&dirs, json!({"permissions": {"deny": ["Bash(echo:*)"]}, "outputStyle": "Explanatory"}));
+    for (flag, denied, style) in [
+        (None, true, "Explanatory"),
+        (Some("--setting-sources=user"), false, "default"),
+        (Some("--setting-sources="), false, "default"),
+        (Some("--setting-sources=user,project"), true, "Explanatory"),
+    ] {
+        let api = MockApi::start(vec![bash("echo hi"), done("Done.")]);
+        let (lines, stderr) = print(&dirs, &api, "say hi", flag.as_slice());
+        assert_eq!(init(&lines)["output_style"], style, "{flag:?}");
+        let bodies = api.bodies();
+        let (content, is_error) = tool_result(&bodies[1]);
+        assert_eq!(is_error, denied, "{flag:?}: {content}\n{stderr}");
+        if !denied {
+            assert_eq!(content, "hi");
+        }
+    }
+}
+
+#[test]
+fn a_bad_setting_source_is_a_usage_error() {
+    let dirs = dirs();
+    let api = MockApi::start(vec![]);
+    let out = agentloop(&dirs, &api, &["-p", "x", "--setting-sources", "user,bogus"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: --setting-sources: `bogus` is not a settings source (user, project, local)\n"
+    );
+}
+
+#[test]
+fn the_working_directory_cannot_bypass_permissions() {
+    let dirs = dirs();
+    project_settings(&dirs, json!({"permissions": {"defaultMode": "bypassPermissions"}}));
+    let api = MockApi::start(vec![done("Done.")]);
+    let (lines, stderr) = print(&dirs, &api, "hi", &[]);
+    assert_eq!(init(&lines)["permissionMode"], "default");
+    let file = dirs.project.join(".claude/settings.json");
+    assert!(
+        stderr.contains(&format!(
+            "agentloop: warning: {}: `permissions.defaultMode: \"bypassPermissions\"` is ignored: settings in the \
+working directory cannot loosen permissions or confinement (put it in {} or --settings)",
+            file.display(),
+            dirs.user.join("settings.json").display()
+        )),
+        "{stderr}"
+    );
+    // The user's own settings may.
+    write(dirs.user.join("settings.json"), &json!({"permissions": {"defaultMode": "acceptEdits"}}).to_string());
+    let api = MockApi::start(vec![done("Done.")]);
+    let (lines, _) = print(&dirs, &api, "hi", &[]);
+    assert_eq!(init(&lines)["permissionMode"], "acceptEdits");
+}
+
+#[test]
+fn the_output_style_goes_into_the_system_prompt() {
+    let dirs = dirs();
+    write(
+        dirs.user.join("output-styles/pirate.md"),
+        "---\nname: Pirate\ndescription: Talk like a pirate\n---\nAnswer like a pirate. Say arr.\n",
+    );
+    write(dirs.user.join("settings.json"), r#"{"outputStyle": "Pirate"}"#);
+    let api = MockApi::start(vec![done("Arr.")]);
+    let (lines, _) = print(&dirs, &api, "hi", &[]);
+    assert_eq!(init(&lines)["output_style"], "Pirate");
+    assert_eq!(
+        system(&api.bodies()[0]),
+        "You are agentloop, an agent that helps the user with tasks in the working directory, answering as your \
+output style (below) describes. Use the tools to inspect and change files.\n\n# Output Style: Pirate\nAnswer like \
+a pirate. Say arr."
+    );
+
+    // --append-system-prompt comes after the style; a project's local settings choose another.
+    write(dirs.project.join(".claude/settings.local.json"), r#"{"outputStyle": "Concise"}"#);
+    let api = MockApi::start(vec![done("Ok.")]);
+    let (lines, _) = print(&dirs, &api, "hi", &["--append-system-prompt", "APPENDED"]);
+    assert_eq!(init(&lines)["output_style"], "Concise");
+    let prompt = system(&api.bodies()[0]).to_owned();
+    assert!(prompt.starts_with("You are agentloop, a coding agent."), "{prompt}");
+    assert!(prompt.contains("\n\n# Output Style: Concise\nAnswer in as few words"), "{prompt}");
+    assert!(prompt.ends_with(".\n\nAPPENDED"), "{prompt}");
+
+    // A system prompt of the caller's replaces the style too, as in Claude Code; init still
+    // names it.
+    let api = MockApi::start(vec![done("Ok.")]);
+    let (lines, _) = print(&dirs, &api, "hi", &["--system-prompt", "CUSTOM"]);
+    assert_eq!(init(&lines)["output_style"], "Concise");
+    assert_eq!(system(&api.bodies()[0]), "CUSTOM");
+}
+
+#[test]
+fn an_unknown_style_is_named_in_init_and_warned_about() {
+    let dirs = dirs();
+    write(dirs.project.join(".claude/settings.local.json"), r#"{"outputStyle": "local-test-style"}"#);
+    let api = MockApi::start(vec![done("Ok.")]);
+    let (lines, stderr) = print(&dirs, &api, "hi", &[]);
+    assert_eq!(init(&lines)["output_style"], "local-test-style");
+    assert!(stderr.contains("outputStyle `local-test-style` names no output style"), "{stderr}");
+    assert!(system(&api.bodies()[0]).starts_with("You are agentloop, a coding agent."));
+}
+
+/// A project command with every frontmatter key, and a user command.
+fn commands(dirs: &Dirs) {
+    write(
+        dirs.project.join(".claude/commands/git/make.md"),
+        "---\ndescription: Make a file\nargument-hint: NAME [WHY]\nallowed-tools: Bash(touch:*)\nmodel: claude-haiku-4-5\n\
+---\n\nMake $0 because $1; all: $ARGUMENTS\n",
+    );
+    write(dirs.user.join("commands/hello.md"), "Say hello.\n");
+}
+
+#[test]
+fn a_custom_command_runs_from_the_print_flag() {
+    let dirs = dirs();
+    commands(&dirs);
+    let api = MockApi::start(vec![bash("touch made.txt"), done("Made.")]);
+    let (lines, stderr) = print(&dirs, &api, r#"/git:make made.txt "it is asked for""#, &[]);
+    assert_eq!(init(&lines)["slash_commands"], json!(["git:make", "hello"]));
+    assert_eq!(init(&lines)["model"], "claude-haiku-4-5");
+    let bodies = api.bodies();
+    assert_eq!(bodies[0]["model"], "claude-haiku-4-5");
+    assert_eq!(
+        first_prompt(&bodies[0]),
+        "<command-message>git:make</command-message>\n<command-name>/git:make</command-name>\n\
+<command-args>made.txt \"it is asked for\"</command-args>\n\nMake made.txt because it is asked for; all: made.txt \
+\"it is asked for\"\n"
+    );
+    // `allowed-tools` allowed the call no rule of the session allows.
+    assert_eq!(tool_result(&bodies[1]), ("(no output)".to_owned(), false), "{stderr}");
+    assert!(dirs.project.join("made.txt").exists());
+
+    // Without the command the same call is refused, and the model is the session's.
+    let api = MockApi::start(vec![bash("touch other.txt"), done("No.")]);
+    let (_, _) = print(&dirs, &api, "make other.txt", &[]);
+    let bodies = api.bodies();
+    assert_eq!(bodies[0]["model"], MODEL);
+    assert!(tool_result(&bodies[1]).1);
+    assert!(!dirs.project.join("other.txt").exists());
+
+    // A body without placeholders gets the arguments as a last paragraph; only the user's
+    // commands with --setting-sources user.
+    let api = MockApi::start(vec![done("Hello.")]);
+    let (lines, _) = print(&dirs, &api, "/hello there", &["--setting-sources", "user"]);
+    assert_eq!(init(&lines)["slash_commands"], json!(["hello"]));
+    assert!(first_prompt(&api.bodies()[0]).ends_with("\n\nSay hello.\n\n\nARGUMENTS: there"));
+    // A command the sources do not give is an ordinary prompt.
+    let api = MockApi::start(vec![done("Hm.")]);
+    let (_, _) = print(&dirs, &api, "/git:make x", &["--setting-sources", "user"]);
+    assert_eq!(first_prompt(&api.bodies()[0]), "/git:make x");
+}
+
+#[test]
+fn a_commands_spans_and_files_go_through_the_permission_check() {
+    let dirs = dirs();
+    write(dirs.project.join("notes.txt"), "NOTES\n");
+    write(
+        dirs.project.join(".claude/commands/report.md"),
+        "Listing: !`ls notes.txt`\nWritten: !`touch written.txt`\nRead @notes.txt please.\n",
+    );
+    let api = MockApi::start(vec![done("Reported.")]);
+    let (_, stderr) = print(&dirs, &api, "/report", &[]);
+    let prompt = first_prompt(&api.bodies()[0]).to_owned();
+    // A read-only command runs; one that writes needs a rule nobody gave, and is refused.
+    assert!(
+        prompt.contains("\nListing: notes.txt\nWritten: [!`touch written.txt` failed: Permission to use Bash"),
+        "{prompt}"
+    );
+    assert!(!dirs.project.join("written.txt").exists());
+    assert!(stderr.contains("agentloop: warning: /report: !`touch written.txt` failed: "), "{stderr}");
+    assert!(
+        prompt.starts_with(
+            "<system-reminder>\n/report refers to @notes.txt; its contents:\n     1\tNOTES\n</system-reminder>\n"
+        ),
+        "{prompt}"
+    );
+    // A deny rule keeps the file out.
+    let api = MockApi::start(vec![done("Reported.")]);
+    let (_, stderr) = print(&dirs, &api, "/report", &["--disallowedTools", "Read(./notes.txt)"]);
+    assert!(!first_prompt(&api.bodies()[0]).contains("NOTES"));
+    assert!(stderr.contains("agentloop: warning: /report: @notes.txt was not read: "), "{stderr}");
+}
+
+#[test]
+fn stream_json_input_runs_a_command_and_initialize_lists_them() {
+    let dirs = dirs();
+    commands(&dirs);
+    write(dirs.project.join(".claude/output-styles/terse.md"), "---\nname: Terse\n---\nBe terse.\n");
+    project_settings(&dirs, json!({"outputStyle": "Terse"}));
+    let api = MockApi::start(vec![done("Hello!"), done("Again.")]);
+    let stdin = [
+        json!({"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize", "hooks": null}}),
+        json!({"type": "user", "message": {"role": "user", "content": "/hello"}, "parent_tool_use_id": null, "session_id": "s"}),
+        json!({"type": "user", "message": {"role": "user", "content": "plain"}, "parent_tool_use_id": null, "session_id": "s"}),
+    ]
+    .map(|l| l.to_string() + "\n")
+    .concat();
+    let out = agentloop(
+        &dirs,
+        &api,
+        &["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
+        &stdin,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = lines(&out);
+    let answer = &lines.iter().find(|l| l["type"] == "control_response").unwrap()["response"]["response"];
+    assert_eq!(
+        answer["commands"],
+        json!([
+            {"name": "git:make", "description": "Make a file (project)", "argumentHint": "NAME [WHY]"},
+            {"name": "hello", "description": "Say hello. (user)", "argumentHint": ""},
+        ])
+    );
+    assert_eq!(answer["output_style"], "Terse");
+    assert_eq!(
+        answer["available_output_styles"],
+        json!(["default", "Proactive", "Concise", "Explanatory", "Learning", "Terse"])
+    );
+    let inits: Vec<&Value> = lines.iter().filter(|l| l["subtype"] == "init").collect();
+    assert_eq!(inits.len(), 2);
+    assert_eq!(inits[0]["slash_commands"], json!(["git:make", "hello"]));
+    assert_eq!(inits[0]["output_style"], "Terse");
+    let bodies = api.bodies();
+    assert_eq!(
+        first_prompt(&bodies[0]),
+        "<command-message>hello</command-message>\n<command-name>/hello</command-name>\n\nSay hello.\n"
+    );
+    assert_eq!(bodies[1]["messages"][2]["content"][0]["text"], "plain");
+    // Not the SDK's empty --system-prompt here: the style is in the default prompt.
+    assert!(system(&bodies[0]).ends_with("\n\n# Output Style: Terse\nBe terse."));
+}
