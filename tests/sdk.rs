@@ -848,3 +848,20 @@ fn a_truncating_resume_forks_without_the_dropped_turn_and_refuses_a_wrong_one() 
     ));
     assert!(!in_order(&history, &[("user", "Reply with exactly: two")]), "{history:#?}");
 }
+
+/// (l) A `SessionStore`: the CLI mirrors its transcript into the store as it writes it
+/// (`--session-mirror`), so the session resumes from the store alone, its file gone from the
+/// config directory, and the second request carries the first exchange.
+#[test]
+fn a_session_store_resumes_a_session_whose_file_is_gone() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("Nice to meet you, Ada."), text_reply("Your name is Ada.")]);
+    let obs = run_script("session_store.py", &mock, &dirs);
+    let (first, second) = (result(&obs["first"]), result(&obs["second"]));
+    assert_eq!(first["subtype"], "success", "{obs:#}");
+    assert_eq!(second["result"], "Your name is Ada.", "{obs:#}");
+    assert_eq!(second["session_id"], first["session_id"], "resuming goes on in the same session");
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    assert_carries_the_first_exchange(&transcript(&bodies[1]));
+}

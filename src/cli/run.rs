@@ -230,7 +230,8 @@ pub struct UnsupportedFlags {
     /// Not honoured yet.
     #[arg(long, value_name = "BETAS", hide = true)]
     pub betas: Option<String>,
-    /// Not honoured yet.
+    /// The Claude Agent SDK's session store: each transcript line is also printed as a
+    /// `transcript_mirror` frame (stream-json input only).
     #[arg(long, hide = true)]
     pub session_mirror: bool,
     /// Not honoured yet.
@@ -254,7 +255,6 @@ impl UnsupportedFlags {
         note(!self.add_dir.is_empty(), "--add-dir");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
-        note(self.session_mirror, "--session-mirror");
         note(!self.plugin_dir.is_empty(), "--plugin-dir");
         note(self.task_budget.is_some(), "--task-budget");
         out

@@ -226,6 +226,8 @@ struct Host {
     /// The output styles, and the one in force.
     output_styles: crate::context::output_style::OutputStyles,
     output_style: String,
+    /// `--session-mirror`: where the transcript lines are copied for the SDK's session store.
+    mirror: Option<crate::session::Mirror>,
 }
 
 impl Host {
@@ -233,6 +235,7 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
+        let mirror = flags.unsupported.session_mirror.then(|| transcript_mirror(&stdout));
         let RunSpec {
             cwd,
             options,
@@ -293,8 +296,22 @@ impl Host {
             commands,
             output_styles,
             output_style: output_style.name,
+            mirror,
         };
+        let mut session = session;
+        let new = session.messages.is_empty();
+        host.mirror(&mut session, new);
         (host, session)
+    }
+
+    /// With `--session-mirror`, copy `session`'s transcript lines to the SDK from now on
+    /// (with `existing`, the lines already written too).
+    fn mirror(&self, session: &mut Session, existing: bool) {
+        if let (Some(mirror), Some(writer)) = (&self.mirror, session.transcript.as_mut())
+            && let Err(e) = writer.mirror_to(mirror.clone(), existing)
+        {
+            stderr_line(&format!("agentloop: warning: the transcript is not mirrored to the SDK: {e}"));
+        }
     }
 
     /// Start the SDK servers (once), reaching them through control requests; those the
@@ -371,7 +388,8 @@ impl Host {
             table_sha256: self.options.table().sha256.clone(),
             permission_mode: self.policy.mode().as_str().to_owned(),
         };
-        let fresh = reset::fresh_session(&old, &meta);
+        let mut fresh = reset::fresh_session(&old, &meta);
+        self.mirror(&mut fresh, true);
         let started = Instant::now();
         self.stdout.line(
             &reset::reset_frame(&old.id.to_string(), prompt.uuid.unwrap_or_else(crate::session::Uuid::new_v4))
@@ -599,6 +617,16 @@ impl Host {
             });
         }
     }
+}
+
+/// The mirror of `--session-mirror`: each transcript line goes to the SDK's session store as
+/// `{"type": "transcript_mirror", "filePath", "entries": [line]}`, as Claude Code sends it.
+fn transcript_mirror(stdout: &Stdout) -> crate::session::Mirror {
+    let stdout = stdout.clone();
+    crate::session::Mirror::new(move |path, line| {
+        let Ok(entry) = serde_json::from_slice::<Value>(line) else { return };
+        stdout.line(&json!({"type": "transcript_mirror", "filePath": path, "entries": [entry]}).to_string());
+    })
 }
 
 /// What a prompt's result echoes of it, as Claude Code's does: its `origin`, and the uuid the

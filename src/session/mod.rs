@@ -36,7 +36,7 @@ pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
 pub use reader::{LoadedSession, load, load_cut};
 pub use repair::{Repair, RepairReport, RepairWrite, repair};
 pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
-pub use writer::TranscriptWriter;
+pub use writer::{Mirror, TranscriptWriter};
 
 /// What can go wrong reading or writing transcripts. Every variant names the file; line
 /// errors name the 1-based line too.

@@ -972,3 +972,24 @@ fn claude_codes_compact_boundary_starts_the_history_again() {
     assert_eq!(loaded.first_prompt.as_deref(), Some("old prompt"));
     assert_eq!(scan(&path, false).unwrap().turns, 1);
 }
+
+#[test]
+fn a_mirror_gets_the_lines_already_written_then_each_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut writer = TranscriptWriter::create(&path, Uuid::new_v4(), dir.path()).unwrap();
+    writer.append(&user("first")).unwrap();
+    let copied = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = copied.clone();
+    let mirror = Mirror::new(move |at, line| {
+        sink.lock().unwrap().push((at.to_path_buf(), serde_json::from_slice::<Value>(line).unwrap()));
+    });
+    writer.mirror_to(mirror, true).unwrap();
+    writer.append(&assistant("second")).unwrap();
+    let copied = copied.lock().unwrap();
+    let on_disk: Vec<Value> =
+        fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(copied.iter().map(|(_, line)| line.clone()).collect::<Vec<_>>(), on_disk);
+    assert!(copied.iter().all(|(at, _)| at == &path));
+    assert_eq!(on_disk.len(), 2);
+}

@@ -43,6 +43,26 @@ struct Out {
     file: File,
     path: PathBuf,
     line: Vec<u8>,
+    mirror: Option<Mirror>,
+}
+
+/// Where a transcript's lines are copied as they are written: the Claude Agent SDK's session
+/// store (`--session-mirror`) gets each one, with the transcript's path, as a
+/// `transcript_mirror` frame. It is called with the line's JSON, without its newline.
+#[derive(Clone)]
+pub struct Mirror(std::sync::Arc<dyn Fn(&Path, &[u8]) + Send + Sync>);
+
+impl Mirror {
+    /// A mirror that hands each line to `copy`.
+    pub fn new(copy: impl Fn(&Path, &[u8]) + Send + Sync + 'static) -> Self {
+        Mirror(std::sync::Arc::new(copy))
+    }
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mirror")
+    }
 }
 
 impl TranscriptWriter {
@@ -76,7 +96,7 @@ impl TranscriptWriter {
 
     fn with_file(file: File, path: &Path, session_id: Uuid, cwd: &Path, last_uuid: Option<String>) -> Self {
         TranscriptWriter {
-            out: Out { file, path: path.to_owned(), line: Vec::with_capacity(4096) },
+            out: Out { file, path: path.to_owned(), line: Vec::with_capacity(4096), mirror: None },
             session_id,
             session_text: session_id.to_string(),
             cwd: cwd.to_string_lossy().into_owned(),
@@ -84,6 +104,24 @@ impl TranscriptWriter {
             last_uuid,
             last_assistant: None,
         }
+    }
+
+    /// Copy every line written from now on to `mirror`; with `existing`, the complete lines
+    /// already in the file first (a new session's opening lines; a resumed one's are already
+    /// wherever the mirror keeps them).
+    ///
+    /// # Errors
+    /// The file cannot be read back.
+    pub fn mirror_to(&mut self, mirror: Mirror, existing: bool) -> Result<()> {
+        if existing {
+            let text = std::fs::read(&self.out.path).map_err(io_error(&self.out.path))?;
+            let complete = text.iter().rposition(|&b| b == b'\n').map_or(&text[..0], |end| &text[..end]);
+            for line in complete.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                (mirror.0)(&self.out.path, line);
+            }
+        }
+        self.out.mirror = Some(mirror);
+        Ok(())
     }
 
     /// The transcript's path.
@@ -271,7 +309,11 @@ impl Out {
         serde_json::to_writer(&mut self.line, value)
             .map_err(|source| SessionError::Encode { path: self.path.clone(), source })?;
         self.line.push(b'\n');
-        self.file.write_all(&self.line).map_err(io_error(&self.path))
+        self.file.write_all(&self.line).map_err(io_error(&self.path))?;
+        if let Some(mirror) = &self.mirror {
+            (mirror.0)(&self.path, &self.line[..self.line.len() - 1]);
+        }
+        Ok(())
     }
 }
 
