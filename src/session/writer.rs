@@ -50,7 +50,10 @@ struct Out {
 /// store (`--session-mirror`) gets each one, with the transcript's path, as a
 /// `transcript_mirror` frame. It is called with the line's JSON, without its newline.
 #[derive(Clone)]
-pub struct Mirror(std::sync::Arc<dyn Fn(&Path, &[u8]) + Send + Sync>);
+pub struct Mirror(std::sync::Arc<CopyLine>);
+
+/// What a [`Mirror`] calls with a line: the transcript's path and the line's JSON.
+type CopyLine = dyn Fn(&Path, &[u8]) + Send + Sync;
 
 impl Mirror {
     /// A mirror that hands each line to `copy`.
