@@ -1,9 +1,12 @@
 //! `agentloop mcp [--header 'Name: value']... [--call TOOL [--arguments JSON]] URL`: talk to
 //! one Streamable HTTP MCP server by hand, as the agent would: connect (the `initialize`
-//! handshake), then list its tools or call one and print the result the model would read.
-//! The official MCP client conformance suite drives the client through this command.
+//! handshake), list its tools, and print them or call one and print the result the model
+//! would read. A question the server asks during the call (elicitation) is asked on stdin
+//! ([`crate::mcp::elicitation::lines`]). The official MCP client conformance suite drives the
+//! client through this command.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -42,13 +45,25 @@ pub async fn command(args: McpArgs) -> u8 {
         Err(e) => return usage(&format!("--arguments: not valid JSON: {e}")),
     };
     let config = ServerConfig::Http { url: args.url.clone(), headers };
-    let connection = match crate::mcp::open(&config, std::path::Path::new(".")).await {
+    // The server's questions to the user are asked here, on stdin.
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    crate::mcp::elicitation::process()
+        .answer_with(Arc::new(crate::mcp::elicitation::lines::Lines::new(stdin, |text| eprint!("{text}"))));
+    let connection = match crate::mcp::open(&args.url, &config, std::path::Path::new(".")).await {
         Ok(connection) => connection,
         Err(message) => return failed(&format!("{}: {message}", args.url)),
     };
-    let code = match &args.call {
-        None => list(&connection).await,
-        Some(tool) => call(&connection, tool, arguments).await,
+    let code = match (list(&connection).await, &args.call) {
+        (Err(message), _) => failed(&message),
+        (Ok(tools), None) => {
+            print_tools(&connection, &tools);
+            0
+        }
+        (Ok(tools), Some(tool)) if !tools.iter().any(|t| t.name == *tool) => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            failed(&format!("the server has no tool `{tool}` (it lists: {})", names.join(", ")))
+        }
+        (Ok(_), Some(tool)) => call(&connection, tool, arguments).await,
     };
     connection.close().await;
     code
@@ -68,12 +83,13 @@ pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, Strin
         .collect()
 }
 
+/// The server's tools, as the agent lists them before any call.
+async fn list(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
+    connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))
+}
+
 /// Print the server, the negotiated protocol version, then one line per tool.
-async fn list(connection: &Connection) -> u8 {
-    let tools = match connection.peer().list_all_tools().await {
-        Ok(tools) => tools,
-        Err(e) => return failed(&format!("tools/list: {e}")),
-    };
+fn print_tools(connection: &Connection, tools: &[rmcp::model::Tool]) {
     let (name, version) = connection
         .peer()
         .peer_info()
@@ -84,7 +100,6 @@ async fn list(connection: &Connection) -> u8 {
         let description = tool.description.as_deref().unwrap_or_default();
         println!("{}\t{}", tool.name, description.lines().next().unwrap_or_default());
     }
-    0
 }
 
 /// Call `tool` and print what the model would read; an `isError` result exits 1.

@@ -13,7 +13,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 
-use super::{Connection, client_info};
+use super::{Client, Connection};
 use crate::error_chain::error_chain;
 
 /// Headers the transport sets itself: a configuration may not override them.
@@ -23,13 +23,13 @@ const RESERVED: [&str; 5] = ["accept", "content-type", "mcp-session-id", "mcp-pr
 const MAX_REDIRECTS: usize = 10;
 
 /// Connect to the Streamable HTTP endpoint `url`, sending `headers` with every request, and
-/// speak the `initialize` handshake.
+/// speak the `initialize` handshake as `client`.
 ///
 /// # Errors
 /// A URL that is not http(s), a header that cannot be sent, the server cannot be reached, or
 /// it does not answer `initialize`. Header values never appear in a message (they are often
 /// credentials).
-pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Connection, String> {
+pub async fn connect(client: Client, url: &str, headers: &BTreeMap<String, String>) -> Result<Connection, String> {
     let plain_http = match reqwest::Url::parse(url) {
         Ok(parsed) if parsed.scheme() == "http" => true,
         Ok(parsed) if parsed.scheme() == "https" => false,
@@ -37,10 +37,10 @@ pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Co
         Err(e) => return Err(format!("`{url}` is not a URL: {e}")),
     };
     let headers = header_map(headers)?;
-    let client = http_client(plain_http)?;
+    let http = http_client(plain_http)?;
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-    let transport = StreamableHttpClientTransport::with_client(client, config);
-    let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {}", describe(&e)))?;
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let service = client.serve(transport).await.map_err(|e| format!("initialize: {}", describe(&e)))?;
     Ok(Connection::new(service, None))
 }
 
@@ -145,9 +145,12 @@ mod tests {
     async fn a_url_that_is_not_http_is_refused() {
         let none = BTreeMap::new();
         assert_eq!(
-            connect("ftp://h/mcp", &none).await.err().unwrap(),
+            connect(Client::of("h"), "ftp://h/mcp", &none).await.err().unwrap(),
             "`ftp://h/mcp` is not an http(s) URL (scheme `ftp`)"
         );
-        assert_eq!(connect("nope", &none).await.err().unwrap(), "`nope` is not a URL: relative URL without a base");
+        assert_eq!(
+            connect(Client::of("h"), "nope", &none).await.err().unwrap(),
+            "`nope` is not a URL: relative URL without a base"
+        );
     }
 }

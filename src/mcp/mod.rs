@@ -7,6 +7,9 @@
 //! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
 //! - [`startup`]: the servers started in the background while the run prepares.
 //! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
+//! - [`client`]: agentloop's side of a connection (the handshake, the server's requests),
+//!   with [`elicitation`] answering a server's questions to the user and [`browser`] opening
+//!   the URLs it asks the user to visit.
 //!
 //! [`connect`] starts every configured server at once; a run calls it through
 //! [`startup::Startup`], as soon as it knows its servers. A stdio server is a
@@ -18,7 +21,10 @@
 //! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
 //! headers on every request; its session is closed (HTTP DELETE) when the run ends.
 
+pub mod browser;
+pub mod client;
 pub mod config;
+pub mod elicitation;
 pub mod http;
 pub mod sdk;
 pub mod startup;
@@ -30,13 +36,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use serde::Serialize;
 
 use crate::process_group::ProcessGroup;
 use crate::sandbox::Sandbox;
 use crate::tools::{Registry, Tool};
+pub use client::{Client, client_info};
 pub use config::{ServerConfig, Servers};
 
 /// How one configured server came up, as stream-json's `system/init` lists it.
@@ -89,19 +95,8 @@ impl ServerStatus {
     }
 }
 
-/// The client's side of the `initialize` handshake: agentloop's name and version, and the
-/// newest protocol version that still has a handshake (2025-11-25). The server answers with
-/// the version it speaks (an older one such as 2025-06-18 included), and the session uses
-/// that one.
-pub fn client_info() -> ClientConfig {
-    let mut info = ClientConfig::default();
-    info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-    info.client_info = Implementation::new("agentloop", env!("CARGO_PKG_VERSION"));
-    info
-}
-
 /// The client service of one connection.
-pub type Service = RunningService<RoleClient, ClientConfig>;
+pub type Service = RunningService<RoleClient, Client>;
 
 /// A stdio server's process: killed (its whole group) when the connection is dropped.
 pub struct ServerProcess {
@@ -233,30 +228,33 @@ pub async fn connect(
     statuses
 }
 
-/// Connect to the server `config` describes (a stdio child runs in `cwd`). An SDK server is
-/// not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches it in the SDK mode).
+/// Connect to the server `config` describes, calling it `name` (a stdio child runs in
+/// `cwd`). An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
+/// it in the SDK mode).
 ///
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
-pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
-    open_with(config, cwd, &Sandbox::none(), None).await
+pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
+    open_with(name, config, cwd, &Sandbox::none(), None).await
 }
 
 /// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`.
 async fn open_with(
+    name: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connection, String> {
+    let client = Client::of(name);
     match config {
         ServerConfig::Stdio { command, args, env, scope } => {
-            stdio::connect(command, args, env, scope, cwd, sandbox).await
+            stdio::connect(client, command, args, env, scope, cwd, sandbox).await
         }
-        ServerConfig::Http { url, headers } => http::connect(url, headers).await,
+        ServerConfig::Http { url, headers } => http::connect(client, url, headers).await,
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
         ServerConfig::Sdk { name } => match sdk {
-            Some(channel) => sdk::connect(name, channel.clone()).await,
+            Some(channel) => sdk::connect(client, name, channel.clone()).await,
             None => Err(sdk::SDK_ONLY.to_owned()),
         },
     }
@@ -272,7 +270,7 @@ async fn connect_one(
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connected, String> {
-    let connection = open_with(config, cwd, sandbox, sdk).await?;
+    let connection = open_with(name, config, cwd, sandbox, sdk).await?;
     let info = connection.server_info();
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
     let connection = Arc::new(connection);

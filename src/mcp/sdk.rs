@@ -19,7 +19,7 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Connection, client_info};
+use super::{Client, Connection};
 
 /// Why a server configured with `"type": "sdk"` fails outside the SDK mode.
 pub const SDK_ONLY: &str = "an SDK server is reachable only from the Claude Agent SDK";
@@ -125,13 +125,13 @@ impl Transport<RoleClient> for SdkTransport {
     }
 }
 
-/// Speak the `initialize` handshake with the SDK server `server` through `channel`.
+/// Speak the `initialize` handshake as `client` with the SDK server `server` through `channel`.
 ///
 /// # Errors
 /// The SDK cannot be reached, or the server does not answer `initialize`.
-pub async fn connect(server: &str, channel: Arc<dyn Channel>) -> Result<Connection, String> {
+pub async fn connect(client: Client, server: &str, channel: Arc<dyn Channel>) -> Result<Connection, String> {
     let transport = SdkTransport::new(server, channel);
-    let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
+    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, None))
 }
 
