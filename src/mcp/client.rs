@@ -45,6 +45,11 @@ impl Client {
         Client { server: server.to_owned(), elicitations }
     }
 
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
     /// The client of `server`, answering through the process's elicitations
     /// ([`elicitation::process`]).
     pub fn of(server: &str) -> Client {

@@ -26,6 +26,7 @@ pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod http;
+pub mod oauth;
 pub mod sdk;
 pub mod startup;
 pub mod status;
@@ -179,6 +180,15 @@ pub async fn finish() {
     let _ = tokio::time::timeout(CLOSE_TIMEOUT, futures::future::join_all(closing)).await;
 }
 
+/// A failed request in words: `authorization: WHY` when signing in to the server failed,
+/// else rmcp's message.
+pub fn describe(error: &rmcp::ServiceError) -> String {
+    match http::client::auth_failure(error) {
+        Some(failure) => format!("authorization: {failure}"),
+        None => error.to_string(),
+    }
+}
+
 /// Milliseconds from the environment variable `name`, or `default`.
 fn env_duration(name: &str, default: Duration) -> Duration {
     std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).map_or(default, Duration::from_millis)
@@ -229,29 +239,32 @@ pub async fn connect(
 }
 
 /// Connect to the server `config` describes, calling it `name` (a stdio child runs in
-/// `cwd`). An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
+/// `cwd`), as `agentloop mcp` does: a remote server that asks for a sign-in gets one in the
+/// browser. An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
 /// it in the SDK mode).
 ///
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
 pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
-    open_with(name, config, cwd, &Sandbox::none(), None).await
+    open_with(name, config, cwd, &Sandbox::none(), None, oauth::SignIn::Browser).await
 }
 
-/// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`.
+/// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`,
+/// a remote server's sign-in opening the browser only when `sign_in` allows it.
 async fn open_with(
     name: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
+    sign_in: oauth::SignIn,
 ) -> Result<Connection, String> {
     let client = Client::of(name);
     match config {
         ServerConfig::Stdio { command, args, env, scope } => {
             stdio::connect(client, command, args, env, scope, cwd, sandbox).await
         }
-        ServerConfig::Http { url, headers } => http::connect(client, url, headers).await,
+        ServerConfig::Http { url, headers, oauth } => http::connect(client, url, headers, oauth.as_ref(), sign_in).await,
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
         ServerConfig::Sdk { name } => match sdk {
             Some(channel) => sdk::connect(client, name, channel.clone()).await,
@@ -270,9 +283,10 @@ async fn connect_one(
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
 ) -> Result<Connected, String> {
-    let connection = open_with(name, config, cwd, sandbox, sdk).await?;
+    // A run reuses and refreshes what `agentloop mcp` signed in with; it opens no browser.
+    let connection = open_with(name, config, cwd, sandbox, sdk, oauth::SignIn::Never).await?;
     let info = connection.server_info();
-    let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+    let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", describe(&e)))?;
     let connection = Arc::new(connection);
     let timeout = tool_timeout();
     let tools = listed
