@@ -264,7 +264,9 @@ async fn open_with(
         ServerConfig::Stdio { command, args, env, scope } => {
             stdio::connect(client, command, args, env, scope, cwd, sandbox).await
         }
-        ServerConfig::Http { url, headers, oauth } => http::connect(client, url, headers, oauth.as_ref(), sign_in).await,
+        ServerConfig::Http { url, headers, oauth } => {
+            http::connect(client, url, headers, oauth.as_ref(), sign_in).await
+        }
         ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
         ServerConfig::Sdk { name } => match sdk {
             Some(channel) => sdk::connect(client, name, channel.clone()).await,

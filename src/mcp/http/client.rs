@@ -76,7 +76,12 @@ impl HttpClient {
 
     /// After a refusal of a request sent with `sent`: the token to send it again with
     /// (`Ok(Some)`), or the result to return.
-    async fn retry<T>(&self, result: Result<T, Error>, sent: &mut Option<String>, tries: &mut u32) -> Result<Option<T>, Error> {
+    async fn retry<T>(
+        &self,
+        result: Result<T, Error>,
+        sent: &mut Option<String>,
+        tries: &mut u32,
+    ) -> Result<Option<T>, Error> {
         let (header, refusal) = match &result {
             Err(StreamableHttpError::AuthRequired(e)) => (e.www_authenticate_header.as_str(), Refusal::Unauthorized),
             Err(StreamableHttpError::InsufficientScope(e)) => (e.www_authenticate_header.as_str(), Refusal::Forbidden),
@@ -108,7 +113,8 @@ pub fn auth_failure<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<
             Some(StreamableHttpError::Io(io)) => Some(io),
             _ => error.downcast_ref::<std::io::Error>(),
         };
-        if let Some(failure) = io.and_then(std::io::Error::get_ref).and_then(|inner| inner.downcast_ref::<OAuthError>()) {
+        if let Some(failure) = io.and_then(std::io::Error::get_ref).and_then(|inner| inner.downcast_ref::<OAuthError>())
+        {
             return Some(failure);
         }
         next = error.source();
@@ -158,7 +164,7 @@ impl StreamableHttpClient for HttpClient {
                     session_id.clone(),
                     sent.clone(),
                     custom_headers.clone(),
-                    limits.clone(),
+                    limits,
                 )
                 .await;
             if let Some(response) = self.retry(result, &mut sent, &mut tries).await? {

@@ -59,7 +59,14 @@ pub async fn connect(
         // The authorization server may be reached over https even for a plain-http server.
         let oauth_http = http_client(false).or_else(|_| http_client(true))?;
         let settings = oauth.cloned().unwrap_or_default();
-        Some(Arc::new(Authorizer::new(client.server(), parsed, settings, sign_in, oauth_http, Store::default_location())))
+        Some(Arc::new(Authorizer::new(
+            client.server(),
+            parsed,
+            settings,
+            sign_in,
+            oauth_http,
+            Store::default_location(),
+        )))
     };
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(client::HttpClient::new(http, auth), config);

@@ -18,7 +18,8 @@ const MAX_HEAD: usize = 16 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The page the browser shows after a sign-in.
-const DONE_PAGE: &str = "<!doctype html><title>agentloop</title><p>Signed in. You can close this tab and go back to agentloop.</p>";
+const DONE_PAGE: &str =
+    "<!doctype html><title>agentloop</title><p>Signed in. You can close this tab and go back to agentloop.</p>";
 
 /// A listener waiting for the authorization server's redirect.
 pub struct Callback {
@@ -103,7 +104,11 @@ async fn request_target(stream: &mut tokio::net::TcpStream) -> Option<String> {
 
 /// Answer with `status` and the HTML `body`, closing the connection.
 async fn respond(stream: &mut tokio::net::TcpStream, status: &str, body: &str) -> std::io::Result<()> {
-    let page = if body.starts_with('<') { body.to_owned() } else { format!("<!doctype html><title>agentloop</title><p>{body}</p>") };
+    let page = if body.starts_with('<') {
+        body.to_owned()
+    } else {
+        format!("<!doctype html><title>agentloop</title><p>{body}</p>")
+    };
     let response = format!(
         "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
         page.len()
@@ -141,10 +146,7 @@ mod tests {
         let port = callback.port;
         let waiting = tokio::spawn(callback.wait("st8"));
         get(port, "/callback?error=access_denied&error_description=no").await;
-        assert_eq!(
-            waiting.await.unwrap().unwrap_err().to_string(),
-            "the sign-in was refused: access_denied (no)"
-        );
+        assert_eq!(waiting.await.unwrap().unwrap_err().to_string(), "the sign-in was refused: access_denied (no)");
         let callback = Callback::bind(None).await.unwrap();
         let port = callback.port;
         let waiting = tokio::spawn(callback.wait("st8"));

@@ -206,7 +206,8 @@ pub async fn metadata_at(http: &reqwest::Client, url: &Url) -> Result<Option<Ser
 /// The document cannot be fetched or has no `token_endpoint`.
 pub async fn token_endpoint_of(http: &reqwest::Client, issuer: &Url) -> Result<String, OAuthError> {
     for url in server_metadata_urls(issuer) {
-        if let Some(Value::String(endpoint)) = get_json(http, &url).await?.and_then(|j| j.get("token_endpoint").cloned())
+        if let Some(Value::String(endpoint)) =
+            get_json(http, &url).await?.and_then(|j| j.get("token_endpoint").cloned())
         {
             return Ok(endpoint);
         }
@@ -255,7 +256,10 @@ mod tests {
         );
         assert_eq!(
             strings(server_metadata_urls(&url("http://127.0.0.1:9"))),
-            ["http://127.0.0.1:9/.well-known/oauth-authorization-server", "http://127.0.0.1:9/.well-known/openid-configuration"]
+            [
+                "http://127.0.0.1:9/.well-known/oauth-authorization-server",
+                "http://127.0.0.1:9/.well-known/openid-configuration"
+            ]
         );
     }
 
@@ -275,7 +279,7 @@ mod tests {
 
     #[test]
     fn without_metadata_the_endpoints_are_at_the_root_and_defaults_follow_rfc_8414() {
-        let fallback = ServerMetadata::fallback(&url("http://127.0.0.1:9/mcp"));
+        let fallback = ServerMetadata::fallback(&url("http://127.0.0.1:9/"));
         assert_eq!(fallback.issuer, "http://127.0.0.1:9");
         assert_eq!(fallback.authorization_endpoint.as_deref(), Some("http://127.0.0.1:9/authorize"));
         assert_eq!(fallback.token_endpoint, "http://127.0.0.1:9/token");

@@ -58,7 +58,9 @@ pub async fn grant(auth: &Authorizer, entry: &Entry, cx: &Context<'_>) -> Result
     let no_codes = !cx.metadata.supports_grant("authorization_code") || cx.metadata.authorization_endpoint.is_none();
     if let Some(client) = configured.clone().filter(|_| has_credential && no_codes) {
         if !cx.metadata.supports_grant("client_credentials") {
-            return Err(OAuthError::Client("the authorization server issues neither authorization codes nor client credentials".into()));
+            return Err(OAuthError::Client(
+                "the authorization server issues neither authorization codes nor client credentials".into(),
+            ));
         }
         return client_credentials(auth, cx, client, key.as_ref()).await;
     }
@@ -128,7 +130,8 @@ async fn authorization_code(
     let mut endpoint = Url::parse(endpoint)
         .map_err(|_| OAuthError::Malformed { endpoint: endpoint.to_owned(), what: "not a URL".into() })?;
     let stored = entry.client.clone().filter(|c| c.issuer == metadata.issuer && configured.is_none());
-    let stored_port = stored.as_ref().and_then(|c| c.redirect_uri.as_deref()).and_then(|u| Url::parse(u).ok()).and_then(|u| u.port());
+    let stored_port =
+        stored.as_ref().and_then(|c| c.redirect_uri.as_deref()).and_then(|u| Url::parse(u).ok()).and_then(|u| u.port());
     let callback = match (auth.settings().callback_port, stored_port) {
         (Some(port), _) => Callback::bind(Some(port)).await?,
         (None, Some(port)) => match Callback::bind(Some(port)).await {
@@ -138,7 +141,11 @@ async fn authorization_code(
         (None, None) => Callback::bind(None).await?,
     };
     let redirect_uri = callback.redirect_uri();
-    let cimd = auth.settings().client_metadata_url.clone().filter(|_| metadata.client_id_metadata_document_supported == Some(true));
+    let cimd = auth
+        .settings()
+        .client_metadata_url
+        .clone()
+        .filter(|_| metadata.client_id_metadata_document_supported == Some(true));
     let client = match (configured, stored, cimd) {
         (Some(client), _, _) => client,
         (None, Some(client), _) if client.redirect_uri.as_deref().is_none_or(|u| u == redirect_uri) => client,
@@ -230,7 +237,10 @@ async fn cross_app(
     exchange.extend(indicators(cx));
     let exchanged = post_form(auth.http(), &idp_token_endpoint, &exchange, ClientAuth::None(&xaa.client_id)).await?;
     let id_jag = exchanged.get("access_token").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| {
-        OAuthError::Malformed { endpoint: idp_token_endpoint.clone(), what: "its answer has no ID-JAG (access_token)".into() }
+        OAuthError::Malformed {
+            endpoint: idp_token_endpoint.clone(),
+            what: "its answer has no ID-JAG (access_token)".into(),
+        }
     })?;
     let mut form = vec![("grant_type", JWT_BEARER), ("assertion", id_jag)];
     form.extend(indicators(cx));

@@ -92,8 +92,8 @@ pub async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> Resul
 
 /// The JSON of a successful answer, or the endpoint's refusal.
 async fn answer(url: &str, sent: reqwest::Result<reqwest::Response>) -> Result<Value, OAuthError> {
-    let response = sent
-        .map_err(|e| OAuthError::Unreachable { url: url.to_owned(), error: crate::error_chain::error_chain(&e) })?;
+    let response =
+        sent.map_err(|e| OAuthError::Unreachable { url: url.to_owned(), error: crate::error_chain::error_chain(&e) })?;
     let status = response.status();
     let json = response.json::<Value>().await.ok();
     if !status.is_success() {

@@ -34,9 +34,10 @@ impl SigningKey {
     pub fn from_pem(pem: &str) -> Result<SigningKey, String> {
         let der = pkcs8_der(pem)?;
         let rng = SystemRandom::new();
-        for (alg, algorithm) in
-            [("ES256", &signature::ECDSA_P256_SHA256_FIXED_SIGNING), ("ES384", &signature::ECDSA_P384_SHA384_FIXED_SIGNING)]
-        {
+        for (alg, algorithm) in [
+            ("ES256", &signature::ECDSA_P256_SHA256_FIXED_SIGNING),
+            ("ES384", &signature::ECDSA_P384_SHA384_FIXED_SIGNING),
+        ] {
             if let Ok(pair) = EcdsaKeyPair::from_pkcs8(algorithm, &der, &rng) {
                 return Ok(SigningKey { key: Key::Ec { pair, alg } });
             }
@@ -61,7 +62,8 @@ impl SigningKey {
     /// The signature could not be made.
     pub fn sign(&self, claims: &Value) -> Result<String, String> {
         let header = json!({"alg": self.alg(), "typ": "JWT"});
-        let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let input =
+            format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
         let rng = SystemRandom::new();
         let signature = match &self.key {
             Key::Ec { pair, .. } => {
@@ -101,7 +103,10 @@ mod tests {
         let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der.as_ref(), &rng).unwrap();
         let body = STANDARD.encode(der.as_ref());
         let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-        (format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n")), pair.public_key().as_ref().to_vec())
+        (
+            format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n")),
+            pair.public_key().as_ref().to_vec(),
+        )
     }
 
     #[test]

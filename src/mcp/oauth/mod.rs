@@ -231,11 +231,18 @@ impl std::fmt::Debug for Authorizer {
 impl Authorizer {
     /// The authorizer of the server `name` at `url`, its requests made with `http`, what
     /// earlier sign-ins kept read from (and new ones written to) `store`.
-    pub fn new(name: &str, url: Url, settings: Settings, sign_in: SignIn, http: reqwest::Client, store: Option<Store>) -> Authorizer {
-        let entry = store.as_ref().and_then(|s| s.load(url.as_str())).unwrap_or_else(|| Entry {
-            server_url: url.to_string(),
-            ..Entry::default()
-        });
+    pub fn new(
+        name: &str,
+        url: Url,
+        settings: Settings,
+        sign_in: SignIn,
+        http: reqwest::Client,
+        store: Option<Store>,
+    ) -> Authorizer {
+        let entry = store
+            .as_ref()
+            .and_then(|s| s.load(url.as_str()))
+            .unwrap_or_else(|| Entry { server_url: url.to_string(), ..Entry::default() });
         Authorizer {
             name: name.to_owned(),
             current: Mutex::new(entry.tokens.clone()),
@@ -279,7 +286,12 @@ impl Authorizer {
     ///
     /// # Errors
     /// Why no token could be had.
-    pub async fn authorize(&self, challenge: &Challenge, refusal: Refusal, sent: Option<&str>) -> Result<String, OAuthError> {
+    pub async fn authorize(
+        &self,
+        challenge: &Challenge,
+        refusal: Refusal,
+        sent: Option<&str>,
+    ) -> Result<String, OAuthError> {
         let mut state = self.state.lock().await;
         let current = self.current_tokens();
         if let (Some(tokens), Refusal::Unauthorized) = (&current, refusal)
@@ -287,7 +299,8 @@ impl Authorizer {
         {
             return Ok(tokens.access_token.clone());
         }
-        let held: Vec<String> = current.as_ref().and_then(|t| t.scope.as_deref()).map(challenge::split_scopes).unwrap_or_default();
+        let held: Vec<String> =
+            current.as_ref().and_then(|t| t.scope.as_deref()).map(challenge::split_scopes).unwrap_or_default();
         if refusal == Refusal::Forbidden {
             let wanted = challenge.scopes();
             if wanted.iter().all(|s| held.contains(s)) {
@@ -326,8 +339,15 @@ impl Authorizer {
     }
 
     /// Discover, identify, and run the grant that fits.
-    async fn sign_in(&self, state: &mut State, challenge: &Challenge, refusal: Refusal, held: &[String]) -> Result<Tokens, OAuthError> {
-        let resource = discovery::resource_metadata(&self.http, &self.url, challenge.resource_metadata.as_deref()).await?;
+    async fn sign_in(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        refusal: Refusal,
+        held: &[String],
+    ) -> Result<Tokens, OAuthError> {
+        let resource =
+            discovery::resource_metadata(&self.http, &self.url, challenge.resource_metadata.as_deref()).await?;
         let issuer = match resource.as_ref().and_then(|r| r.authorization_servers.first()) {
             Some(issuer) => parse_url(issuer)?,
             // 2025-03-26: the server's origin is its authorization server.
@@ -348,7 +368,8 @@ impl Authorizer {
             (None, None) => ServerMetadata::fallback(&issuer),
             (None, Some(_)) => return Err(OAuthError::NoMetadata(issuer.to_string())),
         };
-        let scope = select_scopes(challenge, self.settings.scopes.as_deref(), resource.as_ref(), &metadata, refusal, held);
+        let scope =
+            select_scopes(challenge, self.settings.scopes.as_deref(), resource.as_ref(), &metadata, refusal, held);
         let context = flow::Context {
             metadata: &metadata,
             resource: resource.as_ref().map(|r| r.resource.as_str()),
@@ -478,10 +499,12 @@ mod tests {
         let none = ServerMetadata::default();
         let held = ["mcp:basic".to_owned()];
         assert_eq!(
-            select_scopes(&challenge(Some("mcp:write mcp:basic")), None, None, &none, Refusal::Forbidden, &held).as_deref(),
+            select_scopes(&challenge(Some("mcp:write mcp:basic")), None, None, &none, Refusal::Forbidden, &held)
+                .as_deref(),
             Some("mcp:basic mcp:write")
         );
-        let offline = ServerMetadata { scopes_supported: Some(vec!["mcp:basic".into(), "offline_access".into()]), ..none };
+        let offline =
+            ServerMetadata { scopes_supported: Some(vec!["mcp:basic".into(), "offline_access".into()]), ..none };
         let prm = resource(Some(&["mcp:basic"]));
         assert_eq!(
             select_scopes(&challenge(None), None, Some(&prm), &offline, Refusal::Unauthorized, &[]).as_deref(),

@@ -51,7 +51,10 @@ mod tests {
     #[test]
     fn the_challenge_is_the_base64url_sha256_of_the_verifier() {
         // RFC 7636, appendix B.
-        assert_eq!(challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+        assert_eq!(
+            challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
         let pkce = Pkce::new();
         assert_eq!(pkce.verifier.len(), 64);
         assert!(pkce.verifier.bytes().all(|b| UNRESERVED.contains(&b)));

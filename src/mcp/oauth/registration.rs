@@ -24,7 +24,8 @@ pub fn auth_method(metadata: &ServerMetadata, has_secret: bool, has_key: bool) -
         return "private_key_jwt";
     }
     if has_secret {
-        if !metadata.supports_auth_method("client_secret_basic") && metadata.supports_auth_method("client_secret_post") {
+        if !metadata.supports_auth_method("client_secret_basic") && metadata.supports_auth_method("client_secret_post")
+        {
             return "client_secret_post";
         }
         return "client_secret_basic";
@@ -49,7 +50,7 @@ pub async fn register(
     metadata: &ServerMetadata,
     redirect_uri: &str,
 ) -> Result<ClientRecord, OAuthError> {
-    let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| OAuthError::NoRegistration)?;
+    let endpoint = metadata.registration_endpoint.as_deref().ok_or(OAuthError::NoRegistration)?;
     let requested = requested_method(metadata);
     let body = json!({
         "client_name": CLIENT_NAME,
@@ -71,8 +72,10 @@ fn record_of(
     answer: &Value,
 ) -> Result<ClientRecord, OAuthError> {
     let text = |key: &str| answer.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-    let client_id = text("client_id")
-        .ok_or_else(|| OAuthError::Malformed { endpoint: endpoint.to_owned(), what: "its answer has no client_id".into() })?;
+    let client_id = text("client_id").ok_or_else(|| OAuthError::Malformed {
+        endpoint: endpoint.to_owned(),
+        what: "its answer has no client_id".into(),
+    })?;
     let client_secret = text("client_secret");
     let auth_method = match (text("token_endpoint_auth_method"), &client_secret) {
         (Some(method), _) => method,
@@ -114,7 +117,8 @@ mod tests {
 
     #[test]
     fn the_servers_answer_decides_the_method() {
-        let answer = json!({"client_id": "c1", "client_secret": "s", "token_endpoint_auth_method": "client_secret_post"});
+        let answer =
+            json!({"client_id": "c1", "client_secret": "s", "token_endpoint_auth_method": "client_secret_post"});
         let record = record_of("R", "http://as", "http://127.0.0.1:1/callback", "none", &answer).unwrap();
         assert_eq!((record.client_id.as_str(), record.auth_method.as_str()), ("c1", "client_secret_post"));
         let secret_only = json!({"client_id": "c2", "client_secret": "s"});

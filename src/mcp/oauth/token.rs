@@ -81,7 +81,10 @@ pub fn client_auth<'a>(
         "client_secret_post" => Ok(ClientAuth::Post(&client.client_id, secret()?)),
         "private_key_jwt" => {
             let key = key.ok_or_else(|| {
-                OAuthError::Client(format!("`{}` authenticates with a private key, and none is given", client.client_id))
+                OAuthError::Client(format!(
+                    "`{}` authenticates with a private key, and none is given",
+                    client.client_id
+                ))
             })?;
             Ok(ClientAuth::Assertion(&client.client_id, assertion(key, &client.client_id, issuer)?))
         }
@@ -117,12 +120,20 @@ mod tests {
         let tokens = tokens_of("T", &json, Some("a b"), None, 1_000).unwrap();
         assert_eq!(
             tokens,
-            Tokens { access_token: "at".into(), refresh_token: Some("rt".into()), expires_at: Some(4_600), scope: Some("a b".into()) }
+            Tokens {
+                access_token: "at".into(),
+                refresh_token: Some("rt".into()),
+                expires_at: Some(4_600),
+                scope: Some("a b".into())
+            }
         );
         assert!(!expired(&tokens, 4_500) && expired(&tokens, 4_571));
         // A refresh answer without a new refresh token keeps the old one.
         let refreshed = tokens_of("T", &json!({"access_token": "at2", "scope": "a"}), None, Some(&tokens), 0).unwrap();
-        assert_eq!((refreshed.refresh_token.as_deref(), refreshed.scope.as_deref(), refreshed.expires_at), (Some("rt"), Some("a"), None));
+        assert_eq!(
+            (refreshed.refresh_token.as_deref(), refreshed.scope.as_deref(), refreshed.expires_at),
+            (Some("rt"), Some("a"), None)
+        );
     }
 
     #[test]
