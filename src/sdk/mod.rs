@@ -6,8 +6,9 @@
 //! other — and control requests (`interrupt`, `set_permission_mode`, `set_model`,
 //! `mcp_status`; any other gets an error answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
-//! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
-//! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
+//! (`hook_callback`, `can_use_tool`, `mcp_message` for the SDK's in-process MCP servers,
+//! [`crate::mcp::sdk`], and `elicitation` for an MCP server's question to the user,
+//! [`elicit`]), whose answers the stdin reader hands to [`control::Controller`].
 //!
 //! An interrupt cancels the current prompt through the engine's abort edges; the process
 //! stays up for the next one. After stdin closes, the prompts already received run to their
@@ -15,6 +16,7 @@
 
 pub mod approver;
 pub mod control;
+pub mod elicit;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -184,7 +186,11 @@ impl Host {
         mcp.reach_sdk(controller.clone());
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
-            Some("stdio") => Arc::new(approver::SdkApprover::new(controller.clone())),
+            Some("stdio") => {
+                // The MCP servers' questions to the user go to the SDK too ([`elicit`]).
+                crate::mcp::elicitation::process().answer_with(Arc::new(elicit::SdkAsker::new(controller.clone())));
+                Arc::new(approver::SdkApprover::new(controller.clone()))
+            }
             Some(other) => {
                 stderr_line(&format!(
                     "agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"
