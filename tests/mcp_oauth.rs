@@ -192,12 +192,16 @@ fn a_sign_in_is_kept_for_the_user_only_reused_by_a_run_and_never_printed() {
         assert!(!text.contains(&token) && !text.contains(&secret), "{} holds a secret", file.display());
     }
 
-    // Without a sign-in kept, a run does not open a browser: it says how to sign in.
+    // Without a sign-in kept, a run does not open a browser: the server `needs-auth` (as
+    // Claude Code reports it), and a warning says how to sign in.
     let elsewhere = tempfile::tempdir().unwrap();
     let (out, lines) = run(elsewhere.path(), &suite.url, "mcp__remote__test-tool", &elsewhere.path().join("t"));
-    assert_eq!(stream_json::init(&lines)["mcp_servers"], json!([{"name": "remote", "status": "failed"}]));
+    assert_eq!(stream_json::init(&lines)["mcp_servers"], json!([{"name": "remote", "status": "needs-auth"}]));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let needs = format!("needs a sign-in in the browser: run `agentloop mcp {}` once to sign in", suite.url);
+    let needs = format!(
+        "agentloop: warning: MCP server `remote` needs a sign-in in the browser: run `agentloop mcp {}` once to sign in",
+        suite.url
+    );
     assert!(stderr.contains(&needs), "{stderr}");
 
     // One sign-in in all: the run reused it.

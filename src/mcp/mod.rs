@@ -94,6 +94,30 @@ impl ServerStatus {
         crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
         ServerStatus::failed(name, message)
     }
+
+    /// The remote server `name` needs a sign-in the run cannot do (`needs-auth`, as Claude
+    /// Code reports it), said as a warning on stderr with how to sign in.
+    pub fn warn_needs_auth(name: &str, message: &str) -> Self {
+        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` {message}"));
+        ServerStatus { name: name.to_owned(), status: "needs-auth", error: Some(message.to_owned()), server_info: None }
+    }
+}
+
+/// Why a server could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// It cannot be started or reached, or does not answer.
+    #[error("{0}")]
+    Failed(String),
+    /// It needs a sign-in in the browser, which this run cannot do.
+    #[error("{0}")]
+    NeedsSignIn(String),
+}
+
+impl From<String> for OpenError {
+    fn from(message: String) -> Self {
+        OpenError::Failed(message)
+    }
 }
 
 /// The client service of one connection.
@@ -218,7 +242,7 @@ pub async fn connect(
     let attempts = servers.iter().map(|(name, config)| async move {
         let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sandbox, sdk)).await {
             Ok(result) => result,
-            Err(_) => Err(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis())),
+            Err(_) => Err(OpenError::Failed(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis()))),
         };
         (name, result)
     });
@@ -231,7 +255,8 @@ pub async fn connect(
                 }
                 ServerStatus::connected(name).with_server_info(info)
             }
-            Err(message) => ServerStatus::warn_failed(name, &message),
+            Err(OpenError::Failed(message)) => ServerStatus::warn_failed(name, &message),
+            Err(OpenError::NeedsSignIn(message)) => ServerStatus::warn_needs_auth(name, &message),
         };
         statuses.push(status);
     }
@@ -245,7 +270,7 @@ pub async fn connect(
 ///
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
-pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
+pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Connection, OpenError> {
     open_with(name, config, cwd, &Sandbox::none(), None, oauth::SignIn::Browser).await
 }
 
@@ -258,19 +283,19 @@ async fn open_with(
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
     sign_in: oauth::SignIn,
-) -> Result<Connection, String> {
+) -> Result<Connection, OpenError> {
     let client = Client::of(name);
     match config {
         ServerConfig::Stdio { command, args, env, scope } => {
-            stdio::connect(client, command, args, env, scope, cwd, sandbox).await
+            Ok(stdio::connect(client, command, args, env, scope, cwd, sandbox).await?)
         }
         ServerConfig::Http { url, headers, oauth } => {
             http::connect(client, url, headers, oauth.as_ref(), sign_in).await
         }
-        ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
+        ServerConfig::Sse { .. } => Err(OpenError::Failed(config::SSE_UNSUPPORTED.to_owned())),
         ServerConfig::Sdk { name } => match sdk {
-            Some(channel) => sdk::connect(client, name, channel.clone()).await,
-            None => Err(sdk::SDK_ONLY.to_owned()),
+            Some(channel) => Ok(sdk::connect(client, name, channel.clone()).await?),
+            None => Err(OpenError::Failed(sdk::SDK_ONLY.to_owned())),
         },
     }
 }
@@ -284,7 +309,7 @@ async fn connect_one(
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
-) -> Result<Connected, String> {
+) -> Result<Connected, OpenError> {
     // A run reuses and refreshes what `agentloop mcp` signed in with; it opens no browser.
     let connection = open_with(name, config, cwd, sandbox, sdk, oauth::SignIn::Never).await?;
     let info = connection.server_info();

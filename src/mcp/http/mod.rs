@@ -19,8 +19,8 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 
-use super::oauth::{Authorizer, Settings, SignIn, store::Store};
-use super::{Client, Connection};
+use super::oauth::{Authorizer, OAuthError, Settings, SignIn, store::Store};
+use super::{Client, Connection, OpenError};
 use crate::error_chain::error_chain;
 
 /// Headers the transport sets itself: a configuration may not override them.
@@ -43,11 +43,11 @@ pub async fn connect(
     headers: &BTreeMap<String, String>,
     oauth: Option<&Settings>,
     sign_in: SignIn,
-) -> Result<Connection, String> {
+) -> Result<Connection, OpenError> {
     let parsed = match reqwest::Url::parse(url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => parsed,
-        Ok(parsed) => return Err(format!("`{url}` is not an http(s) URL (scheme `{}`)", parsed.scheme())),
-        Err(e) => return Err(format!("`{url}` is not a URL: {e}")),
+        Ok(parsed) => return Err(format!("`{url}` is not an http(s) URL (scheme `{}`)", parsed.scheme()).into()),
+        Err(e) => return Err(format!("`{url}` is not a URL: {e}").into()),
     };
     let plain_http = parsed.scheme() == "http";
     let own_authorization = headers.keys().any(|name| name.eq_ignore_ascii_case("authorization"));
@@ -70,8 +70,21 @@ pub async fn connect(
     };
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(client::HttpClient::new(http, auth), config);
-    let service = client.serve(transport).await.map_err(|e| format!("initialize: {}", describe(&e)))?;
+    let service = client.serve(transport).await.map_err(|e| match needs_sign_in(&e) {
+        Some(failure) => OpenError::NeedsSignIn(failure.to_string()),
+        None => OpenError::Failed(format!("initialize: {}", describe(&e))),
+    })?;
     Ok(Connection::new(service, None))
+}
+
+/// The sign-in a failed handshake needed and could not have here.
+fn needs_sign_in(error: &rmcp::service::ClientInitializeError) -> Option<&OAuthError> {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            client::auth_failure(error.error.as_ref()).filter(|f| matches!(f, OAuthError::NeedsSignIn(_)))
+        }
+        _ => None,
+    }
 }
 
 /// A failed handshake in words: for a transport error, what was being done and the causes
@@ -178,11 +191,11 @@ mod tests {
     async fn a_url_that_is_not_http_is_refused() {
         let none = BTreeMap::new();
         assert_eq!(
-            connect(Client::of("h"), "ftp://h/mcp", &none, None, SignIn::Never).await.err().unwrap(),
+            connect(Client::of("h"), "ftp://h/mcp", &none, None, SignIn::Never).await.err().unwrap().to_string(),
             "`ftp://h/mcp` is not an http(s) URL (scheme `ftp`)"
         );
         assert_eq!(
-            connect(Client::of("h"), "nope", &none, None, SignIn::Never).await.err().unwrap(),
+            connect(Client::of("h"), "nope", &none, None, SignIn::Never).await.err().unwrap().to_string(),
             "`nope` is not a URL: relative URL without a base"
         );
     }
