@@ -240,8 +240,14 @@ impl Respond for Protected {
 }
 
 /// The MCP server at `/mcp` and its authorization server at the same origin, whose token
-/// endpoint answers a refresh with `fresh-1`.
+/// endpoint answers every grant with `fresh-1`; it issues authorization codes.
 async fn protected_server() -> MockServer {
+    protected_server_issuing(true).await
+}
+
+/// [`protected_server`]; with `codes` false, its authorization server issues client
+/// credentials only.
+async fn protected_server_issuing(codes: bool) -> MockServer {
     let server = MockServer::start().await;
     let uri = server.uri();
     let metadata = format!("{uri}/.well-known/oauth-protected-resource/mcp");
@@ -260,12 +266,17 @@ async fn protected_server() -> MockServer {
         )
         .mount(&server)
         .await;
+    let mut metadata = json!({
+        "issuer": uri, "authorization_endpoint": format!("{uri}/authorize"), "token_endpoint": format!("{uri}/token"),
+        "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported": ["client_secret_basic"]
+    });
+    if !codes {
+        metadata["grant_types_supported"] = json!(["client_credentials"]);
+        metadata.as_object_mut().unwrap().remove("authorization_endpoint");
+    }
     Mock::given(method("GET"))
         .and(path("/.well-known/oauth-authorization-server"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "issuer": uri, "authorization_endpoint": format!("{uri}/authorize"), "token_endpoint": format!("{uri}/token"),
-            "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported": ["client_secret_basic"]
-        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(metadata))
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -281,8 +292,12 @@ async fn protected_server() -> MockServer {
 /// A kept sign-in for `server`'s `/mcp` with the access token `access` (expiring at
 /// `expires_at`) and the refresh token `r1`.
 fn keep(home: &Path, server: &MockServer, access: &str, expires_at: Option<u64>) {
+    keep_tokens(home, server, json!({"access_token": access, "refresh_token": "r1"}), expires_at);
+}
+
+/// A kept sign-in for `server`'s `/mcp` as the client `c` (secret `s`), with `tokens`.
+fn keep_tokens(home: &Path, server: &MockServer, mut tokens: Value, expires_at: Option<u64>) {
     let url = format!("{}/mcp", server.uri());
-    let mut tokens = json!({"access_token": access, "refresh_token": "r1"});
     if let Some(at) = expires_at {
         tokens["expires_at"] = json!(at);
     }
@@ -368,4 +383,26 @@ async fn a_refused_token_is_refreshed_and_the_request_sent_again() {
     let bearers = bearers(&server).await;
     assert_eq!(bearers[..2], ["Bearer revoked".to_owned(), "Bearer fresh-1".to_owned()]);
     assert!(bearers[2..].iter().all(|b| b == "Bearer fresh-1"), "{bearers:?}");
+}
+
+/// A client-credentials sign-in (kept by `agentloop mcp --client-id c` with its secret) whose
+/// token expired without a refresh token: the run gets a new one with the kept secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_gets_new_client_credentials_with_the_kept_secret() {
+    let server = protected_server_issuing(false).await;
+    let home = tempfile::tempdir().unwrap();
+    keep_tokens(home.path(), &server, json!({"access_token": "expired"}), Some(1));
+    let url = format!("{}/mcp", server.uri());
+    let trace = home.path().join("trace.jsonl");
+    let (out, lines) = {
+        let (home, url, trace) = (home.path().to_path_buf(), url.clone(), trace.clone());
+        tokio::task::spawn_blocking(move || run(&home, &url, "mcp__remote__whoami", &trace)).await.unwrap()
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stream_json::tool_results(&lines), vec![("you are signed in".to_owned(), false)]);
+    let resource: String = form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    assert_eq!(
+        token_requests(&server).await,
+        vec![("Basic Yzpz".to_owned(), format!("grant_type=client_credentials&resource={resource}"))]
+    );
 }

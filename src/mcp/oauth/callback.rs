@@ -52,7 +52,11 @@ impl Callback {
     /// The redirect carries an OAuth `error`, or a `state` that is not this sign-in's.
     pub async fn wait(self, state: &str) -> Result<String, OAuthError> {
         loop {
-            let Ok((mut stream, _)) = self.listener.accept().await else { continue };
+            let (mut stream, _) = self
+                .listener
+                .accept()
+                .await
+                .map_err(|e| OAuthError::Callback(format!("cannot accept the browser: {e}")))?;
             let Ok(Some(target)) = tokio::time::timeout(READ_TIMEOUT, request_target(&mut stream)).await else {
                 continue;
             };

@@ -49,19 +49,27 @@ pub struct Context<'a> {
 /// # Errors
 /// Why the grant failed.
 pub async fn grant(auth: &Authorizer, entry: &Entry, cx: &Context<'_>) -> Result<(ClientRecord, Tokens), OAuthError> {
-    let key = key_of(auth.settings().client_key_file.as_deref())?;
+    let stored = entry.client.clone().filter(|c| c.issuer == cx.metadata.issuer);
+    let configured = configured_client(auth, cx.metadata, stored.as_ref());
+    let key = key_of(configured.as_ref().and_then(|c| c.key_file.as_deref()))?;
     if let Some(xaa) = &auth.settings().xaa {
-        return cross_app(auth, cx, xaa, key.as_ref()).await;
+        let client = configured.ok_or_else(|| {
+            OAuthError::Client(
+                "a cross-app sign-in needs the client id agentloop has at the authorization server".into(),
+            )
+        })?;
+        return cross_app(auth, cx, xaa, client, key.as_ref()).await;
     }
-    let configured = configured_client(auth, cx.metadata, key.is_some());
-    let has_credential = configured.as_ref().is_some_and(|c| c.auth_method != "none");
     let no_codes = !cx.metadata.supports_grant("authorization_code") || cx.metadata.authorization_endpoint.is_none();
-    if let Some(client) = configured.clone().filter(|_| has_credential && no_codes) {
+    // A client that can prove who it is: the configured one, else the one a sign-in kept.
+    let credentialed = configured.clone().or(stored).filter(|c| c.auth_method != "none");
+    if let Some(client) = credentialed.filter(|_| no_codes) {
         if !cx.metadata.supports_grant("client_credentials") {
             return Err(OAuthError::Client(
                 "the authorization server issues neither authorization codes nor client credentials".into(),
             ));
         }
+        let key = key_of(client.key_file.as_deref())?;
         return client_credentials(auth, cx, client, key.as_ref()).await;
     }
     authorization_code(auth, entry, cx, configured, key.as_ref()).await
@@ -75,18 +83,27 @@ fn key_of(path: Option<&std::path::Path>) -> Result<Option<SigningKey>, OAuthErr
     SigningKey::from_pem(&pem).map(Some).map_err(|e| OAuthError::Client(format!("{}: {e}", path.display())))
 }
 
-/// The configured client, authenticating as `metadata`'s server allows.
-fn configured_client(auth: &Authorizer, metadata: &ServerMetadata, has_key: bool) -> Option<ClientRecord> {
+/// The configured client, authenticating as `metadata`'s server allows. A secret or key the
+/// configuration lacks comes from the registration a sign-in kept for the same client id
+/// (`stored`): a run's configuration names the client, `agentloop mcp` kept its secret.
+fn configured_client(
+    auth: &Authorizer,
+    metadata: &ServerMetadata,
+    stored: Option<&ClientRecord>,
+) -> Option<ClientRecord> {
     let settings = auth.settings();
     let client_id = settings.client_id.clone()?;
-    let method = registration::auth_method(metadata, settings.client_secret.is_some(), has_key);
+    let kept = stored.filter(|c| c.client_id == client_id);
+    let client_secret = settings.client_secret.clone().or_else(|| kept.and_then(|c| c.client_secret.clone()));
+    let key_file = settings.client_key_file.clone().or_else(|| kept.and_then(|c| c.key_file.clone()));
+    let method = registration::auth_method(metadata, client_secret.is_some(), key_file.is_some());
     Some(ClientRecord {
         issuer: metadata.issuer.clone(),
         client_id,
-        client_secret: settings.client_secret.clone(),
+        client_secret,
         auth_method: method.to_owned(),
         redirect_uri: None,
-        key_file: settings.client_key_file.clone(),
+        key_file,
     })
 }
 
@@ -218,12 +235,10 @@ async fn cross_app(
     auth: &Authorizer,
     cx: &Context<'_>,
     xaa: &Xaa,
+    client: ClientRecord,
     key: Option<&SigningKey>,
 ) -> Result<(ClientRecord, Tokens), OAuthError> {
     let metadata = cx.metadata;
-    let client = configured_client(auth, metadata, key.is_some()).ok_or_else(|| {
-        OAuthError::Client("a cross-app sign-in needs the client id agentloop has at the authorization server".into())
-    })?;
     let issuer = Url::parse(&xaa.issuer)
         .map_err(|_| OAuthError::Malformed { endpoint: xaa.issuer.clone(), what: "not a URL".into() })?;
     let idp_token_endpoint = discovery::token_endpoint_of(auth.http(), &issuer).await?;

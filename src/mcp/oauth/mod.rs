@@ -117,6 +117,9 @@ pub enum OAuthError {
     /// Nobody came back from the browser in time.
     #[error("no sign-in within {0} seconds")]
     TimedOut(u64),
+    /// A 403 that names no scope to ask for.
+    #[error("the server refused the token (403) and names no scope to ask for")]
+    Forbidden,
     /// More scope asked for than a new sign-in can give.
     #[error("the server wants scope `{0}`, which was already asked for: signing in again would not help")]
     ScopeNotGranted(String),
@@ -303,6 +306,9 @@ impl Authorizer {
             current.as_ref().and_then(|t| t.scope.as_deref()).map(challenge::split_scopes).unwrap_or_default();
         if refusal == Refusal::Forbidden {
             let wanted = challenge.scopes();
+            if wanted.is_empty() {
+                return Err(OAuthError::Forbidden);
+            }
             if wanted.iter().all(|s| held.contains(s)) {
                 return Err(OAuthError::ScopeNotGranted(challenge.scope.clone().unwrap_or_default()));
             }
