@@ -85,6 +85,7 @@ fn request() -> ModelRequest {
         messages: history().into(),
         tools: Registry::standard().definitions(),
         max_tokens: 16_000,
+        thinking: None,
         purpose: Purpose::Main,
     }
 }

@@ -53,6 +53,7 @@ fn request() -> ModelRequest {
             },
         ],
         max_tokens: 64_000,
+        thinking: None,
         purpose: Purpose::Main,
     }
 }

@@ -112,12 +112,15 @@ fn json_output_is_one_result_object() {
     assert_eq!(v["type"], "result");
     assert_eq!(v["subtype"], "error_max_turns");
     assert_eq!(v["terminal_reason"], "max_turns");
+    assert_eq!(v["agentloop_terminal_reason"], "max_turns");
     assert_eq!(v["is_error"], true);
-    assert_eq!(v["num_turns"], 1);
-    // Claude Code's shape: the TypeScript SDK maps over `errors` on every error result.
-    let errors = v["errors"].as_array().expect("errors is a list");
-    assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0], v["error"]);
+    // Claude Code counts the turn it refused to start: one turn taken, `--max-turns 1`.
+    assert_eq!(v["num_turns"], 2);
+    // Claude Code's shape: the TypeScript SDK maps over `errors` on every error result, and
+    // there is no `result` text.
+    assert_eq!(v["errors"], serde_json::json!(["Reached maximum number of turns (1)"]));
+    assert_eq!(v.get("result"), None);
+    assert_eq!(v["permission_denials"], serde_json::json!([]));
     assert_eq!(v["api_error_status"], serde_json::Value::Null);
 }
 
@@ -208,8 +211,13 @@ fn tools_and_hooks_never_see_the_model_credentials() {
     assert_eq!(results.len(), 1, "{stdout}");
     let env: Vec<&str> = results[0].lines().collect();
     assert!(env.contains(&"PLAIN_VAR=visible") && env.contains(&"GITHUB_TOKEN=gh-kept"), "{env:?}");
-    for secret in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "FOO_TOKEN", "sk-test-secret", "bearer-secret", "t0k"] {
-        assert!(!stdout.contains(secret), "{secret} reached the tool result: {stdout}");
+    // The names stay out of the tool's environment (`system/init` names the key's source,
+    // `apiKeySource: ANTHROPIC_API_KEY`, as Claude Code does); the values appear nowhere.
+    for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "FOO_TOKEN"] {
+        assert!(!results[0].contains(name), "{name} reached the tool result: {stdout}");
+    }
+    for secret in ["sk-test-secret", "bearer-secret", "t0k"] {
+        assert!(!stdout.contains(secret), "{secret} reached stdout: {stdout}");
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-saw.txt")).unwrap(), "");
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-kept.txt")).unwrap(), "gh-kept visible");

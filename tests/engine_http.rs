@@ -438,6 +438,7 @@ async fn the_mock_refuses_a_history_whose_tool_use_has_no_result() {
         .into(),
         tools: Vec::new(),
         max_tokens: 16_000,
+        thinking: None,
         purpose: Purpose::Main,
     };
     let problem = "request 1: tool_use/tool_result pairing broken: message 2: tool_results [] do not answer the \

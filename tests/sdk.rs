@@ -72,6 +72,27 @@ fn dirs() -> Dirs {
     Dirs { _root: root, home, cwd }
 }
 
+impl Dirs {
+    /// Claude Code's configuration directory, where both CLIs keep their sessions.
+    fn claude(&self) -> PathBuf {
+        self.home.join("claude")
+    }
+
+    /// A directory outside the working directory (and not under it).
+    fn outside(&self) -> PathBuf {
+        let dir = self.home.parent().unwrap().join("outside");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    /// The transcript of session `id` of the working directory.
+    fn transcript(&self, id: &str) -> PathBuf {
+        let slug: String =
+            self.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        self.claude().join("projects").join(slug).join(format!("{id}.jsonl"))
+    }
+}
+
 /// Whether a request is one a CLI sends beside the conversation rather than a turn of it:
 /// Claude Code checks the server (`HEAD /api/hello`) and asks for a session title (no tools).
 fn is_side_request(request: &Recorded) -> bool {
@@ -104,10 +125,12 @@ fn run_script(script: &str, mock: &MockApi, dirs: &Dirs) -> Value {
     command
         .env("AGENTLOOP_SDK_CLI", cli_under_test())
         .env("AGENTLOOP_SDK_CWD", &dirs.cwd)
+        .env("AGENTLOOP_SDK_OUTSIDE", dirs.outside())
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_API_KEY", "test")
-        .env("AGENTLOOP_HOME", &dirs.home)
-        .env("CLAUDE_CONFIG_DIR", dirs.home.join("claude"))
+        // Both CLIs keep their sessions in Claude Code's directory, where the SDK reads them.
+        .env_remove("AGENTLOOP_HOME")
+        .env("CLAUDE_CONFIG_DIR", dirs.claude())
         .env("HOME", &dirs.home)
         .env("PYTHONUNBUFFERED", "1")
         .stdin(Stdio::null())
@@ -391,6 +414,11 @@ fn can_use_tool_denial_reaches_the_model() {
     let result = result(messages);
     assert_eq!(result["subtype"], "success");
     assert_eq!(result["num_turns"], 2);
+    assert_eq!(
+        result["permission_denials"],
+        json!([{"tool_name": "Bash", "tool_use_id": "toolu_bash",
+                "tool_input": {"command": BASH_COMMAND, "description": "write a file"}}])
+    );
 
     let bodies = conversation_bodies(&mock);
     assert_eq!(bodies.len(), 2);
@@ -470,8 +498,9 @@ fn uuids_are_recognised() {
     assert!(!is_uuid("4bdf8843-6342-492b-befa-479c5e1777ag"));
 }
 
-/// (g) `include_partial_messages=True`: `StreamEvent`s carry the reply's text deltas between
-/// `message_start` and `message_stop`, and they add up to the assistant message's text.
+/// (g) `include_partial_messages=True`: `StreamEvent`s carry every event of the API stream
+/// as Claude Code forwards them, from `message_start` (with the API's message id) to
+/// `message_stop`, and their text deltas add up to the assistant message's text.
 #[test]
 fn partial_messages_stream_the_text() {
     let dirs = dirs();
@@ -480,9 +509,25 @@ fn partial_messages_stream_the_text() {
     assert_eq!(obs["result"], "success", "{obs:#}");
     assert_eq!(obs["texts"], json!(["Hello there, from a streamed reply!"]));
     let events = obs["events"].as_array().unwrap();
-    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(kinds.first(), Some(&"message_start"), "{events:#?}");
-    assert!(kinds.contains(&"message_stop"), "{kinds:?}");
+    assert_eq!(obs["statuses"], json!(["requesting"]), "{obs:#}");
+    let mut kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ],
+        "{events:#?}"
+    );
+    assert!(events[0]["message"]["id"].as_str().is_some_and(|id| id.starts_with("msg_")), "{:#}", events[0]);
+    assert_eq!(events[1]["content_block"]["type"], "text", "{:#}", events[1]);
+    let delta = events.iter().find(|e| e["type"] == "message_delta").unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn", "{delta:#}");
     let streamed: String = events
         .iter()
         .filter(|e| e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta")
@@ -571,4 +616,189 @@ fn sdk_in_process_server_runs_the_python_tools() {
         json!([{"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "2.0.1"},
                 "tools": ["add", "divide"]}])
     );
+}
+
+/// (i) An API error: the result is a `success` with `is_error: true`, Claude Code's
+/// `API Error: …` prose and the HTTP status, and no `errors`; the CLI then exits 1, so the
+/// SDK raises its `ResultError` with that result.
+#[test]
+fn an_api_error_result_makes_the_sdk_raise_result_error() {
+    let dirs = dirs();
+    let refusal = || Reply::Error {
+        status: 404,
+        headers: vec![("request-id".into(), "req_404".into())],
+        body: json!({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}}),
+    };
+    let mock = mock(vec![refusal(), refusal(), refusal()]);
+    let obs = run_script("error_result.py", &mock, &dirs);
+    let result = result(&obs["messages"]).clone();
+    assert_eq!(result["subtype"], "success", "{obs:#}");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["terminal_reason"], "api_error");
+    let prose = result["result"].as_str().unwrap().to_owned();
+    assert!(prose.starts_with("API Error: 404") || std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some(), "{prose}");
+    let raised = &obs["raised"];
+    assert_eq!(raised["type"], "ResultError", "{obs:#}");
+    assert_eq!(raised["exit_code"], 1);
+    assert_eq!(raised["subtype"], "success");
+    assert_eq!(raised["terminal_reason"], "api_error");
+    assert_eq!(raised["api_error_status"], 404);
+    assert_eq!(raised["result"], json!(prose));
+    assert!(raised["text"].as_str().unwrap().contains(prose.trim()), "{raised:#}");
+}
+
+/// (j) An in-process SDK server under a key (`calc`) other than its name (`calculator`), as
+/// the Python SDK's calculator example registers it: the SDK looks servers up by their key,
+/// so every `mcp_message` must name the key; the call reaches the Python tool.
+#[test]
+fn sdk_server_is_addressed_by_its_key_not_its_name() {
+    let dirs = dirs();
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200).tool_use("toolu_01", "mcp__calc__add", &json!({"a": 2, "b": 3})).stop("tool_use"),
+        ),
+        text_reply("2 + 3 = 5."),
+    ]);
+    let obs = run_script("sdk_server_key.py", &mock, &dirs);
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let added = last_tool_results(&bodies[1]);
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0]["tool_use_id"], "toolu_01");
+    assert_ne!(added[0]["is_error"], true, "{:#}", added[0]);
+    assert_eq!(content_text(&added[0]["content"]), "5");
+    assert_eq!(obs["calls"], json!([{"tool": "add", "args": {"a": 2, "b": 3}}]));
+    assert_eq!(result(&obs["messages"])["result"], "2 + 3 = 5.");
+    assert_eq!(
+        obs["servers"],
+        json!([{"name": "calc", "status": "connected", "serverInfo": {"name": "calculator", "version": "1.0.0"}}])
+    );
+}
+
+/// (i) `/clear` mid-session: a `conversation_reset` stamped with the old session's id, a result
+/// of no turns in a new session, and the next prompt runs there with an empty history.
+#[test]
+fn clear_starts_a_new_session_with_an_empty_history() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("one"), text_reply("two")]);
+    let obs = run_script("clear.py", &mock, &dirs);
+    let old = result(&obs["first"])["session_id"].as_str().unwrap().to_owned();
+    let cleared = obs["cleared"].as_array().unwrap();
+    let resets: Vec<&Value> = cleared.iter().filter(|m| m["type"] == "conversation_reset").collect();
+    assert_eq!(resets.len(), 1, "{cleared:#?}");
+    assert_eq!(resets[0]["session_id"], old.as_str());
+    assert!(is_uuid(resets[0]["new_conversation_id"].as_str().unwrap()));
+    assert!(is_uuid(resets[0]["uuid"].as_str().unwrap()));
+    let clear_result = result(&obs["cleared"]);
+    assert_eq!((&clear_result["subtype"], &clear_result["is_error"]), (&json!("success"), &json!(false)));
+    assert_eq!(clear_result["num_turns"], 0);
+    let new = clear_result["session_id"].as_str().unwrap().to_owned();
+    assert!(is_uuid(&new) && new != old, "{new} after {old}");
+    let after = result(&obs["after"]);
+    assert_eq!(after["session_id"], new.as_str());
+    assert_eq!(after["result"], "two");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2, "/clear sends nothing to the model");
+    let history = transcript(&bodies[1]);
+    assert!(in_order(&history, &[("user", "Reply with exactly: two")]), "{history:#?}");
+    assert!(!in_order(&history, &[("user", "Reply with exactly: one")]), "the history is empty: {history:#?}");
+    assert!(dirs.transcript(&old).exists() && dirs.transcript(&new).exists(), "each session has its transcript");
+}
+
+/// (j) A host-stamped `origin: {"kind": "human"}` (and the message's uuid) comes back on the
+/// turn's result; an unstamped prompt's result has none.
+#[test]
+fn a_prompts_origin_is_echoed_on_its_result() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("one"), text_reply("two")]);
+    let obs = run_script("origin.py", &mock, &dirs);
+    let results = obs["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["origin"], json!({"kind": "human"}));
+    assert_eq!(results[0]["user_message_uuid"], obs["stamped_uuid"]);
+    assert_eq!(results[1]["origin"], Value::Null);
+    assert_eq!(results[1]["user_message_uuid"], Value::Null);
+    assert!(results.iter().all(|r| r["is_error"] == false));
+    // The stamped prompt's transcript line has the uuid the host gave it, and its origin.
+    let id = results[0]["session_id"].as_str().unwrap();
+    let text = std::fs::read_to_string(dirs.transcript(id)).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["message"]["content"] == "Reply with exactly: one")
+        .expect("the prompt's line");
+    assert_eq!(line["uuid"], obs["stamped_uuid"]);
+    assert_eq!(line["origin"], json!({"kind": "human"}));
+}
+
+fn write_call(id: &str, path: &std::path::Path) -> Reply {
+    Reply::Sse(
+        Sse::new(MODEL, 1200).tool_use(id, "Write", &json!({"file_path": path, "content": "hello"})).stop("tool_use"),
+    )
+}
+
+/// (k) A Write outside the working directory is asked of `can_use_tool`: allowed, the file is
+/// written; denied, the model reads the denial as an error result.
+#[test]
+fn a_write_outside_the_working_directory_is_asked_of_can_use_tool() {
+    let dirs = dirs();
+    let (allowed, denied) = (dirs.outside().join("allowed.txt"), dirs.outside().join("denied.txt"));
+    let mock = mock(vec![
+        write_call("toolu_w1", &allowed),
+        text_reply("Written."),
+        write_call("toolu_w2", &denied),
+        text_reply("Understood."),
+    ]);
+    let obs = run_script("outside_write.py", &mock, &dirs);
+    let asked: Vec<(Value, Value)> = obs["asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["tool_name"].clone(), a["input"]["file_path"].clone()))
+        .collect();
+    assert_eq!(asked, [(json!("Write"), json!(allowed)), (json!("Write"), json!(denied))]);
+    assert_eq!(std::fs::read_to_string(&allowed).unwrap(), "hello");
+    assert!(!denied.exists(), "a denied write does not happen");
+    assert_eq!(result(&obs["allowed"])["result"], "Written.");
+    assert_eq!(result(&obs["denied"])["result"], "Understood.");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    // A CLI may merge the second prompt's messages with the first's: find each result by id.
+    let answer = |body: &Value, id: &str| {
+        last_tool_results(body).into_iter().find(|r| r["tool_use_id"] == id).unwrap_or_else(|| panic!("{id}: {body}"))
+    };
+    assert_ne!(answer(&bodies[1], "toolu_w1")["is_error"], true);
+    let refused = answer(&bodies[3], "toolu_w2");
+    assert_eq!(refused["is_error"], true);
+    assert!(content_text(&refused["content"]).contains("Not that file."), "{refused:#?}");
+}
+
+/// (l) `resume_session_at` + `resume_drops_turn` fork a two-turn session without turn two;
+/// a drops-turn uuid that is not turn two's prompt is refused with the reason.
+#[test]
+fn a_truncating_resume_forks_without_the_dropped_turn_and_refuses_a_wrong_one() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("one"), text_reply("two"), text_reply("three")]);
+    let obs = run_script("truncating_resume.py", &mock, &dirs);
+    let kinds: Vec<&Value> = obs["chain"].as_array().unwrap().iter().map(|m| &m["type"]).collect();
+    assert_eq!(kinds, [&json!("user"), &json!("assistant"), &json!("user"), &json!("assistant")]);
+    assert_eq!(obs["chain"][1]["uuid"], obs["keep_at"], "the streamed reply's uuid is the one on disk");
+    assert_eq!(obs["chain"][2]["uuid"], obs["turn_two"]);
+    assert_eq!(obs["forked"]["is_error"], false);
+    assert_ne!(obs["forked"]["session_id"], obs["source"]);
+    assert_eq!(obs["forked_prompts"], json!(["Reply with exactly: one", "Reply with exactly: three"]));
+    assert_eq!(obs["source_prompts"], json!(["Reply with exactly: one", "Reply with exactly: two"]));
+    let refused = obs["refused"].as_str().expect("the wrong drops-turn is refused");
+    assert!(refused.contains("Resume rejected by --resume-drops-turn:"), "{refused}");
+    assert_eq!(obs["source_prompts_after"], obs["source_prompts"]);
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 3, "the refused resume sends nothing");
+    let history = transcript(&bodies[2]);
+    assert!(in_order(
+        &history,
+        &[("user", "Reply with exactly: one"), ("assistant", "one"), ("user", "Reply with exactly: three")]
+    ));
+    assert!(!in_order(&history, &[("user", "Reply with exactly: two")]), "{history:#?}");
 }

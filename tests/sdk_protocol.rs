@@ -47,10 +47,7 @@ fn control_requests_get_answers_never_silence() {
         &mut child,
         json!({"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize", "hooks": null}}),
     );
-    send(
-        &mut child,
-        json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "get_context_usage"}}),
-    );
+    send(&mut child, json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "rewind_files"}}));
     send(
         &mut child,
         json!({"type": "control_request", "request_id": "r3", "request": {"subtype": "set_model", "model": "gpt-9"}}),
@@ -78,7 +75,9 @@ fn control_requests_get_answers_never_silence() {
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
     assert_eq!(frames[0]["response"]["response"]["hooks_applied"], true);
-    assert_eq!(frames[1]["response"]["error"], "agentloop does not support the `get_context_usage` control request");
+    assert_eq!(frames[1]["response"]["error"], "agentloop does not support the `rewind_files` control request");
+    assert_eq!(frames[3]["response"]["response"], json!({"mode": "plan"}));
+    assert_eq!(frames[4]["response"]["response"], json!({"still_queued": []}));
     assert_eq!(frames[2]["response"]["error"], "unknown model \"gpt-9\": use a claude-… model");
 }
 
@@ -322,7 +321,8 @@ fn an_interrupted_sdk_server_call_is_cancelled_at_the_server() {
     let status = child.wait().unwrap();
     let _ = done.send(());
     watchdog.join().unwrap();
-    assert_eq!(status.code(), Some(0));
+    // The last result was an error (interrupted): the process exits 1, as Claude Code does.
+    assert_eq!(status.code(), Some(1));
     assert_eq!(tool_results(&frames), [("MCP tool call was cancelled".to_owned(), true)]);
     let result = frames.iter().find(|f| f["type"] == "result").unwrap();
     assert_eq!(result["terminal_reason"], "aborted_tools");
@@ -339,4 +339,66 @@ fn content_of(content: &Value) -> String {
         Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"),
         _ => String::new(),
     }
+}
+
+/// `--replay-user-messages` (the Claude ACP adapter passes it): each user message is echoed
+/// when its prompt starts, after `system/init`, with the frame's own `uuid` and `origin` and
+/// `isReplay: true`; `get_context_usage` and `get_settings` answer in Claude Code's shapes.
+#[test]
+fn user_messages_are_replayed_and_context_usage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = sdk_mode_with(dir.path(), SCENARIO, &["--replay-user-messages"]);
+    send(&mut child, json!({"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize"}}));
+    let uuid = "711a8dd5-dbae-451a-9faf-344f976d601e";
+    let content = json!([{"type": "text", "text": "Read greeting.txt and tell me what it says"}]);
+    send(
+        &mut child,
+        json!({"type": "user", "message": {"role": "user", "content": content}, "session_id": "",
+               "parent_tool_use_id": null, "origin": {"kind": "human"}, "uuid": uuid}),
+    );
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut frames: Vec<Value> = Vec::new();
+    for line in lines.by_ref() {
+        let frame: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let done = frame["type"] == "result";
+        frames.push(frame);
+        if done {
+            break;
+        }
+    }
+    send(
+        &mut child,
+        json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "get_context_usage"}}),
+    );
+    send(&mut child, json!({"type": "control_request", "request_id": "r3", "request": {"subtype": "get_settings"}}));
+    drop(child.stdin.take());
+    frames.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    let init = frames.iter().position(|f| f["subtype"] == "init").expect("system/init");
+    let replay = &frames[init + 1];
+    assert_eq!(replay["type"], "user", "{frames:#?}");
+    assert_eq!(replay["isReplay"], true);
+    assert_eq!(replay["uuid"], uuid);
+    assert_eq!(replay["origin"], json!({"kind": "human"}));
+    assert_eq!(replay["message"], json!({"role": "user", "content": content}));
+    assert_eq!(replay["session_id"], frames[init]["session_id"]);
+    assert_eq!(frames.iter().filter(|f| f["isReplay"] == true).count(), 1);
+
+    let answer = |id: &str| {
+        let frame = frames.iter().find(|f| f["response"]["request_id"] == id).unwrap();
+        assert_eq!(frame["response"]["subtype"], "success", "{frame:#}");
+        frame["response"]["response"].clone()
+    };
+    let usage = answer("r2");
+    let ids: Vec<&str> = usage["categories"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(ids, ["system_prompt", "system_tools", "messages", "autocompact_buffer", "free_space"]);
+    let messages = usage["categories"][2]["tokens"].as_u64().unwrap();
+    assert!(messages > 0, "the prompt's conversation is counted: {usage:#}");
+    let used: u64 = usage["categories"].as_array().unwrap()[..3].iter().map(|c| c["tokens"].as_u64().unwrap()).sum();
+    assert_eq!(usage["totalTokens"], used);
+    assert_eq!(usage["rawMaxTokens"], 200_000);
+    let settings = answer("r3");
+    assert_eq!(settings["applied"]["model"], frames[init]["model"]);
+    assert_eq!(settings["effective"], json!({}));
 }

@@ -1,10 +1,11 @@
 //! The `agentloop` command line: Claude Code's top-level `agentloop [flags] [prompt]` (and the
 //! Claude Agent SDK's stream-json protocol), and the subcommands `run`, `demo`, `audit`,
-//! `table`, `sessions`, `mcp`.
+//! `table`, `sessions`, `mcp`, `auth`.
 //!
 //! clap structs hold only what the user typed; [`run::RunSpec`] resolves them (scenario,
 //! settings, environment) and hands a fully built run to the engine.
 
+pub mod auth;
 pub mod demo;
 pub mod interrupt;
 pub mod mcp;
@@ -71,6 +72,8 @@ pub enum Command {
     Sessions(sessions::SessionsArgs),
     /// Connect to a Streamable HTTP MCP server: list its tools, or call one.
     Mcp(mcp::McpArgs),
+    /// Which credential the model client would use (`auth status`, as Claude Code prints it).
+    Auth(auth::AuthArgs),
 }
 
 /// `--trace` and `--trace-file`, shared by `run` and `demo`.
@@ -133,6 +136,7 @@ async fn subcommand(command: Command) -> u8 {
         Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
         Command::Sessions(args) => sessions::command(&args),
         Command::Mcp(args) => mcp::command(args).await,
+        Command::Auth(args) => auth::command(&args),
     }
 }
 

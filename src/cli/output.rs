@@ -45,8 +45,10 @@ pub struct CliSink {
     /// In stream-json, leave out the prompt's own user line (the Claude Agent SDK sent it).
     pub skip_prompt_line: bool,
     /// In stream-json, also print the reply as it streams (`--include-partial-messages`):
-    /// `stream_event` lines with `message_start`, each text and thinking delta with its block
-    /// index, and `message_stop`.
+    /// one `stream_event` line per event of the Messages API stream, as Claude Code forwards
+    /// them (`message_start`, `content_block_start`, the text, thinking and tool-input
+    /// deltas, `content_block_stop`, `message_delta`, `message_stop`); consecutive deltas
+    /// of one block that arrived in one read are joined into one.
     pub partial_messages: bool,
     /// The trace is pretty and written to stderr: its tool lines share the screen with the
     /// model's text.
@@ -139,9 +141,10 @@ impl EventSink for CliSink {
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
-                if self.partial_messages && record.to == "Consume" {
-                    self.stream_event(json!({"type": "message_start", "message": {"type": "message",
-                        "role": "assistant", "model": self.model, "content": []}}));
+                if self.partial_messages && record.to == "Request" {
+                    // Claude Code says so before each model request it streams.
+                    self.stream_json(json!({"type": "system", "subtype": "status", "status": "requesting",
+                        "session_id": self.session_id, "uuid": crate::session::Uuid::new_v4().to_string()}));
                 }
                 let calling = |state: &str| state == "Request" || state == "Consume";
                 match (calling(record.from), calling(record.to), self.api_since) {
@@ -163,6 +166,26 @@ impl EventSink for CliSink {
                     self.trace = None;
                 }
             }
+            EngineEvent::ReplyStarted { id, model, usage } if self.partial_messages => {
+                let model = model.as_deref().unwrap_or(&self.model);
+                self.stream_event(json!({"type": "message_start", "message": {"id": id, "type": "message",
+                    "role": "assistant", "model": model, "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": usage}}));
+            }
+            EngineEvent::BlockStarted { index, block } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_start", "index": index, "content_block": block}));
+            }
+            EngineEvent::InputJsonDelta { index, partial_json } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": partial_json}}));
+            }
+            EngineEvent::BlockStopped { index } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_stop", "index": index}));
+            }
+            EngineEvent::ReplyDelta { stop_reason, stop_sequence, usage } if self.partial_messages => {
+                self.stream_event(json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence}, "usage": usage}));
+            }
             EngineEvent::TextDelta { index, text } if self.partial_messages => {
                 self.stream_event(json!({"type": "content_block_delta", "index": index,
                     "delta": {"type": "text_delta", "text": text}}));
@@ -174,21 +197,23 @@ impl EventSink for CliSink {
             EngineEvent::TextDelta { text, .. } if self.format == OutputFormat::Text => {
                 self.emit(|t, out| t.delta(out, text));
             }
-            EngineEvent::Message(message) if self.format == OutputFormat::Text && message.role == Role::Assistant => {
+            EngineEvent::Message { message, .. }
+                if self.format == OutputFormat::Text && message.role == Role::Assistant =>
+            {
                 self.emit(|t, out| t.keep(out));
             }
             EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
-            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
+            EngineEvent::Message { .. } if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
                 // The first message of a run is its prompt.
-                let _ = message;
                 self.skip_prompt_line = false;
             }
-            EngineEvent::Message(message) if self.format == OutputFormat::StreamJson => {
+            EngineEvent::Message { message, uuid, reply } if self.format == OutputFormat::StreamJson => {
                 if self.partial_messages && message.role == Role::Assistant {
                     self.stream_event(json!({"type": "message_stop"}));
                 }
+                // The line's uuid is its transcript line's, as in Claude Code.
                 let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
-                    "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()});
+                    "parent_tool_use_id": null, "uuid": uuid.to_string()});
                 if message.role == Role::Assistant {
                     line["type"] = json!("assistant");
                     let asks_tools = message.tool_uses().next().is_some();
@@ -200,6 +225,9 @@ impl EventSink for CliSink {
                             line["message"]["usage"] = json!(usage);
                         }
                         None => line["message"]["model"] = json!(self.model),
+                    }
+                    if let Some(reply) = reply {
+                        with_reply_info(&mut line, reply);
                     }
                 }
                 self.stream_json(line);
@@ -272,6 +300,23 @@ impl EventSink for CliSink {
             }
             _ => {}
         }
+    }
+}
+
+/// Put what the API said about a reply on its stream-json line, as Claude Code does: the
+/// message's `id`, `stop_sequence`, and (when the API gave them) its `stop_reason` and
+/// `model`; the request's `request_id` beside the message.
+fn with_reply_info(line: &mut Value, reply: &crate::session::ReplyInfo) {
+    line["message"]["id"] = json!(reply.id);
+    line["message"]["stop_sequence"] = json!(reply.stop_sequence);
+    if let Some(reason) = &reply.stop_reason {
+        line["message"]["stop_reason"] = json!(reason);
+    }
+    if let Some(model) = &reply.model {
+        line["message"]["model"] = json!(model);
+    }
+    if let Some(id) = &reply.request_id {
+        line["request_id"] = json!(id);
     }
 }
 
@@ -444,11 +489,23 @@ pub fn system_init(
         "mcp_servers": mcp_servers,
         "slash_commands": [],
         "permissionMode": mode,
-        "apiKeySource": "none",
+        "apiKeySource": api_key_source(),
         "output_style": "default",
         "claude_code_version": crate::sdk::PROTOCOL_VERSION,
         "agentloop_version": env!("CARGO_PKG_VERSION"),
     })
+}
+
+/// Where the model's credentials come from, as Claude Code's `apiKeySource` names it.
+fn api_key_source() -> &'static str {
+    let set = |name: &str| crate::credentials::var(name).is_some_and(|v| !v.is_empty());
+    if set("ANTHROPIC_API_KEY") {
+        "ANTHROPIC_API_KEY"
+    } else if set("ANTHROPIC_AUTH_TOKEN") {
+        "ANTHROPIC_AUTH_TOKEN"
+    } else {
+        "none"
+    }
 }
 
 /// Adds the session's sandbox state to a `system/init` line.
@@ -470,40 +527,211 @@ impl WithSandbox for Value {
     }
 }
 
+/// How an ending looks in a result frame: the `subtype`, `is_error` and `terminal_reason`
+/// Claude Code reports for the same ending, so SDKs branch on them as they do for Claude Code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ending {
+    /// `success`, `error_max_turns` or `error_during_execution`. An API failure is a
+    /// `success` with `is_error: true`, as Claude Code reports it (the loop itself completed).
+    pub subtype: &'static str,
+    /// Whether the run failed: the process then exits non-zero.
+    pub is_error: bool,
+    /// Claude Code's name for the ending; the table's own is `agentloop_terminal_reason`.
+    pub terminal_reason: &'static str,
+}
+
+impl Ending {
+    /// The result frame's view of `terminal`.
+    pub fn of(terminal: TerminalReason) -> Ending {
+        let (subtype, is_error, terminal_reason) = match terminal {
+            TerminalReason::Completed => ("success", false, "completed"),
+            TerminalReason::MaxTurns => ("error_max_turns", true, "max_turns"),
+            TerminalReason::AbortedStreaming => ("error_during_execution", true, "aborted_streaming"),
+            TerminalReason::AbortedTools => ("error_during_execution", true, "aborted_tools"),
+            TerminalReason::ModelError => ("success", true, "api_error"),
+            // A hook that ends the run is an ending the user asked for, not a failure.
+            TerminalReason::StopHookPrevented => ("success", false, "stop_hook_prevented"),
+            TerminalReason::HookStopped => ("success", false, "hook_stopped"),
+            TerminalReason::PromptTooLong => ("success", true, "prompt_too_long"),
+            TerminalReason::BlockingLimit => ("success", true, "blocking_limit"),
+        };
+        Ending { subtype, is_error, terminal_reason }
+    }
+}
+
 /// The result object of `--output-format json` and the last line of `stream-json`, in the
-/// shape Claude Code prints, plus our `terminal_reason`.
+/// shape Claude Code prints (see [`Ending`]), with the table's terminal reason beside
+/// Claude Code's as `agentloop_terminal_reason`.
+///
+/// What differs by ending, as Claude Code does it: an error ending whose subtype is not
+/// `success` lists what went wrong in `errors` and has no `result` text (`null` after an
+/// interrupt); a failed model call puts Claude Code's `API Error: …` prose in `result`, with
+/// `api_error_status` and `api_error_type`; `permission_denials` lists every refused call.
 pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, api_ms: u64) -> Value {
-    let subtype = match outcome.terminal {
-        TerminalReason::Completed => "success",
-        TerminalReason::MaxTurns => "error_max_turns",
-        _ => "error_during_execution",
-    };
+    let ending = Ending::of(outcome.terminal);
+    let failure = outcome.api_failure.as_ref();
     let mut result = json!({
         "type": "result",
-        "subtype": subtype,
-        "is_error": outcome.terminal != TerminalReason::Completed,
+        "subtype": ending.subtype,
+        "is_error": ending.is_error,
         "duration_ms": started.elapsed().as_millis() as u64,
         "duration_api_ms": api_ms,
         "stop_reason": stop_reason(outcome),
         "uuid": crate::session::Uuid::new_v4().to_string(),
-        "permission_denials": [],
-        "num_turns": outcome.turns,
-        "result": outcome.final_text,
+        "permission_denials": outcome.permission_denials,
+        // Claude Code counts the turn it refused to start.
+        "num_turns": outcome.turns + u32::from(outcome.terminal == TerminalReason::MaxTurns),
         "session_id": session_id,
         "total_cost_usd": outcome.cost_usd,
         "usage": outcome.usage,
-        "terminal_reason": outcome.terminal.as_str(),
+        "terminal_reason": ending.terminal_reason,
+        "agentloop_terminal_reason": outcome.terminal.as_str(),
         "error": outcome.error,
-        "api_error_status": null,
+        "api_error_status": failure.and_then(|f| f.status),
     });
-    // Claude Code lists what went wrong in `errors` on every error result (the TypeScript
-    // SDK maps over it), and has no such field on a success.
-    if outcome.terminal != TerminalReason::Completed {
-        let error =
-            outcome.error.clone().unwrap_or_else(|| format!("The run ended with {}", outcome.terminal.as_str()));
-        result["errors"] = json!([error]);
+    let error = || outcome.error.clone().unwrap_or_else(|| format!("The run ended with {}", outcome.terminal.as_str()));
+    match (ending.subtype, ending.is_error) {
+        ("success", false) => result["result"] = json!(outcome.final_text),
+        ("success", true) => {
+            let prose = match (outcome.terminal, failure) {
+                (TerminalReason::ModelError, Some(failure)) => failure.prose(),
+                _ => error(),
+            };
+            result["result"] = json!(prose);
+            if let Some(kind) = failure.and_then(|f| f.kind.as_deref()) {
+                result["api_error_type"] = json!(kind);
+            }
+        }
+        (_, _) => {
+            // The TypeScript SDK maps over `errors` on every result whose subtype is not
+            // `success`; Claude Code gives no `result` text then (`null` after an interrupt).
+            result["errors"] = json!([error()]);
+            if ending.subtype == "error_during_execution" {
+                result["result"] = Value::Null;
+            }
+        }
     }
     result
+}
+
+#[cfg(test)]
+mod result_tests {
+    use super::*;
+    use crate::model::ApiFailure;
+
+    fn outcome(terminal: TerminalReason, error: Option<&str>) -> RunOutcome {
+        RunOutcome {
+            terminal,
+            error: error.map(str::to_owned),
+            messages: Vec::new(),
+            final_text: "last words".into(),
+            usage: crate::engine::state::UsageTotals::default(),
+            model_calls: 1,
+            cost_usd: 0.0,
+            turns: 2,
+            trace: Vec::new(),
+            api_failure: None,
+            permission_denials: Vec::new(),
+        }
+    }
+
+    /// The fields that differ by ending, as Claude Code 2.1.332 prints them.
+    fn shape(result: &Value) -> Value {
+        let mut shape = serde_json::Map::new();
+        for key in
+            ["subtype", "is_error", "terminal_reason", "agentloop_terminal_reason", "result", "errors", "num_turns"]
+        {
+            if let Some(value) = result.get(key) {
+                shape.insert(key.into(), value.clone());
+            }
+        }
+        Value::Object(shape)
+    }
+
+    #[test]
+    fn each_ending_has_the_subtype_and_fields_claude_code_reports() {
+        let cases = [
+            (
+                outcome(TerminalReason::Completed, None),
+                json!({"subtype": "success", "is_error": false, "terminal_reason": "completed",
+                       "agentloop_terminal_reason": "completed", "result": "last words", "num_turns": 2}),
+            ),
+            (
+                outcome(TerminalReason::MaxTurns, Some("Reached maximum number of turns (2)")),
+                json!({"subtype": "error_max_turns", "is_error": true, "terminal_reason": "max_turns",
+                       "agentloop_terminal_reason": "max_turns",
+                       "errors": ["Reached maximum number of turns (2)"], "num_turns": 3}),
+            ),
+            (
+                outcome(TerminalReason::AbortedStreaming, Some("interrupted")),
+                json!({"subtype": "error_during_execution", "is_error": true, "terminal_reason": "aborted_streaming",
+                       "agentloop_terminal_reason": "aborted_streaming", "result": null,
+                       "errors": ["interrupted"], "num_turns": 2}),
+            ),
+            (
+                outcome(TerminalReason::AbortedTools, Some("interrupted")),
+                json!({"subtype": "error_during_execution", "is_error": true, "terminal_reason": "aborted_tools",
+                       "agentloop_terminal_reason": "aborted_tools", "result": null,
+                       "errors": ["interrupted"], "num_turns": 2}),
+            ),
+            (
+                outcome(TerminalReason::HookStopped, Some("a tool hook ended the run: halt")),
+                json!({"subtype": "success", "is_error": false, "terminal_reason": "hook_stopped",
+                       "agentloop_terminal_reason": "hook_stopped", "result": "last words", "num_turns": 2}),
+            ),
+            (
+                outcome(TerminalReason::StopHookPrevented, Some("a Stop hook ended the run: no")),
+                json!({"subtype": "success", "is_error": false, "terminal_reason": "stop_hook_prevented",
+                       "agentloop_terminal_reason": "stop_hook_prevented", "result": "last words", "num_turns": 2}),
+            ),
+            (
+                outcome(TerminalReason::BlockingLimit, Some("Prompt is too long: about 9 tokens")),
+                json!({"subtype": "success", "is_error": true, "terminal_reason": "blocking_limit",
+                       "agentloop_terminal_reason": "blocking_limit",
+                       "result": "Prompt is too long: about 9 tokens", "num_turns": 2}),
+            ),
+        ];
+        for (outcome, expected) in cases {
+            let result = result_object(&outcome, "s", Instant::now(), 0);
+            assert_eq!(shape(&result), expected, "{}", outcome.terminal);
+        }
+    }
+
+    #[test]
+    fn a_failed_model_call_reports_its_status_type_and_api_error_prose() {
+        let mut failed = outcome(TerminalReason::ModelError, Some("HTTP 400 invalid_request_error: bad"));
+        failed.api_failure =
+            Some(ApiFailure { status: Some(400), kind: Some("invalid_request_error".into()), message: "bad".into() });
+        let result = result_object(&failed, "s", Instant::now(), 0);
+        assert_eq!(
+            shape(&result),
+            json!({"subtype": "success", "is_error": true, "terminal_reason": "api_error",
+                   "agentloop_terminal_reason": "model_error", "result": "API Error: 400 bad", "num_turns": 2})
+        );
+        assert_eq!(result["api_error_status"], json!(400));
+        assert_eq!(result["api_error_type"], json!("invalid_request_error"));
+
+        failed.api_failure = Some(ApiFailure { status: None, kind: None, message: "connection error: refused".into() });
+        let result = result_object(&failed, "s", Instant::now(), 0);
+        assert_eq!(result["result"], json!("API Error: connection error: refused"));
+        assert_eq!(result["api_error_status"], Value::Null);
+        assert_eq!(result.get("api_error_type"), None);
+    }
+
+    #[test]
+    fn refused_calls_are_listed_as_permission_denials() {
+        let mut denied = outcome(TerminalReason::Completed, None);
+        denied.permission_denials = vec![crate::permissions::Denial {
+            tool_name: "Bash".into(),
+            tool_use_id: "toolu_1".into(),
+            tool_input: json!({"command": "touch x"}),
+        }];
+        let result = result_object(&denied, "s", Instant::now(), 0);
+        assert_eq!(
+            result["permission_denials"],
+            json!([{"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "touch x"}}])
+        );
+    }
 }
 
 #[cfg(test)]

@@ -102,6 +102,18 @@ pub struct RunFlags {
     /// Accepted for the Claude Agent SDK: stream-json output is always complete.
     #[arg(long)]
     pub verbose: bool,
+    /// Extended thinking: the most tokens of a reply the model may think in (at least 1024,
+    /// kept below the reply's output cap). `MAX_THINKING_TOKENS` in the environment does the
+    /// same; this flag wins.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_thinking_tokens: Option<u32>,
+    /// `enabled` or `adaptive`: think with as much of the output cap as the API allows (or
+    /// `--max-thinking-tokens`); `disabled`: no thinking, whatever else says so.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub thinking: Option<ThinkingMode>,
+    /// Accepted for the Claude Agent SDK: how thinking is shown (agentloop streams it whole).
+    #[arg(long, value_name = "DISPLAY", hide = true)]
+    pub thinking_display: Option<String>,
     /// The system prompt; an empty one means agentloop's default.
     #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
     pub system_prompt: Option<String>,
@@ -132,6 +144,19 @@ pub struct RunFlags {
     /// allow them).
     #[arg(long)]
     pub strict_mcp_config: bool,
+    /// Accepted for Claude Code's clients (the Claude ACP adapter passes it): the SDK may switch
+    /// a session to bypassPermissions with or without it.
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+    /// Accepted for the TypeScript Claude Agent SDK, which passes it when it sends MCP servers
+    /// in `initialize`: agentloop reads stdin in order, so the servers of an `initialize`
+    /// always start before a prompt written after it.
+    #[arg(long)]
+    pub await_initialize: bool,
+    /// With `--input-format stream-json`: echo each user message on stdout (`isReplay: true`,
+    /// its own `uuid`) as its prompt starts, as Claude Code does.
+    #[arg(long)]
+    pub replay_user_messages: bool,
     /// Flags of Claude Code's command line that agentloop accepts but does not honour yet.
     #[command(flatten)]
     pub unsupported: UnsupportedFlags,
@@ -141,6 +166,34 @@ pub struct RunFlags {
     /// Trace options.
     #[command(flatten)]
     pub trace: TraceArgs,
+}
+
+/// `--thinking`: whether replies think.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ThinkingMode {
+    /// Think, with the budget of `--max-thinking-tokens` or all the output cap allows.
+    Enabled,
+    /// The same as `enabled` (Claude Code lets newer models pick their budget).
+    Adaptive,
+    /// Never think.
+    Disabled,
+}
+
+/// The thinking budget a run asks for: `--thinking disabled` wins, then
+/// `--max-thinking-tokens`, then `MAX_THINKING_TOKENS` (`env`), then `--thinking enabled`
+/// (as much as fits below the output cap). `Err` names a `MAX_THINKING_TOKENS` that is not
+/// a number.
+fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, String> {
+    let from_env = env
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| v.trim().parse::<u32>().map_err(|_| format!("MAX_THINKING_TOKENS={v}: not a number of tokens")))
+        .transpose()?;
+    Ok(match (args.thinking, args.max_thinking_tokens.or(from_env)) {
+        (Some(ThinkingMode::Disabled), _) | (None, Some(0)) => None,
+        (_, Some(budget)) => Some(budget),
+        (Some(ThinkingMode::Enabled | ThinkingMode::Adaptive), None) => Some(u32::MAX),
+        (None, None) => None,
+    })
 }
 
 /// How a run's prompt arrives.
@@ -173,9 +226,6 @@ pub struct UnsupportedFlags {
     #[arg(long, value_name = "BETAS", hide = true)]
     pub betas: Option<String>,
     /// Not honoured yet.
-    #[arg(long, value_name = "ID", hide = true)]
-    pub resume_session_at: Option<String>,
-    /// Not honoured yet.
     #[arg(long, hide = true)]
     pub session_mirror: bool,
     /// Not honoured yet.
@@ -200,7 +250,6 @@ impl UnsupportedFlags {
         note(!self.add_dir.is_empty(), "--add-dir");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
-        note(self.resume_session_at.is_some(), "--resume-session-at");
         note(self.session_mirror, "--session-mirror");
         note(!self.plugin_dir.is_empty(), "--plugin-dir");
         note(self.task_budget.is_some(), "--task-budget");
@@ -326,7 +375,12 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &spec.cwd,
     )?;
     let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session_args::open(&args.session, &cwd)?;
+    spec.session = session_args::open(&args.session, &cwd).inspect_err(|message| {
+        // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
+        if matches!(args.output_format, OutputFormat::Json | OutputFormat::StreamJson) {
+            println!("{}", session_args::open_failure_result(message));
+        }
+    })?;
     spec.options.run_id = spec.session.id.to_string();
     let table_sha256 = spec.options.table().sha256.clone();
     session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
@@ -451,6 +505,8 @@ fn apply_flags(options: &mut EngineOptions, args: &RunFlags) -> Result<(), Strin
     if let Some(n) = args.max_turns {
         options.max_turns = Some(n);
     }
+    // The name holds `TOKEN`: the variable is among those `credentials` took out of the environment.
+    options.thinking_budget = thinking_budget(args, crate::credentials::var("MAX_THINKING_TOKENS").as_deref())?;
     if let Some(n) = args.token_budget {
         options.token_budget = Some(n);
     }
@@ -710,5 +766,35 @@ async fn next_signal(signals: &mut Option<Signals>) -> Stop {
     match signals {
         Some(signals) => signals.next().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        flags: RunFlags,
+    }
+
+    fn budget(args: &[&str], env: Option<&str>) -> Result<Option<u32>, String> {
+        let parsed = Flags::try_parse_from(std::iter::once("agentloop").chain(args.iter().copied())).unwrap();
+        thinking_budget(&parsed.flags, env)
+    }
+
+    #[test]
+    fn thinking_comes_from_the_flags_then_the_environment() {
+        assert_eq!(budget(&[], None), Ok(None));
+        assert_eq!(budget(&[], Some("8000")), Ok(Some(8000)));
+        assert_eq!(budget(&[], Some("0")), Ok(None));
+        assert_eq!(budget(&["--max-thinking-tokens", "3000"], Some("8000")), Ok(Some(3000)));
+        assert_eq!(budget(&["--thinking", "adaptive"], None), Ok(Some(u32::MAX)));
+        assert_eq!(budget(&["--thinking", "enabled", "--max-thinking-tokens", "2048"], None), Ok(Some(2048)));
+        assert_eq!(budget(&["--thinking", "disabled", "--max-thinking-tokens", "3000"], Some("8000")), Ok(None));
+        assert_eq!(budget(&[], Some("lots")), Err("MAX_THINKING_TOKENS=lots: not a number of tokens".into()));
     }
 }

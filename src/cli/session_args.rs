@@ -26,6 +26,15 @@ pub struct SessionArgs {
     /// Write no transcript (the session lives only as long as the process).
     #[arg(long)]
     pub no_session_persistence: bool,
+    /// With --resume or --continue: keep the conversation only up to and including the
+    /// transcript line with this uuid (typically the last message of the turn to keep). Without
+    /// --fork-session the session goes on from there, a branch in its transcript.
+    #[arg(long, value_name = "MESSAGE_UUID")]
+    pub resume_session_at: Option<String>,
+    /// With --resume-session-at: the uuid of the prompt whose turn the cut means to drop; the
+    /// resume is refused unless everything it drops belongs to that turn.
+    #[arg(long, value_name = "PROMPT_UUID")]
+    pub resume_drops_turn: Option<String>,
 }
 
 /// Open the session a run's flags ask for, in `cwd` (absolute). A resumed transcript cut by a
@@ -38,6 +47,12 @@ pub struct SessionArgs {
 pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
     if args.fork_session && args.resume.is_none() && !args.continue_session {
         return Err("--fork-session needs --resume ID or --continue".into());
+    }
+    if args.resume_drops_turn.is_some() && args.resume_session_at.is_none() {
+        return Err("--resume-drops-turn requires --resume-session-at".into());
+    }
+    if args.resume_session_at.is_some() && args.resume.is_none() && !args.continue_session {
+        return Err("--resume-session-at needs --resume ID or --continue".into());
     }
     let chosen = args.session_id.as_deref().map(parse_id).transpose()?;
     let store = SessionStore::from_env().map_err(|e| e.to_string());
@@ -73,11 +88,14 @@ pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
         return Err("--session-id names a new session; with --resume or --continue it needs --fork-session".into());
     }
     let store = store?;
-    let path = store.path(cwd, id);
-    if !path.exists() {
+    let Some(path) = store.find(cwd, id) else {
         return Err(format!("no session {id} in {}; `agentloop sessions` lists them", cwd.display()));
+    };
+    let mut loaded = match &args.resume_session_at {
+        Some(at) => crate::session::load_cut(&path, at, args.resume_drops_turn.as_deref()),
+        None => crate::session::load(&path),
     }
-    let mut loaded = store.load(cwd, id).map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())?;
     let report = loaded.repair();
     let answered: usize = report
         .repairs
@@ -95,7 +113,8 @@ pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
     }
     if args.fork_session {
         let new_id = chosen.unwrap_or_else(Uuid::new_v4);
-        let writer = store.fork(&loaded, new_id, Some(cwd)).map_err(|e| e.to_string())?;
+        let mut writer = store.fork(&loaded, new_id, Some(cwd)).map_err(|e| e.to_string())?;
+        writer.record_repair(&report, &loaded.messages).map_err(|e| e.to_string())?;
         return Ok(Session::persisted(writer, cwd.to_path_buf(), loaded.messages));
     }
     if args.no_session_persistence {
@@ -104,8 +123,35 @@ pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
         return Ok(session);
     }
     let mut writer = loaded.writer().map_err(|e| e.to_string())?;
-    writer.record_repair(&report, &loaded.messages).map_err(|e| e.to_string())?;
+    match &loaded.cut {
+        // The history goes on from the cut: a snapshot of it (repaired) for our loader, and
+        // the next line chains from the cut, a branch for readers that follow the chain.
+        Some(at) => writer.rewind(&loaded.messages, at),
+        None => writer.record_repair(&report, &loaded.messages),
+    }
+    .map_err(|e| e.to_string())?;
     Ok(Session::persisted(writer, cwd.to_path_buf(), loaded.messages))
+}
+
+/// The result line Claude Code prints (with `--output-format json` or `stream-json`) when the
+/// session cannot be opened, a refused `--resume-drops-turn` among others: an error result
+/// of no turns whose `errors` say why, so that the Claude Agent SDK raises it.
+pub fn open_failure_result(message: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": true,
+        "duration_ms": 0,
+        "duration_api_ms": 0,
+        "num_turns": 0,
+        "stop_reason": null,
+        "session_id": Uuid::new_v4().to_string(),
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0},
+        "permission_denials": [],
+        "uuid": Uuid::new_v4().to_string(),
+        "errors": [message],
+    })
 }
 
 /// Write the session's meta line: the model, the table and the permission mode it runs with.

@@ -32,6 +32,7 @@ impl Machine {
             }
         };
         let outcome = executor.finish(&mut |event| ctx.emit(event)).await;
+        self.st.permission_denials.extend(outcome.denials);
         if ctx.deps.cancel.is_cancelled() {
             self.st.interrupted_results = Some(outcome.results);
             return Handled;

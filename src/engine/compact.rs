@@ -56,6 +56,7 @@ pub async fn summarize(
         messages: context::compaction_request_messages(history, instructions).into(),
         tools: Vec::new(),
         max_tokens: crate::model::DEFAULT_MAX_TOKENS,
+        thinking: None,
         purpose: Purpose::Aux,
     };
     let mut reply = model.stream(request).await?;

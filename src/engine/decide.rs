@@ -63,7 +63,7 @@ impl Machine {
             }
             TurnChecked::MaxTurns => {
                 let max = self.st.bounds.get(counter::TURNS).copied().unwrap_or_default();
-                self.st.error = Some(format!("reached the maximum of {max} turns"));
+                self.st.error = Some(format!("Reached maximum number of turns ({max})"));
             }
             TurnChecked::NextTurn | TurnChecked::Completed => {}
             TurnChecked::StopHookPrevented => {
@@ -182,12 +182,12 @@ impl Machine {
             (RecoveryChecked::ReactiveCompactRetry, _) => {}
             // The truncated reply is dropped and the same request is sent again with a higher cap.
             (RecoveryChecked::MaxOutputTokensEscalate, _) => {}
-            (RecoveryChecked::MaxOutputTokensRecovery, Withheld::Truncated { reply, .. }) => {
-                self.append(ctx, reply);
+            (RecoveryChecked::MaxOutputTokensRecovery, Withheld::Truncated { reply, info, .. }) => {
+                self.append_reply(ctx, reply, Some(info));
                 self.append(ctx, Message::user_text(context::RESUME_MESSAGE));
             }
-            (RecoveryChecked::OutputExhausted, Withheld::Truncated { reply, max_tokens }) => {
-                self.append(ctx, reply);
+            (RecoveryChecked::OutputExhausted, Withheld::Truncated { reply, info, max_tokens }) => {
+                self.append_reply(ctx, reply, Some(info));
                 self.st.error = Some(format!(
                     "the reply exceeded the {max_tokens} output token maximum after escalation and {} recoveries",
                     self.st.bounds.get(counter::RECOVERIES).copied().unwrap_or_default()

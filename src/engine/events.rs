@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::engine::trace::TraceRecord;
 use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
+use crate::session::{ReplyInfo, Uuid};
 use crate::tools::McpOrigin;
 
 /// One thing that happened in a run, streamed to the caller as it happens.
@@ -42,8 +43,56 @@ pub enum EngineEvent {
         /// The thinking.
         thinking: String,
     },
+    /// The reply's `message_start` arrived (forwarded as a `stream_event` by
+    /// `--include-partial-messages`, like the rest of the reply's events below).
+    ReplyStarted {
+        /// The message id the API gave.
+        id: Option<String>,
+        /// The model that answers.
+        model: Option<String>,
+        /// The usage `message_start` reported.
+        usage: crate::protocol::Usage,
+    },
+    /// Content block `index` of the reply started, as `block`.
+    BlockStarted {
+        /// The block's index.
+        index: usize,
+        /// The block as `content_block_start` gave it.
+        block: Value,
+    },
+    /// A piece of the input JSON of the tool call in block `index` arrived.
+    InputJsonDelta {
+        /// The block's index.
+        index: usize,
+        /// The JSON text (consecutive pieces of one read joined).
+        partial_json: String,
+    },
+    /// Content block `index` of the reply is complete.
+    BlockStopped {
+        /// The block's index.
+        index: usize,
+    },
+    /// The reply's `message_delta`: why it stopped, and the usage so far.
+    ReplyDelta {
+        /// The stop reason.
+        stop_reason: Option<crate::protocol::StopReason>,
+        /// The stop sequence that matched.
+        stop_sequence: Option<String>,
+        /// The reply's usage, merged.
+        usage: crate::protocol::Usage,
+    },
     /// A message was appended to the conversation.
-    Message(Message),
+    Message {
+        /// The conversation's last message: the one appended, merged into the message before
+        /// it when both have the same role.
+        message: Message,
+        /// The uuid of the appended message's transcript line (in stream-json, the `uuid` of
+        /// its line on stdout too).
+        uuid: Uuid,
+        /// For a reply of the model: what the API said about it (`message.id`, `usage`,
+        /// the `request-id`, ...).
+        reply: Option<Box<ReplyInfo>>,
+    },
     /// The Stop hooks of an end of turn start running.
     StopHooksStarted,
     /// The tool phase of a reply begins.
@@ -130,8 +179,30 @@ enum Wire<'a> {
         index: usize,
         thinking: &'a str,
     },
+    ReplyStarted {
+        id: Option<&'a str>,
+        model: Option<&'a str>,
+        usage: &'a crate::protocol::Usage,
+    },
+    BlockStarted {
+        index: usize,
+        block: &'a Value,
+    },
+    InputJsonDelta {
+        index: usize,
+        partial_json: &'a str,
+    },
+    BlockStopped {
+        index: usize,
+    },
+    ReplyDelta {
+        stop_reason: Option<&'a crate::protocol::StopReason>,
+        stop_sequence: Option<&'a str>,
+        usage: &'a crate::protocol::Usage,
+    },
     Message {
         message: &'a Message,
+        uuid: String,
     },
     StopHooksStarted,
     ToolPhaseStarted {
@@ -189,7 +260,16 @@ impl Serialize for EngineEvent {
             EngineEvent::Transition(record) => Wire::Transition { record },
             EngineEvent::TextDelta { index, text } => Wire::TextDelta { index: *index, text },
             EngineEvent::ThinkingDelta { index, thinking } => Wire::ThinkingDelta { index: *index, thinking },
-            EngineEvent::Message(message) => Wire::Message { message },
+            EngineEvent::ReplyStarted { id, model, usage } => {
+                Wire::ReplyStarted { id: id.as_deref(), model: model.as_deref(), usage }
+            }
+            EngineEvent::BlockStarted { index, block } => Wire::BlockStarted { index: *index, block },
+            EngineEvent::InputJsonDelta { index, partial_json } => Wire::InputJsonDelta { index: *index, partial_json },
+            EngineEvent::BlockStopped { index } => Wire::BlockStopped { index: *index },
+            EngineEvent::ReplyDelta { stop_reason, stop_sequence, usage } => {
+                Wire::ReplyDelta { stop_reason: stop_reason.as_ref(), stop_sequence: stop_sequence.as_deref(), usage }
+            }
+            EngineEvent::Message { message, uuid, .. } => Wire::Message { message, uuid: uuid.to_string() },
             EngineEvent::StopHooksStarted => Wire::StopHooksStarted,
             EngineEvent::ToolPhaseStarted { calls } => Wire::ToolPhaseStarted { calls: *calls },
             EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {

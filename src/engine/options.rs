@@ -36,6 +36,10 @@ pub struct EngineOptions {
     /// Start each tool call as soon as its block is complete, while the reply still streams
     /// (default). When false, calls start after the whole reply has arrived.
     pub stream_tools: bool,
+    /// Extended thinking: the most tokens of each reply the model may spend thinking
+    /// (`--max-thinking-tokens`, `MAX_THINKING_TOKENS`); kept below the request's
+    /// `max_tokens`. `None` sends no `thinking` parameter.
+    pub thinking_budget: Option<u32>,
     /// The transition table the loop runs (`run --table`); `None` runs the shipped one.
     /// A loaded table must have passed the audit and [`crate::audit::engine_check`].
     pub table: Option<Arc<Table>>,
@@ -57,6 +61,7 @@ impl Default for EngineOptions {
             max_tool_concurrency: crate::tools::orchestrate::DEFAULT_MAX_CONCURRENCY,
             tool_result_cap: crate::tools::orchestrate::DEFAULT_RESULT_CAP,
             stream_tools: true,
+            thinking_budget: None,
             table: None,
         }
     }

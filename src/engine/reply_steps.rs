@@ -25,8 +25,26 @@ pub enum Seen {
         /// The thinking.
         text: String,
     },
+    /// `message_start` arrived.
+    Started,
+    /// Block `index` started, as `block`.
+    BlockStarted {
+        /// Block index.
+        index: usize,
+        /// The block as it started.
+        block: serde_json::Value,
+    },
+    /// Input JSON appended to tool call block `index` (consecutive pieces joined).
+    InputJson {
+        /// Block index.
+        index: usize,
+        /// The JSON text.
+        text: String,
+    },
     /// Block `index` is complete.
     BlockDone(usize),
+    /// `message_delta` arrived.
+    Delta,
     /// `message_stop` arrived.
     Stopped,
     /// An `error` event ended the stream.
@@ -52,6 +70,13 @@ impl ReplySteps {
                 Some(Seen::Thinking { index: last, text: joined }) if *last == index => join(joined, &text),
                 _ => self.seen.push(Seen::Thinking { index, text: text.into_owned() }),
             },
+            Step::InputJson { index, text } => match self.seen.last_mut() {
+                Some(Seen::InputJson { index: last, text: joined }) if *last == index => join(joined, &text),
+                _ => self.seen.push(Seen::InputJson { index, text: text.into_owned() }),
+            },
+            Step::Started => self.seen.push(Seen::Started),
+            Step::BlockStarted { index, block } => self.seen.push(Seen::BlockStarted { index, block }),
+            Step::Delta => self.seen.push(Seen::Delta),
             Step::BlockDone(index) => self.seen.push(Seen::BlockDone(index)),
             Step::Stopped => self.seen.push(Seen::Stopped),
             Step::Failed(error) => self.seen.push(Seen::Failed(error)),

@@ -60,6 +60,10 @@ pub struct RunOutcome {
     pub turns: u32,
     /// Every transition, in order.
     pub trace: Vec<TraceRecord>,
+    /// The failed model call, for a run that ended as `model_error` or `prompt_too_long`.
+    pub api_failure: Option<crate::model::ApiFailure>,
+    /// Every call a hook, a rule, the mode or the approver refused.
+    pub permission_denials: Vec<crate::permissions::Denial>,
 }
 
 impl RunOutcome {
@@ -110,7 +114,6 @@ pub async fn run(
 /// # Errors
 /// [`EngineError`] when the options are invalid or the machine breaks its table; the session
 /// is then left as it was (its transcript holds what was appended).
-#[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id, session = %session.id))]
 pub async fn run_prompt(
     session: &mut Session,
     deps: Deps,
@@ -118,6 +121,42 @@ pub async fn run_prompt(
     prompt: &str,
     sink: Box<dyn EventSink>,
 ) -> Result<RunOutcome, EngineError> {
+    run_prompt_with(session, deps, options, &Prompt::text(prompt), sink).await
+}
+
+/// A prompt as it arrives: its text, and what the Claude Agent SDK sent with it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    /// The text.
+    pub text: String,
+    /// The `uuid` the SDK gave the user message: its transcript line's uuid (a fresh one
+    /// when `None`).
+    pub uuid: Option<Uuid>,
+    /// The `origin` the SDK stamped on the message, recorded on its transcript line.
+    pub origin: Option<serde_json::Value>,
+}
+
+impl Prompt {
+    /// A prompt of `text` alone.
+    pub fn text(text: &str) -> Prompt {
+        Prompt { text: text.to_owned(), ..Prompt::default() }
+    }
+}
+
+/// [`run_prompt`] of a [`Prompt`] with its uuid and origin.
+///
+/// # Errors
+/// As [`run_prompt`].
+#[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id, session = %session.id))]
+pub async fn run_prompt_with(
+    session: &mut Session,
+    deps: Deps,
+    options: EngineOptions,
+    prompt: &Prompt,
+    sink: Box<dyn EventSink>,
+) -> Result<RunOutcome, EngineError> {
+    let (prompt_uuid, origin) = (prompt.uuid.unwrap_or_else(Uuid::new_v4), prompt.origin.as_ref());
+    let prompt = prompt.text.as_str();
     options.validate().map_err(EngineError::Options)?;
     let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
     let tool_ctx = ToolContext {
@@ -128,7 +167,9 @@ pub async fn run_prompt(
         background: session.background.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
-    let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
+    // A tool a deny rule refuses whole is not offered (a call of it would still be refused).
+    let offered = deps.tools.definitions().into_iter().filter(|d| !deps.policy.withholds(&d.name)).collect();
+    let st = LoopState::with_history(options, session.messages.clone(), prompt, offered, &table);
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -158,10 +199,10 @@ pub async fn run_prompt(
     let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript };
     let counters: Counters = st.counters.clone();
     let user = Message::user_text(prompt);
-    if let Some(warning) = ctx.transcript.message(&user) {
+    if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {
         ctx.emit(warning);
     }
-    ctx.emit(EngineEvent::Message(user));
+    ctx.emit(EngineEvent::Message { message: user, uuid: prompt_uuid, reply: None });
     tracing::debug!(?counters, "run starts");
 
     let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;
@@ -214,5 +255,10 @@ pub async fn run_prompt(
         cost_usd: st.cost_usd,
         turns: st.turn(),
         trace: ctx.records,
+        api_failure: match terminal {
+            TerminalReason::ModelError | TerminalReason::PromptTooLong => st.api_failure.clone(),
+            _ => None,
+        },
+        permission_denials: st.permission_denials.clone(),
     })
 }

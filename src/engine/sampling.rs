@@ -16,10 +16,10 @@ use crate::engine::generated::fact;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
-use crate::model::assemble::{Assembler, Step};
+use crate::model::assemble::{Assembled, Assembler, Step};
 use crate::model::{ErrorClass, ModelError, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use crate::session::HistoryReason;
+use crate::session::{HistoryReason, ReplyInfo, Uuid};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -107,6 +107,7 @@ and nothing is left to compact",
         };
         request.model = self.st.model().to_owned();
         request.max_tokens = self.st.max_tokens();
+        request.thinking = self.st.options.thinking_budget;
         debug_assert_eq!(crate::engine::state::pairing_violation(&request.messages), None);
         self.st.model_calls += 1;
         let model = ctx.deps.model.clone();
@@ -142,9 +143,18 @@ and nothing is left to compact",
                 self.annotate(None, Some(format!("{error}; switching to {to}")));
             }
             RequestFailed::Retry => self.schedule_retry(ctx, &error),
-            RequestFailed::RetriesExhausted => self.st.error = Some(format!("retries exhausted: {error}")),
-            RequestFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
-            RequestFailed::ModelError => self.st.error = Some(refusal.unwrap_or_else(|| error.to_string())),
+            RequestFailed::RetriesExhausted => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.error = Some(format!("retries exhausted: {error}"));
+            }
+            RequestFailed::PromptTooLong => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+            }
+            RequestFailed::ModelError => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
+            }
         }
         self.proceed()
     }
@@ -221,14 +231,33 @@ and nothing is left to compact",
                 match seen {
                     Seen::Text { index, text } => ctx.emit(EngineEvent::TextDelta { index, text }),
                     Seen::Thinking { index, text } => ctx.emit(EngineEvent::ThinkingDelta { index, thinking: text }),
-                    Seen::BlockDone(index) if self.st.options.stream_tools => {
-                        if let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index) {
+                    Seen::InputJson { index, text } => {
+                        ctx.emit(EngineEvent::InputJsonDelta { index, partial_json: text });
+                    }
+                    Seen::Started => ctx.emit(EngineEvent::ReplyStarted {
+                        id: asm.message_id().map(str::to_owned),
+                        model: asm.model().map(str::to_owned),
+                        usage: *asm.usage(),
+                    }),
+                    Seen::BlockStarted { index, block } => ctx.emit(EngineEvent::BlockStarted { index, block }),
+                    Seen::Delta => {
+                        let (stop_reason, stop_sequence) = asm.stop();
+                        ctx.emit(EngineEvent::ReplyDelta {
+                            stop_reason: stop_reason.cloned(),
+                            stop_sequence: stop_sequence.map(str::to_owned),
+                            usage: *asm.usage(),
+                        });
+                    }
+                    Seen::BlockDone(index) => {
+                        ctx.emit(EngineEvent::BlockStopped { index });
+                        if self.st.options.stream_tools
+                            && let Some(ContentBlock::ToolUse { id, name, input }) = asm.finished_block(index)
+                        {
                             for event in executor.add(ToolCall { id, name, input }) {
                                 ctx.emit(event);
                             }
                         }
                     }
-                    Seen::BlockDone(_) => {}
                     Seen::Stopped => break 'reading,
                     Seen::Failed(e) => {
                         let error = ModelError::Stream { kind: e.kind, message: e.message };
@@ -248,6 +277,7 @@ and nothing is left to compact",
         self.st.overload_streak = 0;
         let done = asm.finish();
         self.account(ctx, &done.usage);
+        let info = Box::new(reply_info(&done, stream.request_id()));
         let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
         if done.stop_reason == Some(StopReason::Refusal) {
@@ -266,16 +296,16 @@ and nothing is left to compact",
         let Some(edge) = self.decide_now::<MessageComplete>(ctx, &f) else { return Handled };
         match edge {
             MessageComplete::Tools => {
-                self.append(ctx, message);
+                self.append_reply(ctx, message, Some(info));
                 self.st.calls = calls;
                 // Without streamed execution the executor is empty: ExecuteTools starts the calls.
                 self.st.executor = (!executor.is_empty()).then_some(executor);
             }
             // The API continues a paused turn when it gets the paused reply back as it is.
-            MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append(ctx, message),
+            MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append_reply(ctx, message, Some(info)),
             MessageComplete::Truncated => {
                 let max_tokens = self.st.max_tokens();
-                self.st.withheld = Some(Withheld::Truncated { reply: message, max_tokens });
+                self.st.withheld = Some(Withheld::Truncated { reply: message, info, max_tokens });
             }
         }
         self.proceed()
@@ -317,12 +347,17 @@ and nothing is left to compact",
             // The partial reply and its results are dropped: the request is sent again.
             StreamFailed::Retry => self.schedule_retry(ctx, &error),
             StreamFailed::RetriesExhausted => {
+                self.st.api_failure = Some(error.api_failure());
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {error}"));
                 self.st.error = Some(format!("retries exhausted: {error}"));
             }
-            StreamFailed::PromptTooLong => self.st.withheld = Some(Withheld::PromptTooLong(error.to_string())),
+            StreamFailed::PromptTooLong => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.withheld = Some(Withheld::PromptTooLong(error.to_string()));
+            }
             StreamFailed::ModelError => {
+                self.st.api_failure = Some(error.api_failure());
                 let message = refusal.unwrap_or_else(|| error.to_string());
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {message}"));
@@ -335,7 +370,9 @@ and nothing is left to compact",
     /// Keep the finished part of an interrupted reply. Each of its tool calls is answered:
     /// with its real result if it ran to the end, otherwise with a synthetic error (`reason`).
     fn keep_partial(&mut self, ctx: &mut Ctx, partial: Assembler, reason: &str) {
-        let (message, _) = partial.finish().into_message();
+        let done = partial.finish();
+        let info = Box::new(reply_info(&done, None));
+        let (message, _) = done.into_message();
         let mut known = std::mem::take(&mut self.st.partial_results);
         let results: Vec<ContentBlock> = message
             .tool_uses()
@@ -346,7 +383,7 @@ and nothing is left to compact",
                 _ => ContentBlock::tool_result(t.id, reason.to_owned(), true),
             })
             .collect();
-        self.append(ctx, message);
+        self.append_reply(ctx, message, Some(info));
         if !results.is_empty() {
             self.append(ctx, Message { role: Role::User, content: results });
         }
@@ -364,11 +401,18 @@ and nothing is left to compact",
     /// Append a message to the conversation, write it to the session transcript and show it
     /// to the caller.
     pub(crate) fn append(&mut self, ctx: &mut Ctx, message: Message) {
-        if let Some(warning) = ctx.transcript.message(&message) {
+        self.append_reply(ctx, message, None);
+    }
+
+    /// [`Self::append`] for a reply of the model, with what the API said about it: its line
+    /// in the transcript and on stdout carry the same uuid, message id, usage and request id.
+    pub(crate) fn append_reply(&mut self, ctx: &mut Ctx, message: Message, reply: Option<Box<ReplyInfo>>) {
+        let uuid = Uuid::new_v4();
+        if let Some(warning) = ctx.transcript.message(&message, uuid, reply.as_deref()) {
             ctx.emit(warning);
         }
         if let Some(m) = self.st.push_message(message) {
-            ctx.emit(EngineEvent::Message(m.clone()));
+            ctx.emit(EngineEvent::Message { message: m.clone(), uuid, reply });
         }
     }
 
@@ -388,6 +432,18 @@ and nothing is left to compact",
         self.append(ctx, Message::user_text(INTERRUPTED));
         self.st.error = Some("interrupted by the user while the model was answering".into());
         self.proceed()
+    }
+}
+
+/// What the API said about an assembled reply (`request_id`: its request's `request-id`).
+fn reply_info(done: &Assembled, request_id: Option<&str>) -> ReplyInfo {
+    ReplyInfo {
+        id: done.id.clone(),
+        model: done.model.clone(),
+        stop_reason: done.stop_reason.clone(),
+        stop_sequence: done.stop_sequence.clone(),
+        usage: done.usage,
+        request_id: request_id.map(str::to_owned),
     }
 }
 

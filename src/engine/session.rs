@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::engine::events::EngineEvent;
 use crate::protocol::{Message, Transcript};
-use crate::session::{HistoryReason, SessionMeta, TranscriptWriter, Uuid};
+use crate::session::{HistoryReason, LineInfo, ReplyInfo, SessionMeta, TranscriptWriter, Uuid};
 use crate::tools::background::BackgroundShells;
 
 /// One conversation.
@@ -69,12 +69,25 @@ impl Session {
 #[derive(Default)]
 pub struct TranscriptLog {
     writer: Option<TranscriptWriter>,
+    /// The prompt whose turn sequence runs: every line written carries it (`promptId`).
+    prompt_id: Option<Uuid>,
 }
 
 impl TranscriptLog {
     /// Log to `writer`, if any.
     pub fn new(writer: Option<TranscriptWriter>) -> TranscriptLog {
-        TranscriptLog { writer }
+        TranscriptLog { writer, prompt_id: None }
+    }
+
+    /// Write the prompt that starts a turn sequence: its line has uuid `uuid`, its text as a
+    /// plain string (as Claude Code stores a prompt), its `origin` if it has one, and a fresh
+    /// `promptId` that the lines after it (until the next prompt) carry too.
+    pub fn prompt(&mut self, message: &Message, uuid: Uuid, origin: Option<&serde_json::Value>) -> Option<EngineEvent> {
+        let prompt_id = Uuid::new_v4();
+        self.prompt_id = Some(prompt_id);
+        let info = LineInfo { uuid: Some(uuid), prompt_id: Some(prompt_id), text_prompt: true, origin, reply: None };
+        let result = self.writer.as_mut()?.append_with(message, &info).map(|_| ());
+        self.fail_on(result)
     }
 
     /// The transcript file, while it is written.
@@ -87,9 +100,11 @@ impl TranscriptLog {
         self.writer
     }
 
-    /// Write one appended message; a warning event if writing failed.
-    pub fn message(&mut self, message: &Message) -> Option<EngineEvent> {
-        let result = self.writer.as_mut()?.append(message).map(|_| ());
+    /// Write one appended message as the line `uuid` (with the API's `reply` info for a reply
+    /// of the model); a warning event if writing failed.
+    pub fn message(&mut self, message: &Message, uuid: Uuid, reply: Option<&ReplyInfo>) -> Option<EngineEvent> {
+        let info = LineInfo { uuid: Some(uuid), prompt_id: self.prompt_id, reply, ..LineInfo::default() };
+        let result = self.writer.as_mut()?.append_with(message, &info).map(|_| ());
         self.fail_on(result)
     }
 

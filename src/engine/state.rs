@@ -26,6 +26,8 @@ pub enum Withheld {
     Truncated {
         /// The reply as received (without any unfinished tool call).
         reply: Message,
+        /// What the API said about it.
+        info: Box<crate::session::ReplyInfo>,
         /// The output cap it hit.
         max_tokens: u32,
     },
@@ -98,6 +100,10 @@ pub struct LoopState {
     pub budget_last_delta: u64,
     /// The message that explains a failed ending.
     pub error: Option<String>,
+    /// The model call whose failure ended (or may end) the run, for the result frame.
+    pub api_failure: Option<crate::model::ApiFailure>,
+    /// Every call that was refused, in the order the phases finished.
+    pub permission_denials: Vec<crate::permissions::Denial>,
     /// Token totals.
     pub usage: UsageTotals,
     /// Main requests sent (retries included).
@@ -160,6 +166,8 @@ impl LoopState {
             budget_last_used: 0,
             budget_last_delta: 0,
             error: None,
+            api_failure: None,
+            permission_denials: Vec::new(),
             usage: UsageTotals::default(),
             model_calls: 0,
             cost_usd: 0.0,
@@ -202,6 +210,7 @@ impl LoopState {
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: self.max_tokens(),
+            thinking: self.options.thinking_budget,
             purpose: Purpose::Main,
         }
     }

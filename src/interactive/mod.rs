@@ -682,7 +682,7 @@ impl EventSink for TurnSink {
                 }
                 self.screen.reply_text(&render::printable(text));
             }
-            EngineEvent::Message(message) if message.role == Role::Assistant => {
+            EngineEvent::Message { message, .. } if message.role == Role::Assistant => {
                 self.text_block = None;
                 self.screen.keep_attempt();
                 self.screen.end_line();
@@ -745,6 +745,8 @@ mod tests {
             cost_usd: 0.0015,
             turns: 1,
             trace: vec![],
+            api_failure: None,
+            permission_denials: vec![],
         };
         totals.add(&outcome);
         totals.add(&outcome);

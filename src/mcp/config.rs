@@ -122,7 +122,8 @@ pub enum ServerConfig {
     /// A server in the Claude Agent SDK's process ([`super::sdk`]), reachable only from the
     /// SDK mode; elsewhere it is reported as failed.
     Sdk {
-        /// The server's name in the SDK (`mcp_message`'s `server_name`).
+        /// The server's own name in the SDK (`create_sdk_mcp_server(name=…)`), as configured
+        /// and reported; `mcp_message` addresses the server by its key, not by this.
         name: String,
     },
 }

@@ -274,17 +274,20 @@ pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Conne
     open_with(name, config, cwd, &Sandbox::none(), None, oauth::SignIn::Browser).await
 }
 
-/// [`open`], a stdio child started through `sandbox`, reaching an SDK server through `sdk`,
-/// a remote server's sign-in opening the browser only when `sign_in` allows it.
+/// [`open`] of the server configured as `key`, a stdio child started through `sandbox`,
+/// reaching an SDK server through `sdk`: by its key, which is how the SDKs address their
+/// in-process servers (the Python SDK's `mcp_servers={"calculator": create_sdk_mcp_server(
+/// name="calc")}` answers `mcp_message`s for `calculator`), not by its `name`. A remote
+/// server's sign-in opens the browser only when `sign_in` allows it.
 async fn open_with(
-    name: &str,
+    key: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
     sign_in: oauth::SignIn,
 ) -> Result<Connection, OpenError> {
-    let client = Client::of(name);
+    let client = Client::of(key);
     match config {
         ServerConfig::Stdio { command, args, env, scope } => {
             Ok(stdio::connect(client, command, args, env, scope, cwd, sandbox).await?)
@@ -293,8 +296,8 @@ async fn open_with(
             http::connect(client, url, headers, oauth.as_ref(), sign_in).await
         }
         ServerConfig::Sse { .. } => Err(OpenError::Failed(config::SSE_UNSUPPORTED.to_owned())),
-        ServerConfig::Sdk { name } => match sdk {
-            Some(channel) => Ok(sdk::connect(client, name, channel.clone()).await?),
+        ServerConfig::Sdk { .. } => match sdk {
+            Some(channel) => Ok(sdk::connect(client, key, channel.clone()).await?),
             None => Err(OpenError::Failed(sdk::SDK_ONLY.to_owned())),
         },
     }

@@ -1,14 +1,21 @@
 //! SDK servers: MCP servers living in the Claude Agent SDK's process (`create_sdk_mcp_server`
-//! in Python), configured as `{"type": "sdk", "name": "NAME"}`. Only the SDK mode can reach
-//! them: every JSON-RPC message to the server goes to the SDK as an `mcp_message` control
-//! request (`{"subtype": "mcp_message", "server_name": NAME, "message": …}`), and the answer's
+//! in Python, `createSdkMcpServer` in TypeScript). The Python SDK configures them in
+//! `--mcp-config` as `{"type": "sdk", "name": "NAME"}` under the key the user gave them; the
+//! TypeScript SDK names their keys only in `initialize` (`sdkMcpServers`), with what each
+//! answers to `initialize` and `tools/list` (`sdkMcpServerManifests`, [`Manifest`]). Only the
+//! SDK mode can reach them: every JSON-RPC message to a server goes to the SDK as an
+//! `mcp_message` control request (`{"subtype": "mcp_message", "server_name": KEY, "message":
+//! …}`; both SDKs look the server up by its key, not its name), and the answer's
 //! `mcp_response` is the server's reply.
 //!
 //! [`SdkTransport`] is the rmcp transport over such a [`Channel`]: a message is written at
 //! once, in the order rmcp sends them, and each answer is awaited on a task of its own, so
 //! calls run concurrently. The SDK acknowledges a notification with an empty result, which is
 //! dropped; a request the SDK answers with an error becomes a JSON-RPC error for that request.
+//! [`ManifestChannel`] answers a server's `initialize` and `tools/list` from its manifest, as
+//! Claude Code does: only its calls reach the SDK.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -36,6 +43,62 @@ pub trait Channel: Send + Sync {
     /// Nobody can answer any more (the SDK's input is closed); the wait fails with the SDK's
     /// error, or when the input closes before the answer.
     fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String>;
+}
+
+/// What the TypeScript SDK declares of one in-process server in `initialize`: its answers to
+/// `initialize` (`initializeResult`) and to `tools/list` (`toolsListResult`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifest {
+    /// The `initialize` result.
+    pub initialize: Option<Value>,
+    /// The `tools/list` result.
+    pub tools: Option<Value>,
+}
+
+impl Manifest {
+    /// The manifest in `initialize`'s `sdkMcpServerManifests` entry `value`.
+    pub fn from_value(value: &Value) -> Manifest {
+        let result = |key: &str| value.get(key).filter(|v| v.is_object()).cloned();
+        Manifest { initialize: result("initializeResult"), tools: result("toolsListResult") }
+    }
+}
+
+/// A [`Channel`] answering from [`Manifest`]s what they hold — a server's `initialize` (and
+/// the `notifications/initialized` after it, which then goes nowhere) and its first
+/// `tools/list` page — and passing every other message on.
+pub struct ManifestChannel {
+    inner: Arc<dyn Channel>,
+    manifests: BTreeMap<String, Manifest>,
+}
+
+impl ManifestChannel {
+    /// `inner` with the manifests of the servers, by key.
+    pub fn new(inner: Arc<dyn Channel>, manifests: BTreeMap<String, Manifest>) -> Self {
+        ManifestChannel { inner, manifests }
+    }
+
+    /// The answer the manifest of `server` holds for `message`, if it holds one.
+    fn local_answer(&self, server: &str, message: &Value) -> Option<Value> {
+        let manifest = self.manifests.get(server)?;
+        let method = message.get("method").and_then(Value::as_str)?;
+        let result = match method {
+            "initialize" => manifest.initialize.clone()?,
+            "notifications/initialized" if manifest.initialize.is_some() => return Some(json!({})),
+            "tools/list" if message.pointer("/params/cursor").is_none_or(Value::is_null) => manifest.tools.clone()?,
+            _ => return None,
+        };
+        let id = message.get("id")?;
+        Some(json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": result}}))
+    }
+}
+
+impl Channel for ManifestChannel {
+    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+        match self.local_answer(server, &message) {
+            Some(answer) => Ok(Box::pin(std::future::ready(Ok(answer)))),
+            None => self.inner.send(server, message),
+        }
+    }
 }
 
 /// What can go wrong sending a message to an SDK server.
@@ -213,6 +276,32 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32603,
                    "message": "SDK MCP server `calc`: the SDK's answer has no `mcp_response`"}})
         );
+    }
+
+    /// `initialize` and the first `tools/list` page come from the manifest, and nothing
+    /// reaches the SDK until a call does.
+    #[tokio::test]
+    async fn a_manifest_answers_the_handshake() {
+        let fake = Arc::new(Fake {
+            sent: Mutex::new(Vec::new()),
+            answer: |m| Ok(json!({"mcp_response": {"jsonrpc": "2.0", "id": m["id"], "result": {"content": []}}})),
+            open: true,
+        });
+        let manifest = Manifest::from_value(&json!({
+            "initializeResult": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                 "serverInfo": {"name": "calculator", "version": "1.0.0"}},
+            "toolsListResult": {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}}));
+        let channel = Arc::new(ManifestChannel::new(fake.clone(), BTreeMap::from([("calc".to_owned(), manifest)])));
+        let connection = connect(Client::of("calc"), "calc", channel).await.unwrap();
+        assert_eq!(connection.server_info().unwrap().name, "calculator");
+        let tools = connection.peer().list_all_tools().await.unwrap();
+        assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["add"]);
+        assert!(fake.sent.lock().unwrap().is_empty(), "{:?}", fake.sent.lock().unwrap());
+        let call = rmcp::model::CallToolRequestParams::new("add".to_owned());
+        connection.peer().call_tool(call).await.unwrap();
+        let sent = fake.sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 1);
+        assert_eq!((sent[0].0.as_str(), &sent[0].1["method"]), ("calc", &json!("tools/call")));
     }
 
     #[tokio::test]

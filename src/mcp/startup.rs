@@ -104,6 +104,8 @@ pub struct Startup {
     sandbox: Arc<Sandbox>,
     /// Every server but the SDK servers.
     others: Part,
+    /// Servers other than SDK servers added after the start began ([`Startup::add`]).
+    late: Part,
     /// The SDK servers.
     sdk: Part,
 }
@@ -116,6 +118,7 @@ impl Default for Startup {
             cwd: PathBuf::new(),
             sandbox: Sandbox::none(),
             others: Part::planned(Servers::new()),
+            late: Part::planned(Servers::new()),
             sdk: Part::planned(Servers::new()),
         }
     }
@@ -130,6 +133,7 @@ impl std::fmt::Debug for Startup {
         f.debug_struct("Startup")
             .field("servers", &self.servers.keys())
             .field("others", &state(&self.others))
+            .field("late", &state(&self.late))
             .field("sdk", &state(&self.sdk))
             .finish()
     }
@@ -142,7 +146,14 @@ impl Startup {
     pub fn begin(servers: Servers, cwd: PathBuf, sandbox: Arc<Sandbox>) -> Startup {
         let (sdk, others): (Servers, Servers) =
             servers.clone().into_iter().partition(|(_, config)| matches!(config, ServerConfig::Sdk { .. }));
-        let mut startup = Startup { servers, cwd, sandbox, others: Part::planned(others), sdk: Part::planned(sdk) };
+        let mut startup = Startup {
+            servers,
+            cwd,
+            sandbox,
+            others: Part::planned(others),
+            late: Part::planned(Servers::new()),
+            sdk: Part::planned(sdk),
+        };
         startup.others.begin(&startup.cwd, &startup.sandbox);
         startup
     }
@@ -156,6 +167,31 @@ impl Startup {
         }
     }
 
+    /// Add servers declared after the start began (the TypeScript SDK declares its servers
+    /// in `initialize`): SDK servers join the others before [`Startup::reach_sdk`] starts
+    /// them, the rest start now. Returns false, adding nothing, when servers were added
+    /// before or the SDK servers have started already, or a server of that name is already
+    /// configured.
+    pub fn add(&mut self, servers: Servers) -> bool {
+        let sdk_started = !matches!(self.sdk.state, State::Planned) || self.sdk.sdk.is_some();
+        let has_sdk = servers.values().any(|c| matches!(c, ServerConfig::Sdk { .. }));
+        let late_taken = !self.late.servers.is_empty();
+        let has_others = servers.values().any(|c| !matches!(c, ServerConfig::Sdk { .. }));
+        let clash = servers.keys().any(|name| self.servers.contains_key(name));
+        if (has_sdk && sdk_started) || (has_others && late_taken) || clash {
+            return false;
+        }
+        for (name, config) in servers {
+            self.servers.insert(name.clone(), config.clone());
+            match config {
+                ServerConfig::Sdk { .. } => self.sdk.servers.insert(name, config),
+                _ => self.late.servers.insert(name, config),
+            };
+        }
+        self.late.begin(&self.cwd, &self.sandbox);
+        true
+    }
+
     /// The configured servers, by name.
     pub fn servers(&self) -> &Servers {
         &self.servers
@@ -166,7 +202,7 @@ impl Startup {
     pub fn is_finished(&self) -> bool {
         // SDK servers nobody can reach fail at once in `finish`.
         let unreachable = self.sdk.sdk.is_none() && matches!(self.sdk.state, State::Planned);
-        self.others.is_finished() && (unreachable || self.sdk.is_finished())
+        self.others.is_finished() && self.late.is_finished() && (unreachable || self.sdk.is_finished())
     }
 
     /// Whether no server is configured.
@@ -179,10 +215,13 @@ impl Startup {
     /// order.
     pub async fn finish(mut self, tools: &mut Registry) -> Vec<ServerStatus> {
         let others = self.others.finish(&self.cwd, &self.sandbox).await;
+        let late = self.late.finish(&self.cwd, &self.sandbox).await;
         let sdk = self.sdk.finish(&self.cwd, &self.sandbox).await;
         tools.extend(others.tools);
+        tools.extend(late.tools);
         tools.extend(sdk.tools);
         let mut statuses = others.statuses;
+        statuses.extend(late.statuses);
         statuses.extend(sdk.statuses);
         statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
@@ -213,5 +252,44 @@ mod tests {
         assert!(tools.tools().is_empty());
         let only_sdk = Servers::from([("calc".to_owned(), ServerConfig::Sdk { name: "calc".into() })]);
         assert!(Startup::begin(only_sdk, PathBuf::from("."), Sandbox::none()).is_finished());
+    }
+
+    /// Servers `initialize` declares join the configured ones: SDK servers until the SDK
+    /// servers start, the others once.
+    #[tokio::test]
+    async fn servers_can_be_added_until_they_start() {
+        let configured = Servers::from([("legacy".to_owned(), ServerConfig::Sse { url: None })]);
+        let mut startup = Startup::begin(configured, PathBuf::from("."), Sandbox::none());
+        let calc = Servers::from([("calc".to_owned(), ServerConfig::Sdk { name: "calculator".into() })]);
+        let old = Servers::from([("old".to_owned(), ServerConfig::Sse { url: None })]);
+        assert!(startup.add(calc.clone()));
+        assert!(startup.add(old.clone()));
+        assert!(!startup.add(Servers::from([("older".to_owned(), ServerConfig::Sse { url: None })])));
+        assert!(!startup.add(Servers::from([("legacy".to_owned(), ServerConfig::Sse { url: None })])));
+        assert_eq!(startup.servers().keys().collect::<Vec<_>>(), ["calc", "legacy", "old"]);
+        let statuses = startup.finish(&mut Registry::new()).await;
+        assert_eq!(
+            statuses,
+            [
+                ServerStatus::failed("calc", crate::mcp::sdk::SDK_ONLY),
+                ServerStatus::failed("legacy", crate::mcp::config::SSE_UNSUPPORTED),
+                ServerStatus::failed("old", crate::mcp::config::SSE_UNSUPPORTED),
+            ]
+        );
+
+        struct Nobody;
+        impl Channel for Nobody {
+            fn send(
+                &self,
+                _server: &str,
+                _message: serde_json::Value,
+            ) -> Result<futures::future::BoxFuture<'static, Result<serde_json::Value, String>>, String> {
+                Err("closed".into())
+            }
+        }
+        let mut started = Startup::begin(Servers::new(), PathBuf::from("."), Sandbox::none());
+        started.reach_sdk(Arc::new(Nobody));
+        assert!(!started.add(calc));
+        assert!(started.servers().is_empty());
     }
 }

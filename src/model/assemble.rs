@@ -40,8 +40,27 @@ pub enum Step<'a> {
         /// The appended thinking.
         text: Cow<'a, str>,
     },
+    /// `message_start` arrived: [`Assembler::message_id`], the model and the first usage are known.
+    Started,
+    /// Block `index` started; the block as it started (a `tool_use` with its id and name and
+    /// an empty input, an empty `text`).
+    BlockStarted {
+        /// Block index.
+        index: usize,
+        /// The block as the `content_block_start` event gave it.
+        block: Value,
+    },
+    /// A piece of a tool call's input JSON appended to block `index`.
+    InputJson {
+        /// Block index.
+        index: usize,
+        /// The piece.
+        text: Cow<'a, str>,
+    },
     /// Block `index` is complete.
     BlockDone(usize),
+    /// `message_delta` arrived: the stop reason and the final usage are known.
+    Delta,
     /// `message_stop` arrived: the message is complete.
     Stopped,
     /// An `error` event ended the stream.
@@ -72,6 +91,7 @@ pub struct Assembler {
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
     usage: Usage,
+    id: Option<String>,
     model: Option<String>,
     started: bool,
     stopped: bool,
@@ -96,6 +116,8 @@ pub struct Assembled {
     pub stop_sequence: Option<String>,
     /// Merged usage.
     pub usage: Usage,
+    /// The message id (`msg_…`), from `message_start`.
+    pub id: Option<String>,
     /// The model that answered, from `message_start`.
     pub model: Option<String>,
     /// Whether `message_stop` arrived.
@@ -118,6 +140,7 @@ impl Assembler {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.started = true;
+                self.id = message.id;
                 self.model = message.model;
                 for block in message.content {
                     self.open_block(block)?;
@@ -128,7 +151,7 @@ impl Assembler {
                 if message.stop_reason.is_some() {
                     self.stop_reason = message.stop_reason;
                 }
-                Ok(Step::Quiet)
+                Ok(Step::Started)
             }
             StreamEvent::ContentBlockStart { index, content_block } => {
                 if index != self.blocks.len() {
@@ -137,8 +160,8 @@ impl Assembler {
                         self.blocks.len()
                     )));
                 }
-                self.open_block(content_block)?;
-                Ok(Step::Quiet)
+                self.open_block(content_block.clone())?;
+                Ok(Step::BlockStarted { index, block: content_block })
             }
             StreamEvent::ContentBlockDelta { index, delta } => self.apply_delta(index, delta),
             StreamEvent::ContentBlockStop { index } => {
@@ -159,7 +182,7 @@ impl Assembler {
                 if let Some(usage) = usage {
                     self.usage.merge(&usage);
                 }
-                Ok(Step::Quiet)
+                Ok(Step::Delta)
             }
             StreamEvent::MessageStop => {
                 self.stopped = true;
@@ -181,6 +204,26 @@ impl Assembler {
             return None;
         }
         serde_json::from_value(Value::Object(block.clone())).ok()
+    }
+
+    /// The message id `message_start` gave, if any.
+    pub fn message_id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The model `message_start` named, if any.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The usage merged so far.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// The stop reason and stop sequence, once `message_delta` gave them.
+    pub fn stop(&self) -> (Option<&StopReason>, Option<&str>) {
+        (self.stop_reason.as_ref(), self.stop_sequence.as_deref())
     }
 
     /// Whether `message_stop` has arrived.
@@ -205,6 +248,7 @@ impl Assembler {
             stop_reason: self.stop_reason,
             stop_sequence: self.stop_sequence,
             usage: self.usage,
+            id: self.id,
             model: self.model,
             complete: self.stopped,
             error: self.error,
@@ -336,7 +380,7 @@ pub fn piece_step(index: usize, kind: TextKind, piece: Cow<'_, str>) -> Step<'_>
     match kind {
         TextKind::Text => Step::Text { index, text: piece },
         TextKind::Thinking => Step::Thinking { index, text: piece },
-        TextKind::InputJson => Step::Quiet,
+        TextKind::InputJson => Step::InputJson { index, text: piece },
     }
 }
 

@@ -102,11 +102,48 @@ impl ModelError {
         }
     }
 
+    /// What a result frame reports of the failure that ended a run: the HTTP status and the
+    /// API's error type when the server gave them, and the message a person reads.
+    pub fn api_failure(&self) -> ApiFailure {
+        match self {
+            ModelError::Http { status, kind, message, .. } => {
+                ApiFailure { status: Some(*status), kind: Some(kind.clone()), message: message.clone() }
+            }
+            ModelError::Stream { kind, message } => {
+                ApiFailure { status: None, kind: Some(kind.clone()), message: message.clone() }
+            }
+            other => ApiFailure { status: None, kind: None, message: other.to_string() },
+        }
+    }
+
     /// The server-requested delay before a retry, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::Http { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+}
+
+/// The model call that ended a run as `model_error` or `prompt_too_long`, as a result frame
+/// reports it (Claude Code's `api_error_status`, `api_error_type` and `API Error: …` text).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ApiFailure {
+    /// The HTTP status, for an error the server answered with one.
+    pub status: Option<u16>,
+    /// The API's error type (`invalid_request_error`, `overloaded_error`), when given.
+    pub kind: Option<String>,
+    /// The server's message, or what went wrong on the way to it.
+    pub message: String,
+}
+
+impl ApiFailure {
+    /// The text Claude Code puts in the result of a run a failed call ended:
+    /// `API Error: 400 the message`, or `API Error: the message` without a status.
+    pub fn prose(&self) -> String {
+        match self.status {
+            Some(status) => format!("API Error: {status} {}", self.message),
+            None => format!("API Error: {}", self.message),
         }
     }
 }

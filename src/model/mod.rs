@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::protocol::{ToolDefinition, Transcript};
 
-pub use error::{ErrorClass, ModelError};
+pub use error::{ApiFailure, ErrorClass, ModelError};
 pub use reply::{EventStream, Reply, ReplyStream};
 
 /// The default output cap of a request.
@@ -47,9 +47,23 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDefinition>,
     /// Output cap.
     pub max_tokens: u32,
+    /// Extended thinking's budget in tokens, sent as `thinking: {type: enabled,
+    /// budget_tokens}` below `max_tokens` ([`thinking_budget`]); `None` for no thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<u32>,
     /// Main loop or side request.
     #[serde(skip)]
     pub purpose: Purpose,
+}
+
+/// The smallest thinking budget the Messages API accepts.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The `budget_tokens` a request with `max_tokens` sends for a wanted `budget`: below
+/// `max_tokens` (the API requires it), and `None` when not even [`MIN_THINKING_BUDGET`] fits.
+pub fn thinking_budget(budget: u32, max_tokens: u32) -> Option<u32> {
+    let fitted = budget.min(max_tokens.saturating_sub(1));
+    (fitted >= MIN_THINKING_BUDGET).then_some(fitted)
 }
 
 /// A language model that answers Messages requests with streamed replies.

@@ -30,6 +30,12 @@ pub trait Reply: Send {
         asm: &mut Assembler,
         on_step: &mut dyn FnMut(Step<'_>),
     ) -> Poll<Option<Result<(), ModelError>>>;
+
+    /// The server's id for the request this reply answers (the Messages API's `request-id`
+    /// response header), when it gave one.
+    fn request_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A boxed reply, as [`crate::model::Model::stream`] returns it.
@@ -140,7 +146,8 @@ pub(crate) mod tests {
             Ok(StreamEvent::Ping),
         ]);
         let (steps, end, asm) = steps_of(reply).await;
-        assert_eq!(steps, ["Quiet", r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
+        let started = r#"BlockStarted { index: 0, block: Object {"text": String(""), "type": String("text")} }"#;
+        assert_eq!(steps, [started, r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
         assert_eq!(end, Ok(()));
         assert!(asm.is_complete());
     }

@@ -68,9 +68,12 @@ impl Mode {
 impl FromStr for Mode {
     type Err = PermissionError;
 
+    /// Claude Code's spellings. Its `auto` mode (a model classifier approving calls it judges
+    /// safe; the Claude ACP adapter starts sessions in it) has no counterpart here: it reads as
+    /// `default`, where the rules decide and anything else asks.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "default" => Ok(Mode::Default),
+            "default" | "auto" => Ok(Mode::Default),
             "acceptEdits" => Ok(Mode::AcceptEdits),
             "plan" => Ok(Mode::Plan),
             "bypassPermissions" => Ok(Mode::BypassPermissions),
@@ -132,6 +135,19 @@ impl Decision {
     pub fn is_allowed(&self) -> bool {
         matches!(self, Decision::Allow { .. })
     }
+}
+
+/// A call that was refused: by a PreToolUse hook, a deny rule or the mode, or the person (or
+/// the SDK's `can_use_tool`, or nobody) asked about it. Listed in the result's
+/// `permission_denials`, in the shape Claude Code reports them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Denial {
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's `tool_use` id.
+    pub tool_use_id: String,
+    /// The call's input, as the model wrote it.
+    pub tool_input: Value,
 }
 
 /// What the model reads when a call of `tool` needed a person's approval (for `reason`) and
@@ -243,6 +259,9 @@ pub struct Policy {
     readable_roots: Vec<PathBuf>,
     read_deny: Arc<ReadDeny>,
     grants: Grants,
+    /// A file tool's path outside the working directory that no rule covers is a question
+    /// (someone can be asked: the Claude Agent SDK's `can_use_tool`), not a refusal.
+    ask_outside: bool,
 }
 
 impl Default for Policy {
@@ -264,6 +283,27 @@ impl Policy {
             readable_roots: Vec::new(),
             read_deny: Arc::default(),
             grants: Grants::default(),
+            ask_outside: false,
+        }
+    }
+
+    /// The same policy, asking (outside plan mode) about a file tool's path outside the
+    /// working directory that no rule covers instead of refusing it: for a run whose approver
+    /// reaches someone who can answer (`--permission-prompt-tool stdio`), as Claude Code asks
+    /// `can_use_tool` there.
+    pub fn asking_outside(mut self) -> Self {
+        self.ask_outside = true;
+        self
+    }
+
+    /// Whether a call of `tool` with `input` is about a path outside the working directory
+    /// (a file tool's subject; never a command line, which is judged on its own).
+    pub fn is_outside(&self, tool: &dyn Tool, input: &Value) -> bool {
+        match tool.permission_subject(input) {
+            Subject::Path(path) if tool.kind() != ToolKind::RunsCommands => {
+                !self.absolute(&path).starts_with(&self.cwd)
+            }
+            Subject::Path(_) | Subject::Command(_) | Subject::None => false,
         }
     }
 
@@ -340,6 +380,12 @@ impl Policy {
         self.read_deny.clone()
     }
 
+    /// Whether a deny rule refuses every call of `tool` (`--disallowedTools Bash`,
+    /// `mcp__server`): the model is not offered it at all, as Claude Code does.
+    pub fn withholds(&self, tool: &str) -> bool {
+        self.deny.iter().any(|rule| rule.names_whole(tool))
+    }
+
     /// Decide whether `tool` may run with `input`, on what the tool says about itself: its
     /// [`Tool::kind`], the call's [`Tool::permission_subject`] and [`Tool::is_read_only`]. A
     /// [`ToolKind::RunsCommands`] tool's command line is analysed instead of trusting the tool.
@@ -380,12 +426,12 @@ impl Policy {
                 read_only && path.as_ref().is_some_and(|p| self.readable_roots.iter().any(|root| p.starts_with(root)));
             if !readable {
                 let p = path.as_ref().expect("outside implies a path");
-                return Decision::Deny(format!(
-                    "{} is outside the working directory {}; a rule such as `{tool}(/{}/**)` would allow it.",
-                    p.display(),
-                    self.cwd.display(),
-                    p.parent().unwrap_or(p).display()
-                ));
+                let why = format!("{} is outside the working directory {}", p.display(), self.cwd.display());
+                let rule = format!("{tool}(/{}/**)", p.parent().unwrap_or(p).display());
+                if self.ask_outside && self.mode.get() != Mode::Plan {
+                    return Decision::Ask { reason: why, suggestion: Some(rule) };
+                }
+                return Decision::Deny(format!("{why}; a rule such as `{rule}` would allow it."));
             }
             return Decision::Allow { outside: true, guard_git: false, read_only: false };
         }

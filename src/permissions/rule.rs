@@ -212,6 +212,12 @@ impl Rule {
         self.tool == tool || (kind != ToolKind::Other && self.family() == Some(kind)) || self.covers_mcp_server_of(tool)
     }
 
+    /// Whether the rule names `tool` whole: the tool's own name (or its MCP server's) without
+    /// a specifier. A deny rule like that takes the tool off the list the model is offered.
+    pub fn names_whole(&self, tool: &str) -> bool {
+        matches!(self.spec, Spec::Any) && (self.tool == tool || self.covers_mcp_server_of(tool))
+    }
+
     /// Whether the rule is `mcp__SERVER` (no tool part) and `tool` is `mcp__SERVER__TOOL`.
     fn covers_mcp_server_of(&self, tool: &str) -> bool {
         self.tool.strip_prefix("mcp__").is_some_and(|server| !server.is_empty() && !server.contains("__"))

@@ -113,6 +113,32 @@ fn deny_wins_over_allow_and_outside_needs_a_rule() {
 }
 
 #[test]
+fn outside_the_working_directory_is_a_question_when_someone_can_be_asked() {
+    let (_d, p) = policy(Mode::Default, &[], &["Write(//etc/shadow)"]);
+    let write = json!({"file_path": "/srv/notes/a.txt", "content": "x"});
+    let why = format!("/srv/notes/a.txt is outside the working directory {}", p.cwd.display());
+    assert_eq!(
+        decide(&p, "Write", &write),
+        Decision::Deny(format!("{why}; a rule such as `Write(//srv/notes/**)` would allow it."))
+    );
+    let asking = p.clone().asking_outside();
+    assert_eq!(
+        decide(&asking, "Write", &write),
+        Decision::Ask { reason: why.clone(), suggestion: Some("Write(//srv/notes/**)".into()) }
+    );
+    let read = decide(&asking, "Read", &json!({"file_path": "/srv/notes/a.txt"}));
+    assert!(matches!(read, Decision::Ask { .. }), "{read:?}");
+    assert!(asking.is_outside(Registry::standard().get("Write").unwrap().as_ref(), &write));
+    assert!(!asking.is_outside(Registry::standard().get("Write").unwrap().as_ref(), &json!({"file_path": "src/a"})));
+    // Deny rules still win, and plan mode never asks.
+    let shadow = decide(&asking, "Write", &json!({"file_path": "/etc/shadow", "content": "x"}));
+    assert!(matches!(shadow, Decision::Deny(ref m) if m.contains("denied by the rule")), "{shadow:?}");
+    asking.set_mode(Mode::Plan);
+    let planned = decide(&asking, "Read", &json!({"file_path": "/srv/notes/a.txt"}));
+    assert_eq!(planned, Decision::Deny(format!("{why}; a rule such as `Read(//srv/notes/**)` would allow it.")));
+}
+
+#[test]
 fn edit_rules_cover_every_editing_tool_and_read_rules_every_reading_tool() {
     let (_d, p) = policy(Mode::AcceptEdits, &[], &["Edit(./secrets/**)", "Read(./secrets/**)"]);
     let write = decide(&p, "Write", &json!({"file_path": "secrets/a", "content": "x"}));
@@ -249,4 +275,15 @@ fn a_mode_change_reaches_every_clone() {
     );
     running.set_mode(Mode::BypassPermissions);
     assert_eq!(policy.mode(), Mode::BypassPermissions);
+}
+
+#[test]
+fn a_tool_denied_whole_is_withheld_and_one_denied_in_part_is_not() {
+    let (_dir, policy) = policy(Mode::Default, &[], &["Bash", "mcp__calc", "mcp__web__fetch", "Edit(src/**)"]);
+    assert!(policy.withholds("Bash"));
+    assert!(policy.withholds("mcp__calc__add"), "a whole server's rule covers its tools");
+    assert!(policy.withholds("mcp__web__fetch"));
+    assert!(!policy.withholds("mcp__web__search"));
+    assert!(!policy.withholds("Edit"), "a rule with a path refuses only some calls");
+    assert!(!policy.withholds("Read"));
 }

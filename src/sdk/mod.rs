@@ -17,6 +17,8 @@
 pub mod approver;
 pub mod control;
 pub mod elicit;
+pub mod info;
+pub mod reset;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -31,13 +33,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, WithSandbox, result_object, system_init};
+use crate::cli::output::{CliSink, Ending, WithSandbox, result_object, system_init};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
-use crate::engine::run::{RunOutcome, run_prompt};
+use crate::engine::run::{Prompt, RunOutcome, run_prompt_with};
 use crate::engine::session::Session;
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
@@ -60,7 +62,8 @@ type Running =
     Pin<Box<dyn Future<Output = (Session, Result<RunOutcome, String>, Instant, Arc<std::sync::atomic::AtomicU64>)>>>;
 
 /// Serve the SDK on stdin and stdout until stdin closes and every prompt received has run.
-/// Returns the exit status: 0, or [`EXIT_INTERNAL`] when the engine failed.
+/// Returns the exit status: 0, 1 when the last result was an error (as Claude Code exits),
+/// or [`EXIT_INTERNAL`] when the engine failed.
 pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     if spec.format != OutputFormat::StreamJson {
         eprintln!(
@@ -76,11 +79,18 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     tokio::spawn(read_stdin(tx, controller.clone()));
     let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
-    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut queue: VecDeque<(Prompt, Value)> = VecDeque::new();
+    // The prompt that runs: its result echoes its `origin` and uuid.
+    let mut current: Option<Prompt> = None;
     let mut input_open = true;
     let mut running: Option<Running> = None;
+    // Session titles being asked of the model.
+    let mut titles = futures::stream::FuturesUnordered::new();
     let mut cancel = CancellationToken::new();
     let mut failed = false;
+    // Claude Code exits 1 when the last result it reported was an error (the SDKs raise their
+    // `ResultError` only then), 0 otherwise.
+    let mut last_result_failed = false;
     // A signal ends the current prompt through its abort edges (its tools' process groups are
     // killed, its transcript stays consistent) and drops the prompts not yet started; a second
     // one exits at once.
@@ -89,12 +99,18 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
 
     loop {
         if running.is_none() {
-            if let Some(prompt) = queue.pop_front() {
+            if let Some((prompt, frame)) = queue.pop_front() {
+                if reset::is_clear(&prompt.text) {
+                    let old = session.take().expect("the session is back whenever no prompt runs");
+                    session = Some(host.clear(old, &prompt));
+                    continue;
+                }
                 // The first prompt needs the MCP servers' tools: they started with the process.
                 host.servers_ready().await;
-                let current = session.take().expect("the session is back whenever no prompt runs");
+                let idle = session.take().expect("the session is back whenever no prompt runs");
                 cancel = CancellationToken::new();
-                running = Some(host.start(current, prompt, cancel.clone()));
+                running = Some(host.start(idle, prompt.clone(), &frame, cancel.clone()));
+                current = Some(prompt);
             } else if !input_open {
                 break;
             }
@@ -112,17 +128,24 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 input_open = false;
                 controller.close();
             }
+            Some(()) = futures::StreamExt::next(&mut titles), if !titles.is_empty() => {}
             frame = rx.recv(), if input_open => match frame {
                 None => {
                     input_open = false;
                     controller.close();
                 }
-                Some(Inbound::User(prompt)) => queue.push_back(prompt),
+                Some(Inbound::User { prompt, frame }) => queue.push_back((prompt, frame)),
                 // Routed by the reader; never forwarded.
                 Some(Inbound::Response(_)) => {}
                 Some(Inbound::Request { id, request }) => {
-                    if request.get("subtype").and_then(Value::as_str) == Some("mcp_status") {
-                        host.servers_if_ready().await;
+                    match request.get("subtype").and_then(Value::as_str) {
+                        Some("mcp_status") => host.servers_if_ready().await,
+                        // Asked of the model: answered when it has answered, the loop going on.
+                        Some("generate_session_title") => {
+                            titles.push(host.title(id, &request));
+                            continue;
+                        }
+                        _ => {}
                     }
                     stdout.line(&host.answer(&id, &request, &cancel).to_string());
                 }
@@ -134,13 +157,21 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 match result {
                     Ok(outcome) => {
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
-                        stdout.line(&result_object(&outcome, &done.id.to_string(), started, api).to_string());
+                        last_result_failed = Ending::of(outcome.terminal).is_error;
+                        let mut result = result_object(&outcome, &done.id.to_string(), started, api);
+                        host.model_usage.add(&host.options.model, &outcome.usage, outcome.cost_usd);
+                        result["modelUsage"] = host.model_usage.to_json(host.options.context_window);
+                        if let Some(prompt) = current.take() {
+                            echo_prompt(&mut result, &prompt);
+                        }
+                        stdout.line(&result.to_string());
                     }
                     Err(e) => {
                         stderr_line(&format!("agentloop: internal error: {e}"));
                         failed = true;
                     }
                 }
+                host.history_tokens = crate::context::estimate_tokens_of_chars(done.messages.chars());
                 session = Some(done);
             }
         }
@@ -148,7 +179,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     match (failed, stopped) {
         (true, _) => EXIT_INTERNAL,
         (false, Some(signal)) => signal.exit_code(),
-        (false, None) => 0,
+        (false, None) => u8::from(last_result_failed),
     }
 }
 
@@ -173,6 +204,24 @@ struct Host {
     mcp_servers: crate::mcp::Servers,
     /// How each MCP server came up, once they have.
     mcp_status: Option<Vec<crate::mcp::ServerStatus>>,
+    /// Whether the SDK servers were given the way to the SDK (at `initialize`, which may
+    /// declare more of them, or at the first prompt or `mcp_status` without one).
+    sdk_reached: bool,
+    /// What the TypeScript SDK's `initialize` told of its servers, by key.
+    manifests: std::collections::BTreeMap<String, crate::mcp::sdk::Manifest>,
+    /// `--replay-user-messages`.
+    replay: bool,
+    /// The model the session started with (`set_model` to `default` or null goes back to it).
+    default_model: String,
+    /// The conversation's estimated tokens when the last prompt ended (`get_context_usage`).
+    history_tokens: u64,
+    /// What each model used over the session's prompts (the results' `modelUsage`).
+    model_usage: info::ModelUsage,
+    /// The `PostModelSwitch` callbacks `initialize` registered, run after each `set_model`.
+    model_switch_hooks: Vec<String>,
+    /// The session's id and transcript, for hook inputs outside a prompt.
+    session_id: String,
+    transcript_path: Option<std::path::PathBuf>,
 }
 
 impl Host {
@@ -180,15 +229,15 @@ impl Host {
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
     fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let RunSpec { cwd, options, model, settings, policy, session, tools, mut mcp, sandbox, .. } = spec;
+        let RunSpec { cwd, options, model, settings, mut policy, session, tools, mcp, sandbox, .. } = spec;
         let mcp_servers = mcp.servers().clone();
-        // The SDK's own servers start now, spoken to through control requests.
-        mcp.reach_sdk(controller.clone());
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
             Some("stdio") => {
                 // The MCP servers' questions to the user go to the SDK too ([`elicit`]).
                 crate::mcp::elicitation::process().answer_with(Arc::new(elicit::SdkAsker::new(controller.clone())));
+                // Someone can be asked: a path outside the working directory is a question.
+                policy = policy.asking_outside();
                 Arc::new(approver::SdkApprover::new(controller.clone()))
             }
             Some(other) => {
@@ -204,7 +253,6 @@ impl Host {
             stdout,
             controller,
             cwd,
-            options,
             model,
             settings,
             policy,
@@ -216,12 +264,71 @@ impl Host {
             mcp: Some(mcp),
             mcp_servers,
             mcp_status: None,
+            sdk_reached: false,
+            manifests: Default::default(),
+            replay: flags.replay_user_messages,
+            default_model: options.model.clone(),
+            history_tokens: crate::context::estimate_tokens_of_chars(session.messages.chars()),
+            model_usage: info::ModelUsage::default(),
+            model_switch_hooks: Vec::new(),
+            session_id: session.id.to_string(),
+            transcript_path: session.transcript.as_ref().map(|t| t.path().to_path_buf()),
+            options,
         };
         (host, session)
     }
 
+    /// Start the SDK servers (once), reaching them through control requests; those the
+    /// TypeScript SDK described in `initialize` are answered from their manifests.
+    fn reach_sdk(&mut self) {
+        if std::mem::replace(&mut self.sdk_reached, true) {
+            return;
+        }
+        if let Some(startup) = &mut self.mcp {
+            let channel = crate::mcp::sdk::ManifestChannel::new(self.controller.clone(), self.manifests.clone());
+            startup.reach_sdk(Arc::new(channel));
+        }
+    }
+
+    /// Add the in-process servers `initialize` declares (`sdkMcpServers`: their keys, with
+    /// `sdkMcpServerManifests`: what each answers to `initialize` and `tools/list`), as the
+    /// TypeScript SDK declares them, to those of `--mcp-config`.
+    fn declare_sdk_servers(&mut self, request: &Value) {
+        let keys: Vec<&str> = request
+            .get("sdkMcpServers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let manifests = request.get("sdkMcpServerManifests");
+        let mut servers = crate::mcp::Servers::new();
+        for key in keys {
+            let manifest =
+                crate::mcp::sdk::Manifest::from_value(manifests.and_then(|m| m.get(key)).unwrap_or(&Value::Null));
+            let name = manifest
+                .initialize
+                .as_ref()
+                .and_then(|i| i.pointer("/serverInfo/name"))
+                .and_then(Value::as_str)
+                .unwrap_or(key)
+                .to_owned();
+            self.manifests.insert(key.to_owned(), manifest);
+            servers.insert(key.to_owned(), crate::mcp::ServerConfig::Sdk { name });
+        }
+        if self.mcp.as_mut().is_some_and(|startup| startup.add(servers.clone())) {
+            self.mcp_servers.extend(servers);
+        } else {
+            stderr_line("agentloop: warning: the SDK servers of a second initialize are not started");
+        }
+    }
+
     /// Wait until the MCP servers are up (or failed), once: their tools join the others.
     async fn servers_ready(&mut self) {
+        self.reach_sdk();
         if let Some(startup) = self.mcp.take() {
             self.mcp_status = Some(startup.finish(&mut self.tools).await);
         }
@@ -230,14 +337,63 @@ impl Host {
     /// Take the MCP servers' statuses and tools if they have all come up (or failed), without
     /// waiting for those still starting.
     async fn servers_if_ready(&mut self) {
+        self.reach_sdk();
         if self.mcp.as_ref().is_some_and(crate::mcp::startup::Startup::is_finished) {
             self.servers_ready().await;
         }
     }
 
-    /// Print `system/init` and start `prompt` on `session`; the future gives the session back
-    /// with the outcome.
-    fn start(&self, mut session: Session, prompt: String, cancel: CancellationToken) -> Running {
+    /// `/clear`: `old` is replaced by a fresh session (its background shells are stopped with
+    /// it). Prints `conversation_reset` for the old session, `system/init` of the new one and
+    /// the command's result, and returns the new session.
+    fn clear(&mut self, old: Session, prompt: &Prompt) -> Session {
+        let meta = crate::session::SessionMeta {
+            model: self.options.model.clone(),
+            table_sha256: self.options.table().sha256.clone(),
+            permission_mode: self.policy.mode().as_str().to_owned(),
+        };
+        let fresh = reset::fresh_session(&old, &meta);
+        let started = Instant::now();
+        self.stdout.line(
+            &reset::reset_frame(&old.id.to_string(), prompt.uuid.unwrap_or_else(crate::session::Uuid::new_v4))
+                .to_string(),
+        );
+        drop(old);
+        self.options.run_id = fresh.id.to_string();
+        self.stdout.line(&self.init_line(&fresh.id.to_string()).to_string());
+        let outcome = RunOutcome {
+            terminal: crate::engine::reason::TerminalReason::Completed,
+            error: None,
+            messages: Vec::new(),
+            final_text: String::new(),
+            usage: crate::engine::state::UsageTotals::default(),
+            model_calls: 0,
+            cost_usd: 0.0,
+            turns: 0,
+            trace: Vec::new(),
+            api_failure: None,
+            permission_denials: Vec::new(),
+        };
+        let mut result = result_object(&outcome, &fresh.id.to_string(), started, 0);
+        result["local_command"] = json!("clear");
+        echo_prompt(&mut result, prompt);
+        self.stdout.line(&result.to_string());
+        fresh
+    }
+
+    /// The `system/init` line of a prompt of session `id`.
+    fn init_line(&self, id: &str) -> Value {
+        let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
+        let mode = self.policy.mode().as_str();
+        let statuses = self.mcp_status.as_deref().unwrap_or_default();
+        system_init(id, &self.cwd, &self.options.model, &names, mode, statuses)
+            .with_sandbox(&self.sandbox, self.policy.mode())
+    }
+
+    /// Print `system/init` (and, with `--replay-user-messages`, the echo of the user message
+    /// `frame`) and start `prompt` on `session`; the future gives the session back with the
+    /// outcome.
+    fn start(&self, mut session: Session, prompt: Prompt, frame: &Value, cancel: CancellationToken) -> Running {
         let deps = Deps {
             model: self.model.clone(),
             tools: self.tools.clone(),
@@ -251,12 +407,10 @@ impl Host {
             approver: self.approver.clone(),
         };
         let id = session.id.to_string();
-        let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
-        let mode = self.policy.mode().as_str();
-        let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        let init = system_init(&id, &self.cwd, &self.options.model, &names, mode, statuses)
-            .with_sandbox(&self.sandbox, self.policy.mode());
-        self.stdout.line(&init.to_string());
+        self.stdout.line(&self.init_line(&id).to_string());
+        if self.replay {
+            self.stdout.line(&wire::replay(frame, &id).to_string());
+        }
         let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
         sink.model = self.options.model.clone();
         sink.skip_prompt_line = true;
@@ -265,7 +419,7 @@ impl Host {
         let options = self.options.clone();
         Box::pin(async move {
             let started = Instant::now();
-            let result = run_prompt(&mut session, deps, options, &prompt, Box::new(sink)).await;
+            let result = run_prompt_with(&mut session, deps, options, &prompt, Box::new(sink)).await;
             (session, result.map_err(|e| e.to_string()), started, api_ms)
         })
     }
@@ -273,40 +427,143 @@ impl Host {
     /// The answer to the SDK's control request `id`; `cancel` is the running prompt's.
     fn answer(&mut self, id: &str, request: &Value, cancel: &CancellationToken) -> Value {
         match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
-            "initialize" => match register_callbacks(&mut self.settings.hooks, &request["hooks"]) {
-                Ok(()) => wire::success(id, initialize_response()),
+            "initialize" => match self.initialize(request) {
+                Ok(response) => wire::success(id, response),
                 Err(message) => wire::error(id, &message),
             },
             "interrupt" => {
                 cancel.cancel();
-                wire::success(id, json!({}))
+                // Prompts queue here only after the running one: none is dropped.
+                wire::success(id, json!({"still_queued": []}))
             }
             "set_permission_mode" => match request.get("mode").and_then(Value::as_str).map(str::parse::<Mode>) {
                 Some(Ok(mode)) => {
                     // Shared by the running prompt's policy: it applies at once.
                     self.policy.set_mode(mode);
-                    wire::success(id, json!({}))
+                    wire::success(id, json!({"mode": mode.as_str()}))
                 }
                 Some(Err(e)) => wire::error(id, &e.to_string()),
                 None => wire::error(id, "set_permission_mode needs a `mode`"),
             },
-            "set_model" => match request.get("model") {
-                Some(Value::String(name)) if name.starts_with("claude") => {
-                    self.options.model = name.clone();
-                    wire::success(id, json!({}))
-                }
-                None | Some(Value::Null) => {
-                    self.options.model = crate::cli::run::DEFAULT_MODEL.to_owned();
-                    wire::success(id, json!({}))
-                }
-                Some(other) => wire::error(id, &format!("unknown model {other}: use a claude-… model")),
-            },
+            "set_model" => {
+                let requested = request.get("model").and_then(Value::as_str);
+                let to = match requested {
+                    Some(name) if name.starts_with("claude") => name.to_owned(),
+                    None | Some("default") => self.default_model.clone(),
+                    Some(other) => return wire::error(id, &format!("unknown model {other:?}: use a claude-… model")),
+                };
+                let from = std::mem::replace(&mut self.options.model, to.clone());
+                self.model_switched(&from, &to, requested);
+                wire::success(id, json!({"model": requested.map_or("default", |_| to.as_str())}))
+            }
             "mcp_status" => wire::success(
                 id,
                 crate::mcp::status::response(&self.mcp_servers, self.mcp_status.as_deref(), &self.tools),
             ),
+            "get_settings" => wire::success(id, info::settings(&self.settings.permissions, &self.options.model)),
+            "get_context_usage" => {
+                let tools = self.tools.definitions();
+                let parts = info::ContextParts {
+                    model: &self.options.model,
+                    window: self.options.context_window,
+                    system: &self.options.system,
+                    tools: &tools,
+                    messages: self.history_tokens,
+                };
+                wire::success(id, info::context_usage(&parts))
+            }
             other => wire::error(id, &format!("agentloop does not support the `{other}` control request")),
         }
+    }
+
+    /// Answer `generate_session_title` (`description`): the future writes the answer once the
+    /// model has named the session.
+    fn title(&self, id: String, request: &Value) -> Pin<Box<dyn Future<Output = ()>>> {
+        let description = request.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let (model, name, stdout) = (self.model.clone(), self.options.model.clone(), self.stdout.clone());
+        Box::pin(async move {
+            let title = info::session_title(model, &name, &description).await;
+            stdout.line(&wire::success(&id, json!({"title": title})).to_string());
+        })
+    }
+
+    /// `initialize`: register the hook callbacks, apply the system prompt the TypeScript SDK
+    /// sends here (`systemPrompt`: a list of texts, joined; all empty keeps agentloop's;
+    /// `appendSystemPrompt`), add the MCP servers it declares here (`mcpServers`, and its
+    /// in-process `sdkMcpServers`), and start the SDK servers. The answer says who answers
+    /// and what was applied.
+    fn initialize(&mut self, request: &Value) -> Result<Value, String> {
+        register_callbacks(&mut self.settings.hooks, &request["hooks"], &mut self.model_switch_hooks)?;
+        let texts: Vec<&str> = match request.get("systemPrompt") {
+            Some(Value::String(text)) => vec![text.as_str()],
+            Some(Value::Array(texts)) => texts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if texts.iter().any(|t| !t.trim().is_empty()) {
+            self.options.system = texts.join("\n\n");
+        }
+        if let Some(extra) = request.get("appendSystemPrompt").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.options.system = format!("{}\n\n{extra}", self.options.system);
+        }
+        let mcp_applied = match request.get("mcpServers") {
+            Some(servers @ Value::Object(_)) => {
+                let config = json!({"mcpServers": servers}).to_string();
+                let servers = crate::mcp::config::load(&config, &self.cwd, &crate::mcp::config::env_var)?;
+                let added = self.mcp.as_mut().is_some_and(|startup| startup.add(servers.clone()));
+                if added {
+                    self.mcp_servers.extend(servers);
+                }
+                Some(added)
+            }
+            _ => None,
+        };
+        self.declare_sdk_servers(request);
+        self.reach_sdk();
+        let mut response = initialize_response(&self.default_model, self.policy.mode());
+        if let Some(applied) = mcp_applied {
+            response["mcp_servers_applied"] = json!(applied);
+        }
+        Ok(response)
+    }
+
+    /// Run the `PostModelSwitch` callbacks after `set_model` changed the model from `from` to
+    /// `to` (`requested`: what was asked for, `None` for the default), without waiting for
+    /// them: they can only observe.
+    fn model_switched(&self, from: &str, to: &str, requested: Option<&str>) {
+        if self.model_switch_hooks.is_empty() || from == to {
+            return;
+        }
+        let input = json!({
+            "session_id": self.session_id,
+            "transcript_path": self.transcript_path,
+            "cwd": self.cwd,
+            "permission_mode": self.policy.mode().as_str(),
+            "hook_event_name": "PostModelSwitch",
+            "from_model": from,
+            "to_model": to,
+            "requested_model": requested,
+        });
+        for callback in &self.model_switch_hooks {
+            let (controller, callback, input) = (self.controller.clone(), callback.clone(), input.clone());
+            tokio::spawn(async move {
+                use crate::hooks::command::HookCallbacks as _;
+                if let Err(e) = controller.call(&callback, &input, None).await {
+                    stderr_line(&format!("agentloop: warning: PostModelSwitch hook callback {callback}: {e}"));
+                }
+            });
+        }
+    }
+}
+
+/// What a prompt's result echoes of it, as Claude Code's does: its `origin`, and the uuid the
+/// SDK gave it (`user_message_uuid`, `user_message_uuids`).
+fn echo_prompt(result: &mut Value, prompt: &Prompt) {
+    if let Some(origin) = &prompt.origin {
+        result["origin"] = origin.clone();
+    }
+    if let Some(uuid) = prompt.uuid {
+        result["user_message_uuid"] = json!(uuid.to_string());
+        result["user_message_uuids"] = json!([uuid.to_string()]);
     }
 }
 
@@ -334,16 +591,26 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
     controller.close();
 }
 
-/// What `initialize` answers: no slash commands or output styles of Claude Code's, the hooks
-/// registered, and who answers.
-fn initialize_response() -> Value {
+/// What `initialize` answers: no slash commands or output styles of Claude Code's, the
+/// session's model ([`info::models`]), the credential in use (`account`, as Claude Code
+/// names it), the permission mode, the hooks registered, and who answers.
+fn initialize_response(model: &str, mode: Mode) -> Value {
+    use crate::cli::auth::Credential;
+    let account = match Credential::from_lookup(crate::credentials::var) {
+        Credential::ApiKey => {
+            json!({"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY", "apiProvider": "firstParty"})
+        }
+        Credential::AuthToken => json!({"tokenSource": "ANTHROPIC_AUTH_TOKEN", "apiProvider": "firstParty"}),
+        Credential::None => json!({"tokenSource": "none", "apiProvider": "firstParty"}),
+    };
     json!({
         "commands": [],
         "output_style": "default",
         "available_output_styles": ["default"],
-        "models": [],
-        "account": {},
+        "models": info::models(model),
+        "account": account,
         "pid": std::process::id(),
+        "current_permission_mode": mode.as_str(),
         "hooks_applied": true,
         "hook_on_failure_supported": false,
         "claude_code_version": PROTOCOL_VERSION,
@@ -351,19 +618,68 @@ fn initialize_response() -> Value {
     })
 }
 
+/// The hook events the Claude Agent SDK (TypeScript 0.3.333) can register callbacks for.
+/// PreToolUse, PostToolUse and Stop run in every prompt and PostModelSwitch after each
+/// `set_model`; the others are accepted and never called, agentloop having no such event
+/// (no task list, no compaction hooks, no subagents yet).
+pub const SDK_HOOK_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "MessageDisplay",
+    "PreSkillShellCommand",
+];
+
 /// Add the hook callbacks `initialize` registers (`{"PreToolUse": [{"matcher": …,
 /// "hookCallbackIds": [...], "timeout": …}]}`) to the hook table, after the settings' hooks.
-fn register_callbacks(table: &mut HookTable, hooks: &Value) -> Result<(), String> {
+/// `PostModelSwitch` callback ids go to `model_switch`; the other events of
+/// [`SDK_HOOK_EVENTS`] are accepted and not run, and an event outside it is named in a
+/// warning.
+fn register_callbacks(table: &mut HookTable, hooks: &Value, model_switch: &mut Vec<String>) -> Result<(), String> {
     let Some(events) = hooks.as_object() else { return Ok(()) };
     for (event, matchers) in events {
         let groups = match event.as_str() {
             "PreToolUse" => &mut table.pre_tool_use,
             "PostToolUse" => &mut table.post_tool_use,
             "Stop" => &mut table.stop,
+            "PostModelSwitch" => {
+                let ids = matchers.as_array().into_iter().flatten().filter_map(|m| m.get("hookCallbackIds"));
+                model_switch
+                    .extend(ids.filter_map(Value::as_array).flatten().filter_map(Value::as_str).map(str::to_owned));
+                continue;
+            }
+            known if SDK_HOOK_EVENTS.contains(&known) => continue,
             other => {
-                stderr_line(&format!(
-                    "agentloop: warning: {other} hook callbacks are not run (only PreToolUse, PostToolUse and Stop)"
-                ));
+                stderr_line(&format!("agentloop: warning: {other} hook callbacks are not run: no such hook event"));
                 continue;
             }
         };
@@ -449,6 +765,8 @@ mod tests {
             cost_usd: 0.01,
             turns: 2,
             trace: Vec::new(),
+            api_failure: None,
+            permission_denials: Vec::new(),
         };
         let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
         let keys = [

@@ -4,11 +4,21 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::run::Prompt;
+use crate::session::Uuid;
+
 /// One line of stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    /// `{"type": "user", "message": {"content": …}}`: a prompt for the session.
-    User(String),
+    /// `{"type": "user", "message": {"content": …}, "uuid": …, "origin": …}`: a prompt for
+    /// the session, with the uuid the SDK gave it (when it is a UUID) and its `origin` (when
+    /// its kind is `human`: the only kind Claude Code takes from an SDK host).
+    User {
+        /// The prompt.
+        prompt: Prompt,
+        /// The whole frame, as read (`--replay-user-messages` echoes it).
+        frame: Value,
+    },
     /// `{"type": "control_request", "request_id": …, "request": {"subtype": …}}`.
     Request {
         /// The id to answer with.
@@ -32,7 +42,14 @@ pub fn parse(line: &str) -> Inbound {
     };
     match value.get("type").and_then(Value::as_str) {
         Some("user") => match prompt_text(&value["message"]["content"]) {
-            Some(text) => Inbound::User(text),
+            Some(text) => {
+                let prompt = Prompt {
+                    text,
+                    uuid: value.get("uuid").and_then(Value::as_str).and_then(|u| Uuid::parse(u).ok()),
+                    origin: value.get("origin").filter(|o| o["kind"] == "human").cloned(),
+                };
+                Inbound::User { prompt, frame: value }
+            }
             None => Inbound::Bad("a user message without text content".into()),
         },
         Some("control_request") => match value.get("request_id").and_then(Value::as_str) {
@@ -59,6 +76,30 @@ fn prompt_text(content: &Value) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The echo of the user message `frame` (as read) that `--replay-user-messages` prints when
+/// its prompt starts, as Claude Code prints it: the message, `session_id`,
+/// `parent_tool_use_id`, the frame's own `uuid` (a new one when it has none), `timestamp`,
+/// `isReplay: true`, and the frame's `origin` when it has one.
+pub fn replay(frame: &Value, session_id: &str) -> Value {
+    let uuid = match frame.get("uuid") {
+        Some(Value::String(uuid)) => uuid.clone(),
+        _ => crate::session::Uuid::new_v4().to_string(),
+    };
+    let mut echo = json!({
+        "type": "user",
+        "message": frame["message"],
+        "session_id": session_id,
+        "parent_tool_use_id": frame.get("parent_tool_use_id").cloned().unwrap_or(Value::Null),
+        "uuid": uuid,
+        "timestamp": crate::session::time::format_rfc3339_millis(std::time::SystemTime::now()),
+        "isReplay": true,
+    });
+    if let Some(origin) = frame.get("origin") {
+        echo["origin"] = origin.clone();
+    }
+    echo
 }
 
 /// A success answer to the SDK's request `id`.
@@ -91,10 +132,31 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(frames[1], Inbound::User("Read greeting.txt and tell me what it says".into()));
+        let Inbound::User { prompt, frame } = &frames[1] else { panic!("{:?}", frames[1]) };
+        assert_eq!(prompt, &Prompt::text("Read greeting.txt and tell me what it says"));
+        assert_eq!(frame["message"]["role"], "user");
         let Inbound::Response(answer) = &frames[3] else { panic!("{:?}", frames[3]) };
         assert_eq!(answer["request_id"], "f3e25be8-c2e2-415c-9a8e-1a1bdc67c745");
         assert_eq!(answer["response"]["behavior"], "allow");
+    }
+
+    #[test]
+    fn a_replay_keeps_the_frames_uuid_and_origin() {
+        let frame = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            "session_id": "", "parent_tool_use_id": null, "origin": {"kind": "human"},
+            "uuid": "711a8dd5-dbae-451a-9faf-344f976d601e"});
+        let mut echo = replay(&frame, "4666664c-e714-4fb7-ba6d-030551f7d8e3");
+        let timestamp = echo.as_object_mut().unwrap().remove("timestamp").unwrap();
+        assert!(crate::session::time::parse_rfc3339(timestamp.as_str().unwrap()).is_some(), "{timestamp}");
+        assert_eq!(
+            echo,
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                   "session_id": "4666664c-e714-4fb7-ba6d-030551f7d8e3", "parent_tool_use_id": null,
+                   "uuid": "711a8dd5-dbae-451a-9faf-344f976d601e", "isReplay": true, "origin": {"kind": "human"}})
+        );
+        let bare = replay(&json!({"type": "user", "message": {"role": "user", "content": "hi"}}), "s");
+        assert!(crate::session::Uuid::parse(bare["uuid"].as_str().unwrap()).is_ok());
+        assert!(bare.get("origin").is_none());
     }
 
     #[test]
@@ -105,9 +167,22 @@ mod tests {
             Inbound::Bad("a user message without text content".into())
         );
         assert_eq!(parse(r#"{"type":"keep_alive"}"#), Inbound::Ignored("keep_alive".into()));
+        let two = r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#;
         assert_eq!(
-            parse(r#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#),
-            Inbound::User("a\nb".into())
+            parse(two),
+            Inbound::User { prompt: Prompt::text("a\nb"), frame: serde_json::from_str(two).unwrap() }
         );
+    }
+
+    #[test]
+    fn a_user_message_keeps_its_uuid_and_a_human_origin() {
+        let line = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"4bdf8843-6342-492b-befa-479c5e1777ac","origin":{"kind":"human"}}"#;
+        let Inbound::User { prompt, .. } = parse(line) else { panic!("{:?}", parse(line)) };
+        assert_eq!(prompt.text, "hi");
+        assert_eq!(prompt.uuid, Some(Uuid::parse("4bdf8843-6342-492b-befa-479c5e1777ac").unwrap()));
+        assert_eq!(prompt.origin, Some(json!({"kind": "human"})));
+        let other = r#"{"type":"user","message":{"content":"hi"},"uuid":"not-a-uuid","origin":{"kind":"peer"}}"#;
+        let Inbound::User { prompt, .. } = parse(other) else { panic!("{:?}", parse(other)) };
+        assert_eq!(prompt, Prompt::text("hi"));
     }
 }

@@ -1,8 +1,10 @@
 //! The JSON shapes of transcript lines, written and read.
 //!
-//! Message lines follow Claude Code's transcript (`parentUuid`, `isSidechain`, `type`,
-//! `message`, `uuid`, `timestamp`, `userType`, `entrypoint`, `cwd`, `sessionId`, `version`)
-//! so its readers can read ours. Our own bookkeeping lines have `agentloop-` types.
+//! Message lines follow Claude Code's transcript (`parentUuid`, `isSidechain`, `promptId`,
+//! `type`, `message`, `requestId`, `uuid`, `timestamp`, `userType`, `entrypoint`, `cwd`,
+//! `sessionId`, `version`, `gitBranch`; an assistant `message` with the API's `id`, `model`,
+//! `stop_reason`, `stop_sequence` and `usage`) so its readers can read ours. Our own
+//! bookkeeping lines have `agentloop-` types.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -11,7 +13,8 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::{ContentBlock, Message, Role};
+use super::Uuid;
+use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 
 /// `type` of a user message line.
 pub const USER: &str = "user";
@@ -51,7 +54,49 @@ pub enum HistoryReason {
     Collapse,
     /// A loaded history was repaired in a way appending cannot express.
     Repair,
+    /// A resume cut the history back to an earlier message (`--resume-session-at`); the
+    /// next message line chains from that message (`leafUuid`), a branch as Claude Code
+    /// writes one.
+    Rewind,
 }
+
+/// What the Messages API said about one reply, beside its content: the transcript line and
+/// the stream-json line of the reply carry it as Claude Code's do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyInfo {
+    /// The message id (`msg_…`), from `message_start`.
+    pub id: Option<String>,
+    /// The model that answered.
+    pub model: Option<String>,
+    /// Why it stopped.
+    pub stop_reason: Option<StopReason>,
+    /// The stop sequence that matched.
+    pub stop_sequence: Option<String>,
+    /// Its token counts.
+    pub usage: Usage,
+    /// The API's id for the request (the `request-id` response header).
+    pub request_id: Option<String>,
+}
+
+/// What a message line carries beside its message ([`crate::session::TranscriptWriter::append_with`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineInfo<'a> {
+    /// The line's uuid; a fresh one when `None`.
+    pub uuid: Option<Uuid>,
+    /// For a reply of the model: what the API said about it.
+    pub reply: Option<&'a ReplyInfo>,
+    /// The prompt whose turn sequence the line belongs to (`promptId`, on user lines).
+    pub prompt_id: Option<Uuid>,
+    /// The user's prompt, given as text: `content` is written as a plain string when it is
+    /// one text block, as Claude Code writes a prompt.
+    pub text_prompt: bool,
+    /// Where the prompt came from (`origin`, as the Claude Agent SDK stamps it).
+    pub origin: Option<&'a Value>,
+}
+
+/// The `model` of an assistant line that no reply info came with (a message agentloop made
+/// itself), as Claude Code marks its own.
+pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
 /// A user or assistant line, as written.
 #[derive(Serialize)]
@@ -59,16 +104,77 @@ pub enum HistoryReason {
 pub(crate) struct MessageLineOut<'a> {
     pub parent_uuid: Option<&'a str>,
     pub is_sidechain: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<&'a str>,
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub message: &'a Message,
+    pub message: MessageOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<&'a str>,
     pub uuid: &'a str,
     pub timestamp: &'a str,
+    #[serde(rename = "sourceToolAssistantUUID", skip_serializing_if = "Option::is_none")]
+    pub source_tool_assistant_uuid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<&'a Value>,
     pub user_type: &'static str,
     pub entrypoint: &'static str,
     pub cwd: &'a str,
     pub session_id: &'a str,
     pub version: &'static str,
+    pub git_branch: &'a str,
+}
+
+/// The `message` of a line: a user message as the API takes it (its content a plain string
+/// for a text prompt), or an assistant message as the API returned it.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum MessageOut<'a> {
+    User { role: Role, content: ContentOut<'a> },
+    Assistant(AssistantOut<'a>),
+}
+
+/// A user message's `content`.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum ContentOut<'a> {
+    Text(&'a str),
+    Blocks(&'a [ContentBlock]),
+}
+
+/// An assistant `message`, in the Messages API's shape.
+#[derive(Serialize)]
+pub(crate) struct AssistantOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub role: Role,
+    pub model: &'a str,
+    pub content: &'a [ContentBlock],
+    pub stop_reason: Option<&'a StopReason>,
+    pub stop_sequence: Option<&'a str>,
+    pub usage: UsageOut,
+}
+
+/// `usage` with every count a number, as usage reporters require.
+#[derive(Serialize)]
+pub(crate) struct UsageOut {
+    pub input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl From<&Usage> for UsageOut {
+    fn from(u: &Usage) -> Self {
+        UsageOut {
+            input_tokens: u.input_tokens.unwrap_or(0),
+            cache_creation_input_tokens: u.cache_creation_input_tokens.unwrap_or(0),
+            cache_read_input_tokens: u.cache_read_input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+        }
+    }
 }
 
 /// An `agentloop-meta` line, as written.
@@ -108,6 +214,8 @@ pub(crate) struct HistoryOut<'a> {
     pub kind: &'static str,
     pub reason: HistoryReason,
     pub logical_parent_uuid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf_uuid: Option<&'a str>,
     pub messages: &'a [Message],
     pub session_id: &'a str,
     pub timestamp: &'a str,
@@ -162,8 +270,12 @@ pub(crate) struct PromptEndIn {
 
 /// An `agentloop-history` line, as read.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct HistoryIn {
     pub messages: Vec<WireMessage>,
+    /// The line the next message line chains from (a rewind), if not none.
+    #[serde(default)]
+    pub leaf_uuid: Option<String>,
 }
 
 /// A message as transcripts hold it: our [`Message`], or Claude Code's, whose `content` may be

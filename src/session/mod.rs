@@ -1,9 +1,11 @@
 //! The on-disk session store: one JSONL transcript per session, written as the run goes,
 //! loaded (and repaired) to resume, listed to pick one.
 //!
-//! Layout: `$AGENTLOOP_HOME/projects/<cwd slug>/<session id>.jsonl`, `AGENTLOOP_HOME`
-//! defaulting to `~/.agentloop`; the slug and the message lines follow Claude Code's own
-//! transcripts so that its readers can read ours (see `docs/sessions.md`).
+//! Layout: `<root>/projects/<cwd slug>/<session id>.jsonl`, the root being `$AGENTLOOP_HOME`
+//! when set, else Claude Code's own directory (`$CLAUDE_CONFIG_DIR`, default `~/.claude`);
+//! the slug and the message lines follow Claude Code's own transcripts so that its readers
+//! (usage reporters, transcript viewers, the Agent SDK's session functions) read ours (see
+//! `docs/sessions.md`).
 //!
 //! - [`Uuid`]: session ids and line uuids (version 4).
 //! - [`paths`]: the store's root and the cwd slug.
@@ -30,8 +32,8 @@ mod writer;
 mod tests;
 
 pub use id::{Uuid, UuidError};
-pub use line::{HistoryReason, SessionMeta};
-pub use reader::{LoadedSession, load};
+pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
+pub use reader::{LoadedSession, load, load_cut};
 pub use repair::{Repair, RepairReport, RepairWrite, repair};
 pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
 pub use writer::TranscriptWriter;
@@ -83,9 +85,27 @@ pub enum SessionError {
         /// The transcript.
         path: PathBuf,
     },
-    /// Neither `AGENTLOOP_HOME` nor `HOME` is set.
-    #[error("cannot find the session store: set AGENTLOOP_HOME or HOME")]
+    /// Neither `AGENTLOOP_HOME`, `CLAUDE_CONFIG_DIR` nor `HOME` is set.
+    #[error("cannot find the session store: set CLAUDE_CONFIG_DIR, AGENTLOOP_HOME or HOME")]
     NoHome,
+    /// A resume at a message (`--resume-session-at`) names no line of the transcript.
+    #[error("No message found with message.uuid of: {uuid}")]
+    NoMessage {
+        /// The uuid given.
+        uuid: String,
+    },
+    /// A resume at a message would drop more than the turn `--resume-drops-turn` declares.
+    #[error(
+        "Resume rejected by --resume-drops-turn: resuming at {at} would discard entries not attributable to turn {turn}: {reason}"
+    )]
+    ResumeRefused {
+        /// The uuid of the last line kept.
+        at: String,
+        /// The prompt uuid of the turn declared to be dropped.
+        turn: String,
+        /// What in the dropped range is not that turn's.
+        reason: String,
+    },
 }
 
 /// Results of this module.

@@ -50,6 +50,8 @@ pub struct LoadedSession {
     pub last_activity: Option<SystemTime>,
     /// What loading skipped: a final line cut by a kill.
     pub repairs: Vec<Repair>,
+    /// The uuid of the line the history was cut after ([`load_cut`]), if it was.
+    pub cut: Option<String>,
 }
 
 /// Load the transcript at `path` in one pass (`serde_json` per line).
@@ -61,6 +63,25 @@ pub struct LoadedSession {
 /// error naming the file, the line and serde's message.
 pub fn load(path: &Path) -> Result<LoadedSession> {
     scan(path, true)
+}
+
+/// [`load`] with the history cut after the line whose `uuid` is `at` (`--resume-session-at`):
+/// the lines after it are not read into the history. With `drops_turn` (`--resume-drops-turn`,
+/// the uuid of the prompt whose turn the caller means to drop), the cut is refused unless
+/// everything it drops belongs to that turn ([`SessionError::ResumeRefused`]): the range must
+/// start with that prompt (lines that are no message, such as the previous prompt's
+/// `agentloop-prompt-end`, aside) and hold nothing but its turn — the model's replies, the
+/// tool results, and what agentloop added during the turn (`promptId`, or its own lines
+/// before the turn's `agentloop-prompt-end`); a history snapshot, another prompt, or
+/// Claude Code's absorbed queued messages refuse it.
+///
+/// # Errors
+/// Those of [`load`]; [`SessionError::NoMessage`] when no line has uuid `at`;
+/// [`SessionError::ResumeRefused`].
+pub fn load_cut(path: &Path, at: &str, drops_turn: Option<&str>) -> Result<LoadedSession> {
+    let cut = Cut { at, found: false, drops: drops_turn.map(DropCheck::new) };
+    let loaded = scan_with(path, true, Some(cut))?;
+    Ok(loaded)
 }
 
 impl LoadedSession {
@@ -84,8 +105,13 @@ impl LoadedSession {
 /// read for their type only (the first user prompt and snapshots excepted): `messages` stays
 /// empty and `turns` counts the assistant runs.
 pub(crate) fn scan(path: &Path, full: bool) -> Result<LoadedSession> {
+    scan_with(path, full, None)
+}
+
+fn scan_with(path: &Path, full: bool, cut: Option<Cut<'_>>) -> Result<LoadedSession> {
     let bytes = std::fs::read(path).map_err(io_error(path))?;
     let mut s = Scan {
+        cut,
         path,
         full,
         messages: Vec::new(),
@@ -147,6 +173,7 @@ impl From<serde_json::Error> for LineError {
 }
 
 struct Scan<'p> {
+    cut: Option<Cut<'p>>,
     path: &'p Path,
     full: bool,
     messages: Vec<Message>,
@@ -169,6 +196,17 @@ impl Scan<'_> {
     fn line(&mut self, raw: &[u8]) -> Result<(), LineError> {
         let text = simdutf8::basic::from_utf8(raw).map_err(|_| LineError::NotUtf8)?;
         let head: Head<'_> = serde_json::from_str(text)?;
+        let mut cut_here = false;
+        if let Some(cut) = &mut self.cut {
+            if cut.found {
+                if let Some(check) = &mut cut.drops {
+                    check.line(text, &head);
+                }
+                return Ok(());
+            }
+            cut_here = head.uuid.as_deref() == Some(cut.at) && head.is_sidechain != Some(true);
+            cut.found = cut_here;
+        }
         if let Some(t) = head.timestamp.as_deref().and_then(parse_rfc3339) {
             self.last_activity = Some(t);
         }
@@ -210,6 +248,7 @@ impl Scan<'_> {
             }
             Some(line::HISTORY) => {
                 let parsed: HistoryIn = serde_json::from_str(text)?;
+                let leaf = parsed.leaf_uuid;
                 let mut messages = Vec::with_capacity(parsed.messages.len());
                 for wire in parsed.messages {
                     let message = self.take_wire(wire);
@@ -220,7 +259,7 @@ impl Scan<'_> {
                 if self.full {
                     self.messages = messages;
                 }
-                self.last_uuid = None;
+                self.last_uuid = leaf;
             }
             Some(line::SYSTEM) if head.subtype.as_deref() == Some(line::COMPACT_BOUNDARY) => {
                 // Claude Code's compaction: the history starts again after this line (its
@@ -238,6 +277,10 @@ impl Scan<'_> {
                 }
             }
         }
+        if cut_here {
+            // A line of Claude Code's that is no message (an attachment) may be the cut too.
+            self.last_uuid = self.cut.as_ref().map(|c| c.at.to_owned());
+        }
         Ok(())
     }
 
@@ -249,7 +292,8 @@ impl Scan<'_> {
 
     /// The message of a wire message, noting its model and (for the first user text) prompt.
     fn take_wire(&mut self, wire: WireMessage) -> Message {
-        if wire.model.is_some() && wire.role == Role::Assistant {
+        // A message agentloop made itself names no model.
+        if wire.role == Role::Assistant && wire.model.as_deref().is_some_and(|m| m != line::SYNTHETIC_MODEL) {
             self.model = wire.model.clone();
         }
         let message = wire.into_message();
@@ -272,6 +316,17 @@ impl Scan<'_> {
 
     fn finish(self) -> Result<LoadedSession> {
         let path = self.path.to_owned();
+        let cut = match self.cut {
+            None => None,
+            Some(Cut { at, found: false, .. }) => return Err(SessionError::NoMessage { uuid: at.to_owned() }),
+            Some(Cut { at, drops: Some(check), .. }) => match check.refusal {
+                Some(reason) => {
+                    return Err(SessionError::ResumeRefused { at: at.to_owned(), turn: check.turn, reason });
+                }
+                None => Some(at.to_owned()),
+            },
+            Some(Cut { at, drops: None, .. }) => Some(at.to_owned()),
+        };
         let from_name = path.file_stem().and_then(|s| s.to_str()).and_then(|s| Uuid::parse(s).ok());
         let session_id = from_name.or(self.session_id).ok_or(SessionError::NoSessionId { path: path.clone() })?;
         let turns =
@@ -291,8 +346,157 @@ impl Scan<'_> {
             first_prompt: self.first_prompt,
             last_activity: self.last_activity,
             repairs: self.repairs,
+            cut,
         })
     }
+}
+
+/// A cut of the history ([`load_cut`]).
+struct Cut<'a> {
+    /// The uuid of the last line kept.
+    at: &'a str,
+    /// Whether that line was read: the lines after it are dropped.
+    found: bool,
+    /// The check of what is dropped, with `--resume-drops-turn`.
+    drops: Option<DropCheck>,
+}
+
+/// Checks that the lines a cut drops are one turn's ([`load_cut`]).
+struct DropCheck {
+    /// The uuid of the prompt whose turn may be dropped.
+    turn: String,
+    /// Lines of the uuid chain seen so far in the dropped range.
+    entries: usize,
+    /// Where the range is.
+    at: TurnPosition,
+    /// The first reason to refuse.
+    refusal: Option<String>,
+}
+
+/// How far into the dropped range a [`DropCheck`] is.
+enum TurnPosition {
+    /// Before the declared prompt.
+    Before,
+    /// In its turn: the prompt's `promptId`, whether agentloop wrote it, and whether the
+    /// turn's `agentloop-prompt-end` line came.
+    In { prompt_id: Option<String>, ours: bool, ended: bool },
+}
+
+impl DropCheck {
+    fn new(turn: &str) -> DropCheck {
+        let refusal = Uuid::parse(turn).is_err().then(|| format!("declared turn id is not a UUID: {turn}"));
+        DropCheck { turn: turn.to_owned(), entries: 0, at: TurnPosition::Before, refusal }
+    }
+
+    /// Look at one dropped line (its head already read).
+    fn line(&mut self, text: &str, head: &Head<'_>) {
+        if self.refusal.is_some() || head.is_sidechain == Some(true) {
+            return;
+        }
+        let kind = head.kind.as_deref().unwrap_or_default();
+        let index = self.entries;
+        if head.uuid.is_some() {
+            self.entries += 1;
+        }
+        let entry = || format!("entry {index} [type={kind}, uuid={}]", head.uuid.as_deref().unwrap_or_default());
+        let refuse = match (kind, &mut self.at) {
+            (line::HISTORY, _) => {
+                Some(format!("range contains a history snapshot; {}", entry_without_uuid(index, kind)))
+            }
+            (line::PROMPT_END, TurnPosition::In { ended, .. }) => {
+                *ended = true;
+                None
+            }
+            (line::USER | line::ASSISTANT, at) => {
+                let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+                Self::message(kind, &value, head.uuid.as_deref(), &self.turn, at).map(|why| match why {
+                    Why::NotTheTurn => {
+                        format!("range does not start with the declared turn prompt; first discarded {}", entry())
+                    }
+                    other => format!("{}; {}", other.text(), entry()),
+                })
+            }
+            ("attachment", TurnPosition::In { .. }) if attachment_type(text).as_deref() == Some("queued_command") => {
+                Some(format!("range contains absorbed queued content; {}", entry()))
+            }
+            // Claude Code's attachments, system and progress lines, agentloop's meta lines and
+            // bookkeeping lines of any program are no part of a turn's conversation.
+            _ => None,
+        };
+        self.refusal = refuse;
+    }
+
+    /// Why a dropped user or assistant line refuses the cut, if it does; moves `at` into the
+    /// turn at its prompt.
+    fn message(
+        kind: &str,
+        value: &serde_json::Value,
+        uuid: Option<&str>,
+        turn: &str,
+        at: &mut TurnPosition,
+    ) -> Option<Why> {
+        let content = &value["message"]["content"];
+        let results_only = content
+            .as_array()
+            .is_some_and(|blocks| !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result"));
+        let is_meta = value["isMeta"] == true;
+        let prompt_id = value["promptId"].as_str();
+        let ours = value["entrypoint"] == "agentloop";
+        match at {
+            TurnPosition::Before if kind == line::USER && uuid == Some(turn) => {
+                if results_only || is_meta {
+                    return Some(Why::NotAPrompt);
+                }
+                *at = TurnPosition::In { prompt_id: prompt_id.map(str::to_owned), ours, ended: false };
+                None
+            }
+            TurnPosition::Before => Some(Why::NotTheTurn),
+            TurnPosition::In { ended: true, .. } => Some(Why::LaterTurn),
+            TurnPosition::In { .. } if kind == line::ASSISTANT => None,
+            TurnPosition::In { prompt_id: turn_prompt, ours: turn_ours, .. } => {
+                let same_prompt = prompt_id.is_some() && prompt_id == turn_prompt.as_deref();
+                if results_only || is_meta || same_prompt || (*turn_ours && ours) {
+                    None
+                } else {
+                    Some(Why::Unattributable)
+                }
+            }
+        }
+    }
+}
+
+/// Why a dropped message line refuses a cut.
+enum Why {
+    /// The range does not start with the declared prompt.
+    NotTheTurn,
+    /// The declared uuid is a user line that is no prompt.
+    NotAPrompt,
+    /// A line after the declared turn's end.
+    LaterTurn,
+    /// A user line in the turn that is none of its own.
+    Unattributable,
+}
+
+impl Why {
+    fn text(&self) -> &'static str {
+        match self {
+            Why::NotTheTurn => "range does not start with the declared turn prompt",
+            Why::NotAPrompt => "declared turn id names a non-prompt user entry",
+            Why::LaterTurn => "range contains an entry of a later turn",
+            Why::Unattributable => "range contains a user entry not attributable to the declared turn",
+        }
+    }
+}
+
+/// How a dropped line without a uuid is named in a refusal.
+fn entry_without_uuid(index: usize, kind: &str) -> String {
+    format!("after entry {index} [type={kind}]")
+}
+
+/// The `attachment.type` of an attachment line.
+fn attachment_type(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value["attachment"]["type"].as_str().map(str::to_owned)
 }
 
 /// Append `message`, merging it into the last one when both have the same role; empty

@@ -171,7 +171,7 @@ fn a_written_session_loads_back_with_claude_code_shaped_lines() {
     assert!(raw.starts_with(r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user""#));
     let at = |key: &str| raw.find(&format!("\"{key}\":")).unwrap();
     let keys = first.as_object().unwrap().len();
-    assert_eq!(keys, 11);
+    assert_eq!(keys, 12);
     assert!(
         [
             "parentUuid",
@@ -184,7 +184,8 @@ fn a_written_session_loads_back_with_claude_code_shaped_lines() {
             "entrypoint",
             "cwd",
             "sessionId",
-            "version"
+            "version",
+            "gitBranch"
         ]
         .windows(2)
         .all(|k| at(k[0]) < at(k[1])),
@@ -200,6 +201,7 @@ fn a_written_session_loads_back_with_claude_code_shaped_lines() {
     assert_eq!(first["cwd"], CWD);
     assert_eq!(first["sessionId"], id.to_string());
     assert_eq!(first["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(first["gitBranch"], "HEAD", "no repository at {CWD}");
     let stamp = first["timestamp"].as_str().unwrap();
     assert_eq!((stamp.len(), &stamp[19..20], &stamp[23..]), (24, ".", "Z"));
     assert!(parse_rfc3339(stamp).is_some());
@@ -231,6 +233,156 @@ fn a_written_session_loads_back_with_claude_code_shaped_lines() {
     assert_eq!(loaded.first_prompt.as_deref(), Some("Read a.txt"));
     assert_eq!(loaded.last_activity, parse_rfc3339(lines[5]["timestamp"].as_str().unwrap()));
     assert_eq!(loaded.repairs, vec![]);
+}
+
+/// The keys (dotted paths) of a value and the JSON type of each, down to `depth` levels.
+fn shape(value: &Value, prefix: &str, depth: usize, out: &mut Vec<(String, &'static str)>) {
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    out.push((prefix.to_owned(), kind));
+    if let (Value::Object(map), 1..) = (value, depth) {
+        for (key, v) in map {
+            let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+            shape(v, &path, depth - 1, out);
+        }
+    }
+}
+
+#[test]
+fn prompt_reply_and_result_lines_have_the_fields_of_claude_codes() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    let (prompt, prompt_id) = (Uuid::new_v4(), Uuid::new_v4());
+    let origin = json!({"kind": "human"});
+    let info = LineInfo {
+        uuid: Some(prompt),
+        prompt_id: Some(prompt_id),
+        text_prompt: true,
+        origin: Some(&origin),
+        reply: None,
+    };
+    assert_eq!(w.append_with(&user("Read greeting.txt"), &info).unwrap(), Some(prompt));
+    let reply = ReplyInfo {
+        id: Some("msg_01".into()),
+        model: Some("claude-opus-5-5".into()),
+        stop_reason: Some(crate::protocol::StopReason::ToolUse),
+        stop_sequence: None,
+        usage: crate::protocol::Usage {
+            input_tokens: Some(1075),
+            output_tokens: Some(15),
+            cache_creation_input_tokens: None,
+            cache_read_input_tokens: Some(7),
+        },
+        request_id: Some("req_01".into()),
+    };
+    let info = LineInfo { prompt_id: Some(prompt_id), reply: Some(&reply), ..LineInfo::default() };
+    let call = w.append_with(&calls(&["t1"]), &info).unwrap().unwrap();
+    let info = LineInfo { prompt_id: Some(prompt_id), ..LineInfo::default() };
+    w.append_with(&results(vec![result("t1")]), &info).unwrap();
+
+    let ours = raw_lines(w.path());
+    let theirs = raw_lines(&fixture());
+    let first = |kind: &str, lines: &[Value]| lines.iter().find(|l| l["type"] == kind).unwrap().clone();
+    let results_line = |lines: &[Value]| {
+        lines.iter().find(|l| l["type"] == "user" && l["message"]["content"].is_array()).unwrap().clone()
+    };
+    // Every field of Claude Code's lines that its readers use is on ours, with the same type.
+    let wanted: &[&str] = &[
+        "parentUuid",
+        "isSidechain",
+        "promptId",
+        "type",
+        "message",
+        "message.role",
+        "message.content",
+        "uuid",
+        "timestamp",
+        "userType",
+        "entrypoint",
+        "cwd",
+        "sessionId",
+        "version",
+        "gitBranch",
+    ];
+    let reply_fields: &[&str] = &[
+        "message.id",
+        "message.type",
+        "message.model",
+        "message.stop_reason",
+        "message.stop_sequence",
+        "message.usage",
+        "message.usage.input_tokens",
+        "message.usage.cache_creation_input_tokens",
+        "message.usage.cache_read_input_tokens",
+        "message.usage.output_tokens",
+        "requestId",
+    ];
+    for (kind, ours, theirs, extra) in [
+        ("prompt", first("user", &ours), first("user", &theirs), &[][..]),
+        ("reply", first("assistant", &ours), first("assistant", &theirs), reply_fields),
+        ("result", results_line(&ours), results_line(&theirs), &["sourceToolAssistantUUID"][..]),
+    ] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        shape(&ours, "", 3, &mut a);
+        shape(&theirs, "", 3, &mut b);
+        for key in wanted.iter().chain(extra).filter(|k| !(kind == "reply" && **k == "promptId")) {
+            let find = |shape: &[(String, &'static str)]| shape.iter().find(|(k, _)| k == key).map(|(_, t)| *t);
+            assert_eq!(find(&a), find(&b), "{kind} line, `{key}`: ours {ours}");
+            assert!(find(&a).is_some(), "{kind} line has no `{key}`");
+        }
+    }
+    let (prompt_line, reply_line, result_line) = (&ours[0], &ours[1], &ours[2]);
+    assert_eq!(prompt_line["message"], json!({"role": "user", "content": "Read greeting.txt"}));
+    assert_eq!(prompt_line["uuid"], prompt.to_string());
+    assert_eq!(prompt_line["promptId"], prompt_id.to_string());
+    assert_eq!(prompt_line["origin"], origin);
+    assert_eq!(reply_line["message"]["id"], "msg_01");
+    assert_eq!(reply_line["message"]["type"], "message");
+    assert_eq!(reply_line["message"]["model"], "claude-opus-5-5");
+    assert_eq!(reply_line["message"]["stop_reason"], "tool_use");
+    assert_eq!(reply_line["message"]["stop_sequence"], Value::Null);
+    assert_eq!(
+        reply_line["message"]["usage"],
+        json!({"input_tokens": 1075, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 7, "output_tokens": 15})
+    );
+    assert_eq!(reply_line["requestId"], "req_01");
+    assert_eq!(reply_line.get("promptId"), None, "only user lines name their prompt");
+    assert_eq!(result_line["sourceToolAssistantUUID"], call.to_string());
+    assert_eq!(result_line["parentUuid"], call.to_string());
+    // And they load back as the messages they are.
+    let loaded = load(w.path()).unwrap();
+    assert_eq!(loaded.messages, vec![user("Read greeting.txt"), calls(&["t1"]), results(vec![result("t1")])]);
+    assert_eq!(loaded.model.as_deref(), Some("claude-opus-5-5"));
+}
+
+#[test]
+fn the_store_reads_sessions_an_older_version_wrote_to_its_own_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = Path::new(CWD);
+    let (claude, legacy) = (dir.path().join(".claude"), dir.path().join(".agentloop"));
+    let old = SessionStore::new(&legacy);
+    let mut w = old.create(cwd).unwrap();
+    w.append(&user("from before")).unwrap();
+    let old_id = w.session_id();
+    let store = SessionStore::with_roots(paths::Roots { primary: claude.clone(), legacy: Some(legacy.clone()) });
+    let mut fresh = store.create(cwd).unwrap();
+    fresh.append(&user("from now")).unwrap();
+    assert!(fresh.path().starts_with(claude.join("projects").join(paths::slug(cwd))), "written to Claude Code's");
+    assert_eq!(store.find(cwd, old_id), Some(old.path(cwd, old_id)));
+    assert_eq!(store.load(cwd, old_id).unwrap().messages, vec![user("from before")]);
+    let mut listed: Vec<Uuid> = store.list(cwd).unwrap().into_iter().map(|s| s.id).collect();
+    listed.sort();
+    let mut expected = vec![old_id, fresh.session_id()];
+    expected.sort();
+    assert_eq!(listed, expected);
+    assert_eq!(store.find(cwd, Uuid::new_v4()), None);
 }
 
 #[test]
@@ -551,7 +703,7 @@ fn listing_is_newest_first_with_summaries() {
 }
 
 #[test]
-fn a_fork_copies_the_history_with_fresh_uuids() {
+fn a_fork_copies_the_lines_with_their_uuids_as_claude_code_does() {
     let (_dir, store) = store();
     let cwd = Path::new(CWD);
     let mut w = store.create(cwd).unwrap();
@@ -560,6 +712,7 @@ fn a_fork_copies_the_history_with_fresh_uuids() {
     for m in &history {
         w.append(m).unwrap();
     }
+    w.prompt_end("completed", None, 2).unwrap();
     let loaded = load(w.path()).unwrap();
     let new_id = Uuid::new_v4();
     let mut fork = store.fork(&loaded, new_id, None).unwrap();
@@ -569,8 +722,14 @@ fn a_fork_copies_the_history_with_fresh_uuids() {
     let lines = raw_lines(fork.path());
     assert_eq!(lines[0]["forkedFrom"], loaded.session_id.to_string());
     assert_eq!(lines[0]["sessionId"], new_id.to_string());
-    let old_uuids: Vec<Value> = raw_lines(w.path()).iter().map(|l| l["uuid"].clone()).collect();
-    assert!(lines[1..].iter().all(|l| l["sessionId"] == new_id.to_string() && !old_uuids.contains(&l["uuid"])));
+    // The message lines and the prompt end as they were, but for the session id.
+    let original = raw_lines(w.path());
+    assert_eq!(lines.len(), original.len() + 1);
+    for (copied, line) in lines[1..6].iter().zip(&original[1..6]) {
+        let mut expected = line.clone();
+        expected["sessionId"] = json!(new_id.to_string());
+        assert_eq!(copied, &expected);
+    }
     let forked = load(fork.path()).unwrap();
     let mut expected = history.clone();
     expected.push(user("And b.txt?"));
@@ -580,6 +739,157 @@ fn a_fork_copies_the_history_with_fresh_uuids() {
     assert_eq!(load(w.path()).unwrap().messages, history, "the original is untouched");
 }
 
+/// Two prompts, as a run writes them: each prompt line with its `promptId`, its turn, its end.
+fn two_turns(w: &mut TranscriptWriter) -> [Uuid; 6] {
+    let (p1, p2) = (Uuid::new_v4(), Uuid::new_v4());
+    let line = |w: &mut TranscriptWriter, m: &Message, prompt: Uuid, text_prompt: bool| {
+        let info = LineInfo { prompt_id: Some(prompt), text_prompt, ..LineInfo::default() };
+        w.append_with(m, &info).unwrap().unwrap()
+    };
+    let a = line(w, &user("Reply with exactly: one"), p1, true);
+    let b = line(w, &calls(&["t1"]), p1, false);
+    let c = line(w, &results(vec![result("t1")]), p1, false);
+    let d = line(w, &assistant("one"), p1, false);
+    w.prompt_end("completed", None, 2).unwrap();
+    let e = line(w, &user("Reply with exactly: two"), p2, true);
+    let f = line(w, &assistant("two"), p2, false);
+    w.prompt_end("completed", None, 1).unwrap();
+    [a, b, c, d, e, f]
+}
+
+#[test]
+fn a_resume_at_a_message_keeps_the_history_up_to_it() {
+    let (_dir, store) = store();
+    let cwd = Path::new(CWD);
+    let mut w = store.create(cwd).unwrap();
+    let [_, _, _, end_of_one, two, _] = two_turns(&mut w);
+    let first_turn =
+        vec![user("Reply with exactly: one"), calls(&["t1"]), results(vec![result("t1")]), assistant("one")];
+
+    let cut = load_cut(w.path(), &end_of_one.to_string(), Some(&two.to_string())).unwrap();
+    assert_eq!(cut.messages, first_turn);
+    assert_eq!(cut.last_uuid, Some(end_of_one.to_string()));
+    assert_eq!(cut.cut, Some(end_of_one.to_string()));
+
+    // Forked: the new file holds the first turn's lines, then the next prompt chains from them.
+    let fork_id = Uuid::new_v4();
+    let mut fork = store.fork(&cut, fork_id, None).unwrap();
+    fork.append_with(&user("Reply with exactly: three"), &LineInfo { text_prompt: true, ..LineInfo::default() })
+        .unwrap();
+    assert_chain(fork.path());
+    let mut expected = first_turn.clone();
+    expected.push(user("Reply with exactly: three"));
+    assert_eq!(load(fork.path()).unwrap().messages, expected);
+    let prompts: Vec<Value> = raw_lines(fork.path())
+        .into_iter()
+        .filter(|l| l["message"]["content"].is_string())
+        .map(|l| l["message"]["content"].clone())
+        .collect();
+    assert_eq!(prompts, [json!("Reply with exactly: one"), json!("Reply with exactly: three")]);
+
+    // In place: a snapshot of the kept history, and the next line is a branch off the cut.
+    let mut again = cut.writer().unwrap();
+    again.rewind(&cut.messages, cut.cut.as_deref().unwrap()).unwrap();
+    let three = again.append(&user("Reply with exactly: three")).unwrap().unwrap();
+    let lines = raw_lines(w.path());
+    let last = lines.last().unwrap();
+    assert_eq!(last["uuid"], three.to_string());
+    assert_eq!(last["parentUuid"], end_of_one.to_string());
+    assert_eq!(lines[lines.len() - 2]["reason"], "rewind");
+    assert_eq!(load(w.path()).unwrap().messages, expected);
+    assert_eq!(load(w.path()).unwrap().last_uuid, Some(three.to_string()));
+}
+
+#[test]
+fn a_resume_at_a_message_is_refused_when_it_drops_more_than_the_declared_turn() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    let [one, calling, answer, end_of_one, two, _] = two_turns(&mut w);
+    let path = w.path().to_owned();
+    let refusal = |at: Uuid, turn: &str| match load_cut(&path, &at.to_string(), Some(turn)) {
+        Err(e @ SessionError::ResumeRefused { .. }) => e.to_string(),
+        other => panic!("{other:?}"),
+    };
+    let rejected = |at: Uuid, turn: &str, why: String| {
+        format!(
+            "Resume rejected by --resume-drops-turn: resuming at {at} would discard entries not attributable to turn {turn}: {why}"
+        )
+    };
+    let other = Uuid::new_v4().to_string();
+    assert_eq!(
+        refusal(end_of_one, &other),
+        rejected(
+            end_of_one,
+            &other,
+            format!(
+                "range does not start with the declared turn prompt; first discarded entry 0 [type=user, uuid={two}]"
+            )
+        )
+    );
+    assert_eq!(
+        refusal(end_of_one, "nope"),
+        rejected(end_of_one, "nope", "declared turn id is not a UUID: nope".into())
+    );
+    // Cut inside turn one, declaring it: what is dropped starts with its tool result.
+    assert_eq!(
+        refusal(calling, &one.to_string()),
+        rejected(
+            calling,
+            &one.to_string(),
+            format!(
+                "range does not start with the declared turn prompt; first discarded entry 0 [type=user, uuid={answer}]"
+            )
+        )
+    );
+    // Declaring a tool-result line as the prompt.
+    assert_eq!(
+        refusal(calling, &answer.to_string()),
+        rejected(
+            calling,
+            &answer.to_string(),
+            format!("declared turn id names a non-prompt user entry; entry 0 [type=user, uuid={answer}]")
+        )
+    );
+    match load_cut(&path, &other, None) {
+        Err(e @ SessionError::NoMessage { .. }) => {
+            assert_eq!(e.to_string(), format!("No message found with message.uuid of: {other}"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A third prompt after turn two's end: dropping from turn two drops two turns.
+    let three = w
+        .append_with(
+            &user("three"),
+            &LineInfo { prompt_id: Some(Uuid::new_v4()), text_prompt: true, ..LineInfo::default() },
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        refusal(end_of_one, &two.to_string()),
+        rejected(
+            end_of_one,
+            &two.to_string(),
+            format!("range contains an entry of a later turn; entry 2 [type=user, uuid={three}]")
+        )
+    );
+}
+
+#[test]
+fn a_dropped_turn_may_hold_what_agentloop_added_to_it() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("one")).unwrap();
+    let kept = w.append(&assistant("one")).unwrap().unwrap();
+    w.prompt_end("completed", None, 1).unwrap();
+    // A transcript of an older version: no promptId; an interrupted turn adds a user line.
+    let two = w.append(&user("two")).unwrap().unwrap();
+    w.append(&calls(&["t1"])).unwrap();
+    w.append(&results(vec![interrupted("t1")])).unwrap();
+    w.append(&user("[Request interrupted by user]")).unwrap();
+    w.prompt_end("aborted_tools", Some("interrupted"), 1).unwrap();
+    let cut = load_cut(w.path(), &kept.to_string(), Some(&two.to_string())).unwrap();
+    assert_eq!(cut.messages, vec![user("one"), assistant("one")]);
+}
 #[test]
 fn loading_a_thousand_messages_is_one_fast_pass() {
     let (_dir, store) = store();

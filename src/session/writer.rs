@@ -8,12 +8,15 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::line::{self, HistoryOut, MessageLineOut, MetaLineOut, PromptEndOut};
+use super::line::{
+    self, AssistantOut, ContentOut, HistoryOut, LineInfo, MessageLineOut, MessageOut, MetaLineOut, PromptEndOut,
+    UsageOut,
+};
 use super::reader::final_line_fix;
 use super::repair::{RepairReport, RepairWrite};
 use super::time::format_rfc3339_millis;
 use super::{HistoryReason, Result, SessionError, SessionMeta, Uuid, io_error};
-use crate::protocol::{Message, Role};
+use crate::protocol::{ContentBlock, Message, Role, Usage};
 
 /// Appends one JSON line per event to a session's transcript.
 ///
@@ -28,7 +31,10 @@ pub struct TranscriptWriter {
     session_id: Uuid,
     session_text: String,
     cwd: String,
+    git_branch: String,
     last_uuid: Option<String>,
+    /// The uuid of the last assistant line: the call a tool-result line answers.
+    last_assistant: Option<String>,
 }
 
 /// The file and the buffer each line is serialized into before its one write.
@@ -74,7 +80,9 @@ impl TranscriptWriter {
             session_id,
             session_text: session_id.to_string(),
             cwd: cwd.to_string_lossy().into_owned(),
+            git_branch: super::paths::git_branch(cwd),
             last_uuid,
+            last_assistant: None,
         }
     }
 
@@ -96,29 +104,69 @@ impl TranscriptWriter {
     /// Write one message line chained to the previous one and return its uuid. A message
     /// without content is not written (the history does not keep it either): `None`.
     pub fn append(&mut self, message: &Message) -> Result<Option<Uuid>> {
+        self.append_with(message, &LineInfo::default())
+    }
+
+    /// [`TranscriptWriter::append`] with what the line carries beside the message: its uuid
+    /// (the one the message was shown with on stdout), the API's reply info for an assistant
+    /// message (`message.id`, `model`, `stop_reason`, `usage`, and `requestId`), the prompt it
+    /// belongs to, and for the prompt itself its text as a plain string and its `origin`.
+    pub fn append_with(&mut self, message: &Message, info: &LineInfo<'_>) -> Result<Option<Uuid>> {
         if message.content.is_empty() {
             return Ok(None);
         }
-        let uuid = Uuid::new_v4();
+        let uuid = info.uuid.unwrap_or_else(Uuid::new_v4);
         let uuid_text = uuid.to_string();
+        // As in Claude Code, user lines name their prompt.
+        let prompt_id = info.prompt_id.filter(|_| message.role == Role::User).map(|p| p.to_string());
         let timestamp = now();
-        let kind = match message.role {
-            Role::User => line::USER,
-            Role::Assistant => line::ASSISTANT,
+        let no_usage = Usage::default();
+        let (kind, body, request_id, source) = match message.role {
+            Role::User => {
+                let content = match message.content.as_slice() {
+                    [ContentBlock::Text { text, .. }] if info.text_prompt => ContentOut::Text(text),
+                    blocks => ContentOut::Blocks(blocks),
+                };
+                let answers = message.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. }));
+                let source = if answers { self.last_assistant.as_deref() } else { None };
+                (line::USER, MessageOut::User { role: Role::User, content }, None, source)
+            }
+            Role::Assistant => {
+                let reply = info.reply;
+                let body = AssistantOut {
+                    id: reply.and_then(|r| r.id.as_deref()),
+                    kind: "message",
+                    role: Role::Assistant,
+                    model: reply.and_then(|r| r.model.as_deref()).unwrap_or(line::SYNTHETIC_MODEL),
+                    content: &message.content,
+                    stop_reason: reply.and_then(|r| r.stop_reason.as_ref()),
+                    stop_sequence: reply.and_then(|r| r.stop_sequence.as_deref()),
+                    usage: UsageOut::from(reply.map_or(&no_usage, |r| &r.usage)),
+                };
+                (line::ASSISTANT, MessageOut::Assistant(body), reply.and_then(|r| r.request_id.as_deref()), None)
+            }
         };
         self.out.write(&MessageLineOut {
             parent_uuid: self.last_uuid.as_deref(),
             is_sidechain: false,
+            prompt_id: prompt_id.as_deref(),
             kind,
-            message,
+            message: body,
+            request_id,
             uuid: &uuid_text,
             timestamp: &timestamp,
+            source_tool_assistant_uuid: source,
+            origin: info.origin,
             user_type: "external",
             entrypoint: "agentloop",
             cwd: &self.cwd,
             session_id: &self.session_text,
             version: env!("CARGO_PKG_VERSION"),
+            git_branch: &self.git_branch,
         })?;
+        if message.role == Role::Assistant {
+            self.last_assistant = Some(uuid_text.clone());
+        }
         self.last_uuid = Some(uuid_text);
         Ok(Some(uuid))
     }
@@ -159,16 +207,44 @@ impl TranscriptWriter {
     /// snapshot records the old leaf as `logicalParentUuid` and the next message line has a
     /// null `parentUuid`, as Claude Code's compaction boundary does.
     pub fn history(&mut self, messages: &[Message], reason: HistoryReason) -> Result<()> {
+        self.snapshot(messages, reason, None)
+    }
+
+    /// Write an `agentloop-history` snapshot of `messages` (the history cut back to the line
+    /// `leaf`, for `--resume-session-at`) after which the next message line chains from
+    /// `leaf`: in the uuid chain, a branch off the earlier line, as Claude Code writes one.
+    pub fn rewind(&mut self, messages: &[Message], leaf: &str) -> Result<()> {
+        self.snapshot(messages, HistoryReason::Rewind, Some(leaf))
+    }
+
+    fn snapshot(&mut self, messages: &[Message], reason: HistoryReason, leaf: Option<&str>) -> Result<()> {
         let timestamp = now();
         self.out.write(&HistoryOut {
             kind: line::HISTORY,
             reason,
             logical_parent_uuid: self.last_uuid.as_deref(),
+            leaf_uuid: leaf,
             messages,
             session_id: &self.session_text,
             timestamp: &timestamp,
         })?;
-        self.last_uuid = None;
+        self.last_uuid = leaf.map(str::to_owned);
+        self.last_assistant = None;
+        Ok(())
+    }
+
+    /// Write a line as it is (a line copied from another transcript by a fork): a JSON object
+    /// whose `uuid`, when it has one, becomes the next message line's parent.
+    pub(crate) fn copy_line(&mut self, line: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
+        self.out.write(line)?;
+        if let Some(uuid) = line.get("uuid").and_then(serde_json::Value::as_str) {
+            if line.get("type").and_then(serde_json::Value::as_str) == Some(line::ASSISTANT) {
+                self.last_assistant = Some(uuid.to_owned());
+            }
+            self.last_uuid = Some(uuid.to_owned());
+        } else if line.get("type").and_then(serde_json::Value::as_str) == Some(line::HISTORY) {
+            self.last_uuid = line.get("leafUuid").and_then(serde_json::Value::as_str).map(str::to_owned);
+        }
         Ok(())
     }
 

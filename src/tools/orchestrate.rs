@@ -90,6 +90,8 @@ pub struct CallResult {
     pub duration: Duration,
     /// The question put to the approver for this call and its answer, if one was asked.
     pub approval: Option<Box<(ApprovalRequest, Approval)>>,
+    /// A hook, a rule, the mode or the approver refused the call: it did not run.
+    pub denied: bool,
 }
 
 impl Toolbox {
@@ -114,8 +116,9 @@ impl Toolbox {
         let mut warnings = Vec::new();
         let mut stop = None;
         let mut approval = None;
-        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval).await;
-        CallResult { output, stop, warnings, duration: began.elapsed(), approval }
+        let mut denied = false;
+        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval, &mut denied).await;
+        CallResult { output, stop, warnings, duration: began.elapsed(), approval, denied }
     }
 
     async fn pipeline(
@@ -125,6 +128,7 @@ impl Toolbox {
         warnings: &mut Vec<String>,
         stop: &mut Option<String>,
         approval: &mut Option<Box<(ApprovalRequest, Approval)>>,
+        denied: &mut bool,
     ) -> ToolOutput {
         let Some(tool) = self.registry.get(&call.name) else {
             return ToolOutput::error(format!(
@@ -150,6 +154,7 @@ impl Toolbox {
             stop.clone_from(&pre.stop);
         }
         if let Some(reason) = pre.deny {
+            *denied = true;
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let sandbox = ctx.sandbox.clone();
@@ -158,7 +163,7 @@ impl Toolbox {
         // rules and plan mode refuse the call whatever the hook says.
         let hook_asks = match (&pre.permission, &decision) {
             (Some(HookPermission::Allow), Decision::Ask { .. }) => {
-                decision = Decision::ALLOW;
+                decision = self.approved(tool.as_ref(), &call.input);
                 None
             }
             (Some(HookPermission::Ask(reason)), Decision::Allow { .. }) => {
@@ -171,7 +176,14 @@ impl Toolbox {
         if let Decision::Ask { .. } = decision {
             decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx, warnings, approval).await {
                 Ok(decision) => decision,
-                Err(refusal) => return refusal,
+                Err(refusal) => {
+                    // Refused by the person or the SDK, not dropped by an interrupt.
+                    *denied = matches!(
+                        approval.as_deref(),
+                        Some((_, Approval::Deny { .. } | Approval::DenyAndInterrupt { .. }))
+                    );
+                    return refusal;
+                }
             };
             if let Some(answer) = approval.as_deref()
                 && let Approval::AllowChanged { input } = &answer.1
@@ -179,7 +191,7 @@ impl Toolbox {
                 // The person approved this input: judged again, it may still be refused, but
                 // it is not asked about a second time.
                 decision = match self.decide(tool.as_ref(), input, &sandbox) {
-                    Decision::Ask { .. } => Decision::ALLOW,
+                    Decision::Ask { .. } => self.approved(tool.as_ref(), input),
                     judged => judged,
                 };
                 changed = Some(input.clone());
@@ -195,7 +207,10 @@ impl Toolbox {
                 ctx.guard_git = guard_git;
                 ctx.launch = self.launch(read_only, &call.input, &sandbox);
             }
-            Decision::Deny(reason) => return ToolOutput::error(reason),
+            Decision::Deny(reason) => {
+                *denied = true;
+                return ToolOutput::error(reason);
+            }
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
         }
         let cancel = ctx.cancel.clone();
@@ -260,12 +275,12 @@ impl Toolbox {
         };
         tracing::debug!(tool = %call.name, id = %call.id, ?answer, "approval");
         let decided = match &answer {
-            Approval::AllowOnce | Approval::AllowChanged { .. } => Ok(Decision::ALLOW),
+            Approval::AllowOnce | Approval::AllowChanged { .. } => Ok(self.approved(tool, &call.input)),
             Approval::AllowForSession { rule } => {
                 if let Err(e) = self.policy.grant(rule) {
                     warnings.push(format!("{e}; the call of {} {} was allowed once", call.name, call.id));
                 }
-                Ok(Decision::ALLOW)
+                Ok(self.approved(tool, &call.input))
             }
             Approval::Deny { message } => Err(ToolOutput::error(message.clone())),
             Approval::DenyAndInterrupt { message } => {
@@ -275,6 +290,12 @@ impl Toolbox {
         };
         *record = Some(Box::new((request, answer)));
         decided
+    }
+
+    /// What a question a person (or a hook) answered with "allow" becomes: the call runs, at a
+    /// path outside the working directory too when that is what was asked about.
+    fn approved(&self, tool: &dyn Tool, input: &serde_json::Value) -> Decision {
+        Decision::Allow { outside: self.policy.is_outside(tool, input), guard_git: false, read_only: false }
     }
 
     /// The policy's decision on `tool` with `input`, where a command proven read-only is not

@@ -33,6 +33,8 @@ pub struct PhaseOutcome {
     pub results: Vec<ContentBlock>,
     /// The first `continue: false` reason a tool hook gave.
     pub hook_stop: Option<String>,
+    /// The calls that were refused, in call order.
+    pub denials: Vec<crate::permissions::Denial>,
 }
 
 #[derive(Debug)]
@@ -138,7 +140,14 @@ impl Executor {
         let mut result = joined.unwrap_or_else(|e| {
             // A tool task panicked: answer the call anyway, never lose it.
             let output = ToolOutput::error(format!("the tool failed internally: {e}"));
-            CallResult { output, stop: None, warnings: Vec::new(), duration: Duration::ZERO, approval: None }
+            CallResult {
+                output,
+                stop: None,
+                warnings: Vec::new(),
+                duration: Duration::ZERO,
+                approval: None,
+                denied: false,
+            }
         });
         let entry = &self.entries[index];
         if self.sibling_failed && result.output.is_error && !self.base.cancel.is_cancelled() {
@@ -185,6 +194,7 @@ impl Executor {
         }
         let interrupted = self.base.cancel.is_cancelled();
         let mut hook_stop = None;
+        let mut denials = Vec::new();
         let results = self
             .entries
             .into_iter()
@@ -192,6 +202,13 @@ impl Executor {
                 Status::Done(result) => {
                     if hook_stop.is_none() {
                         hook_stop = result.stop;
+                    }
+                    if result.denied {
+                        denials.push(crate::permissions::Denial {
+                            tool_name: entry.call.name.clone(),
+                            tool_use_id: entry.call.id.clone(),
+                            tool_input: entry.call.input.clone(),
+                        });
                     }
                     let output = result.output;
                     let images = output.images.into_iter().map(|i| (i.media_type, i.data));
@@ -203,7 +220,7 @@ impl Executor {
                 }
             })
             .collect();
-        PhaseOutcome { results, hook_stop }
+        PhaseOutcome { results, hook_stop, denials }
     }
 
     /// Cancel every call (running ones observe it; queued ones never start).

@@ -4,7 +4,8 @@
 //! [`MockApi`] serves a scripted queue of [`Reply`]s in order, one per `POST /v1/messages`,
 //! over plain HTTP/1.1 with keep-alive: an SSE reply framed as the API frames it, an HTTP
 //! error with a JSON body and headers, or a reply whose connection drops mid-body. It records
-//! every request (headers and parsed JSON body).
+//! every request (headers and parsed JSON body). An SSE reply comes with a `request-id` header
+//! (`req_mock_N` for the Nth request), as the API sends one.
 //!
 //! On every request it checks the invariant users of coding agents see broken most often:
 //! each `tool_use` in the history has exactly one matching `tool_result`, in the very next
@@ -35,6 +36,9 @@ use serde_json::{Value, json};
 pub enum Reply {
     /// `200 OK`, `content-type: text/event-stream`, this body; the connection stays open.
     Sse(String),
+    /// `200 OK`, `content-type: application/json`, this body: the answer to a request that did
+    /// not ask to stream (Claude Code checks a model that way before `set_model` switches).
+    Json(Value),
     /// An HTTP error status with extra headers and a JSON body.
     Error {
         /// The status code.
@@ -153,6 +157,12 @@ impl Sse {
             "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
                       "cache_read_input_tokens": 0, "output_tokens": 1}}});
         Sse { events: vec![start], blocks: 0, input_tokens, output_tokens: 0 }
+    }
+
+    /// The message's id (`msg_mock` unless set).
+    pub fn id(mut self, id: &str) -> Sse {
+        self.events[0]["message"]["id"] = json!(id);
+        self
     }
 
     /// A text block, streamed 7 characters per delta.
@@ -306,6 +316,12 @@ fn check(request: &Recorded, other_roles: bool) -> Option<String> {
     if let (true, Some(list)) = (other_roles, messages.as_array_mut()) {
         list.retain(|m| matches!(m["role"].as_str(), Some("user" | "assistant")));
     }
+    // The API takes a plain string for a text-only content (Claude Code sends some so).
+    for message in messages.as_array_mut().into_iter().flatten() {
+        if let Some(text) = message["content"].as_str() {
+            message["content"] = json!([{"type": "text", "text": text}]);
+        }
+    }
     match serde_json::from_value::<Vec<Message>>(messages) {
         Ok(messages) => pairing_violation(&messages).map(|v| format!("tool_use/tool_result pairing broken: {v}")),
         Err(e) => Some(format!("`messages` do not parse: {e}")),
@@ -410,11 +426,18 @@ impl Drop for MockApi {
 fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
     let mut buffer = Vec::new();
     while let Some(request) = read_request(&mut socket, &mut buffer) {
-        let reply = shared.lock().unwrap_or_else(|e| e.into_inner()).answer(request);
+        let (reply, n) = {
+            let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let reply = shared.answer(request);
+            (reply, shared.requests.len())
+        };
         let written = match reply {
             Reply::Sse(body) => {
-                write_response(&mut socket, 200, &[], "text/event-stream; charset=utf-8", body.as_bytes())
+                // Numbered as the requests are, like the API's `request-id`.
+                let id = vec![("request-id".to_owned(), format!("req_mock_{n}"))];
+                write_response(&mut socket, 200, &id, "text/event-stream; charset=utf-8", body.as_bytes())
             }
+            Reply::Json(body) => write_response(&mut socket, 200, &[], "application/json", body.to_string().as_bytes()),
             Reply::Error { status, headers, body } => {
                 write_response(&mut socket, status, &headers, "application/json", body.to_string().as_bytes())
             }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply};
+use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply_with_id};
 use super::{errors, redirect, request};
 use crate::error_chain::error_chain;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
@@ -208,7 +208,14 @@ impl AnthropicModel {
                 errors::snippet(&String::from_utf8_lossy(&body))
             )));
         }
-        Ok(sse_reply(response.bytes_stream(), self.config.idle_timeout))
+        let request_id = response
+            .headers()
+            .get("request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned);
+        Ok(sse_reply_with_id(response.bytes_stream(), self.config.idle_timeout, request_id))
     }
 }
 

@@ -169,7 +169,8 @@ mod tests {
             assert_eq!(intake.event(Event { event: None, data }), ControlFlow::Continue(()));
         }
         assert!(intake.failure().is_none());
-        assert_eq!(steps, ["Quiet", r#"Text { index: 0, text: "a\tb é 😀" }"#, r#"Text { index: 0, text: "!" }"#]);
+        let started = r#"BlockStarted { index: 0, block: Object {"text": String(""), "type": String("text")} }"#;
+        assert_eq!(steps, [started, r#"Text { index: 0, text: "a\tb é 😀" }"#, r#"Text { index: 0, text: "!" }"#]);
         assert_eq!(asm.finish().content[0], json!({"type": "text", "text": "a\tb é 😀!"}));
     }
 

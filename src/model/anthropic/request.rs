@@ -52,7 +52,17 @@ struct Body<'a> {
     system: Option<[SystemBlock<'a>; 1]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Tools<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
     messages: Messages<'a>,
+}
+
+/// `{"type": "enabled", "budget_tokens": N}`.
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
 }
 
 #[derive(Serialize)]
@@ -75,6 +85,10 @@ impl Serialize for RequestBody<'_> {
             stream: true,
             system,
             tools,
+            thinking: request
+                .thinking
+                .and_then(|budget| crate::model::thinking_budget(budget, request.max_tokens))
+                .map(|budget_tokens| Thinking { kind: "enabled", budget_tokens }),
             messages: Messages(&request.messages),
         }
         .serialize(serializer)
@@ -186,6 +200,7 @@ mod tests {
             messages: messages.into(),
             tools,
             max_tokens: 16_000,
+            thinking: None,
             purpose: Purpose::Main,
         }
     }
@@ -200,6 +215,18 @@ mod tests {
 
     fn body(request: &ModelRequest) -> Value {
         serde_json::from_slice(&to_json(request).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn thinking_is_sent_below_the_output_cap_or_not_at_all() {
+        let mut req = request(vec![Message::user_text("hi")], Vec::new(), "");
+        assert_eq!(body(&req).get("thinking"), None);
+        req.thinking = Some(8000);
+        assert_eq!(body(&req)["thinking"], json!({"type": "enabled", "budget_tokens": 8000}));
+        req.thinking = Some(u32::MAX);
+        assert_eq!(body(&req)["thinking"], json!({"type": "enabled", "budget_tokens": 15_999}));
+        req.max_tokens = 1024;
+        assert_eq!(body(&req).get("thinking"), None, "1023 tokens is under the API's minimum budget");
     }
 
     #[test]

@@ -33,7 +33,25 @@ where
     B: AsRef<[u8]>,
     E: Error,
 {
-    Box::pin(SseReply { body: Box::pin(body), parser: Parser::new(), idle_timeout, timer: None, over: false })
+    sse_reply_with_id(body, idle_timeout, None)
+}
+
+/// [`sse_reply`] for the response whose `request-id` header was `request_id`
+/// ([`Reply::request_id`]).
+pub fn sse_reply_with_id<S, B, E>(body: S, idle_timeout: Duration, request_id: Option<String>) -> ReplyStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: AsRef<[u8]>,
+    E: Error,
+{
+    Box::pin(SseReply {
+        body: Box::pin(body),
+        parser: Parser::new(),
+        idle_timeout,
+        timer: None,
+        over: false,
+        request_id,
+    })
 }
 
 /// The reply behind [`sse_reply`].
@@ -45,6 +63,8 @@ struct SseReply<S> {
     timer: Option<Pin<Box<Sleep>>>,
     /// The last event, a failure or the end of the body was seen: nothing more comes.
     over: bool,
+    /// The response's `request-id` header.
+    request_id: Option<String>,
 }
 
 impl<S, B, E> Reply for SseReply<S>
@@ -95,6 +115,10 @@ where
                 Poll::Pending
             }
         }
+    }
+
+    fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 }
 

@@ -29,6 +29,7 @@ fn request(purpose: Purpose, messages: Vec<Message>) -> ModelRequest {
         messages: messages.into(),
         tools: Vec::new(),
         max_tokens: DEFAULT_MAX_TOKENS,
+        thinking: None,
         purpose,
     }
 }
