@@ -134,10 +134,6 @@ pub async fn command(args: McpArgs) -> u8 {
             print_tools(&connection, &tools);
             0
         }
-        (Ok(tools), Some(tool)) if !tools.iter().any(|t| t.name == *tool) => {
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-            failed(&format!("the server has no tool `{tool}` (it lists: {})", names.join(", ")))
-        }
         (Ok(_), Some(tool)) => call(&connection, tool, arguments).await,
     };
     connection.close().await;
@@ -158,7 +154,8 @@ pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, Strin
         .collect()
 }
 
-/// The server's tools, as the agent lists them before any call.
+/// The server's tools, as the agent lists them before any call (a tool it does not list is
+/// still called, and the server says what it makes of it).
 async fn list(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
     connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", crate::mcp::describe(&e)))
 }
