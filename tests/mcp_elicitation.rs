@@ -9,6 +9,7 @@
 //!   fields it left out; an SDK that answers with an error (no handler) cancels.
 //! - The SDK mode without a permission prompt tool: the SDK is not asked, the request is
 //!   cancelled.
+//! - A URL to open (`trigger-url-elicitation`) goes to the SDK in `url` mode.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -29,13 +30,16 @@ fn config() -> String {
     json!({"mcpServers": {"every": {"type": "stdio", "command": "node", "args": [entry, "stdio"]}}}).to_string()
 }
 
-/// A scenario calling the tool once, then answering "done".
-fn scenario(dir: &tempfile::TempDir) -> PathBuf {
+/// server-everything's tool asking for a URL to be opened.
+const URL_TOOL: &str = "mcp__every__trigger-url-elicitation";
+
+/// A scenario calling `tool` with `input` once, then answering "done".
+fn scenario(dir: &tempfile::TempDir, tool: &str, input: &Value) -> PathBuf {
     let scenario = json!({
         "name": "elicitation",
         "prompt": "Ask me.",
         "responses": [
-            {"content": [{"type": "tool_use", "name": TOOL, "input": {}}]},
+            {"content": [{"type": "tool_use", "name": tool, "input": input}]},
             {"content": [{"type": "text", "text": "done"}]}
         ]
     });
@@ -50,16 +54,23 @@ fn raw_result(tool_result: &str) -> Value {
     serde_json::from_str(raw.trim()).unwrap()
 }
 
-fn agentloop(dir: &tempfile::TempDir) -> Command {
+/// `agentloop` whose scripted model calls `tool` with `input`.
+fn agentloop_calling(dir: &tempfile::TempDir, tool: &str, input: &Value) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
     command
         .env("AGENTLOOP_HOME", dir.path().join("home"))
         .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("BROWSER")
         .arg("--model")
-        .arg(format!("scripted:{}", scenario(dir).display()))
-        .args(["--mcp-config", &config(), "--allowedTools", TOOL, "--cwd"])
+        .arg(format!("scripted:{}", scenario(dir, tool, input).display()))
+        .args(["--mcp-config", &config(), "--allowedTools", tool, "--cwd"])
         .arg(dir.path());
     command
+}
+
+/// `agentloop` whose scripted model calls the form tool.
+fn agentloop(dir: &tempfile::TempDir) -> Command {
+    agentloop_calling(dir, TOOL, &json!({}))
 }
 
 #[test]
@@ -83,8 +94,18 @@ fn headless_a_servers_question_is_cancelled() {
 /// by `answer` (an `Ok` response or an `Err` error text). Returns the elicitation requests
 /// and the stream's lines.
 fn sdk_session(args: &[&str], answer: impl Fn(&Value) -> Result<Value, String>) -> (Vec<Value>, Vec<Value>) {
+    sdk_session_calling(TOOL, &json!({}), args, answer)
+}
+
+/// [`sdk_session`] with the model calling `tool` with `input`.
+fn sdk_session_calling(
+    tool: &str,
+    input: &Value,
+    args: &[&str],
+    answer: impl Fn(&Value) -> Result<Value, String>,
+) -> (Vec<Value>, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = agentloop(&dir)
+    let mut child = agentloop_calling(&dir, tool, input)
         .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
         .args(args)
         .stdin(Stdio::piped())
@@ -195,4 +216,30 @@ fn without_a_permission_prompt_tool_the_sdk_is_not_asked() {
     let (asked, lines) = sdk_session(&[], |request| panic!("asked: {request}"));
     assert_eq!(asked, Vec::<Value>::new());
     assert_eq!(raw_result(&stream_json::tool_results(&lines)[0].0), json!({"action": "cancel"}));
+}
+
+/// A URL to open goes to the SDK in `url` mode; its host opens it (agentloop does not), and
+/// the server hears the SDK's answer.
+#[test]
+fn a_url_to_open_is_put_to_the_sdk() {
+    let input = json!({"url": "https://example.com/sign-in", "elicitationId": "e-42"});
+    let (asked, lines) = sdk_session_calling(URL_TOOL, &input, &["--permission-prompt-tool", "stdio"], |_| {
+        Ok(json!({"action": "accept"}))
+    });
+    assert_eq!(
+        asked,
+        [
+            json!({"subtype": "elicitation", "mcp_server_name": "every", "message": "Please open the link to complete this action.",
+                "mode": "url", "url": "https://example.com/sign-in", "elicitation_id": "e-42"})
+        ]
+    );
+    let results = stream_json::tool_results(&lines);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].0.starts_with(
+            "✅ User completed the URL elicitation flow.\nElicitation ID: e-42\nURL: https://example.com/sign-in\n"
+        ),
+        "{results:?}"
+    );
+    assert_eq!(raw_result(&results[0].0), json!({"action": "accept"}));
 }
