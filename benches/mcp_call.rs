@@ -60,10 +60,17 @@ impl Bench {
     async fn start(cwd: &Path) -> Bench {
         let args = [entry().display().to_string(), "stdio".to_owned()];
         let none = agentloop::sandbox::Sandbox::none();
-        let connection =
-            agentloop::mcp::stdio::connect("node", &args, &Default::default(), &Default::default(), cwd, &none)
-                .await
-                .expect("server-everything starts and answers initialize");
+        let connection = agentloop::mcp::stdio::connect(
+            agentloop::mcp::Client::of("bench"),
+            "node",
+            &args,
+            &Default::default(),
+            &Default::default(),
+            cwd,
+            &none,
+        )
+        .await
+        .expect("server-everything starts and answers initialize");
         let listed = connection.peer().list_all_tools().await.expect("tools/list");
         let echo = listed.iter().find(|t| t.name == "echo").expect("server-everything has echo");
         let connection = Arc::new(connection);

@@ -65,8 +65,8 @@ fn main() {
         Mock::given(method("GET")).respond_with(ResponseTemplate::new(405)).mount(&server).await;
         Mock::given(method("DELETE")).respond_with(ResponseTemplate::new(200)).mount(&server).await;
         let url = format!("{}/mcp", server.uri());
-        let config = ServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
-        let connection = mcp::open(&config, std::path::Path::new(".")).await.expect("connect");
+        let config = ServerConfig::Http { url: url.clone(), headers: BTreeMap::new(), oauth: None };
+        let connection = mcp::open("bench", &config, std::path::Path::new(".")).await.expect("connect");
         let listed = connection.peer().list_all_tools().await.expect("tools/list");
         let tool = McpTool::new("bench", &listed[0], Arc::new(connection), Duration::from_secs(10));
         let input = json!({"message": "hello"});

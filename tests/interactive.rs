@@ -676,3 +676,48 @@ fn a_block_pasted_during_a_turn_is_one_prompt_with_its_newlines() {
     let prompts: Vec<String> = api.requests().iter().map(last_text).collect();
     assert_eq!(prompts, vec!["take your time", "first line\nsecond line\nthird"]);
 }
+
+/// A server's question in the middle of a call (server-everything's elicitation tool): `a`
+/// accepts, then one line per field in the server's order — a name typed, Enter for every
+/// other field (its default, or left out) — and the server gets the form with the defaults.
+#[test]
+fn an_mcp_servers_question_is_asked_field_by_field() {
+    let tool = "mcp__everything__trigger-elicitation-request";
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 100).tool_use("toolu_01", tool, &json!({})).stop("tool_use")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Thanks for the details.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let config = everything_config();
+    let mut pty = session(&api, dir.path(), home.path(), &["--mcp-config", &config, "--allowedTools", tool]);
+    pty.expect("MCP servers: everything", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("ask me\r");
+    pty.expect("? MCP server `everything` asks: Please provide inputs for the following fields:", WAIT);
+    pty.expect("a accept and fill in the form · d decline · c or Esc cancel", WAIT);
+    pty.send("a");
+    pty.expect("a — accepted", WAIT);
+    pty.expect("String — Your full, legal name (text): ", WAIT);
+    pty.send("\r");
+    pty.expect("this field is required", WAIT);
+    pty.send("Ada Lovelace\r");
+    pty.expect("Boolean — Agree to the terms and conditions (y or n) [none]: ", WAIT);
+    pty.send("y\r");
+    pty.expect("[It was a dark and stormy night.]: ", WAIT);
+    for _ in 0..11 {
+        pty.send("\r");
+    }
+    pty.expect("ok · ", WAIT);
+    pty.expect("✅ User provided the requested information!", WAIT);
+    pty.expect("Thanks for the details.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0);
+    let requests = api.requests();
+    let result = requests[1].body["messages"][2]["content"][0]["content"].to_string();
+    for field in
+        [r#"\"name\": \"Ada Lovelace\""#, r#"\"check\": true"#, r#"\"firstLine\": \"It was a dark and stormy night.\""#]
+    {
+        assert!(result.contains(field), "{field} not in {result}");
+    }
+}

@@ -713,8 +713,11 @@ fn sdk_mcp_status_lists_a_connected_servers_tools() {
         server["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), &t["annotations"])).collect();
     let read_only = json!({"readOnly": true});
     let writes = json!({"readOnly": false});
-    assert_eq!(tools.len(), 13, "{tools:?}");
+    // The two elicitation tools are there because agentloop offers the capability.
+    assert_eq!(tools.len(), 15, "{tools:?}");
     assert_eq!(tools[0], ("echo", &read_only));
+    assert!(tools.contains(&("trigger-elicitation-request", &writes)), "{tools:?}");
+    assert!(tools.contains(&("trigger-url-elicitation", &writes)), "{tools:?}");
     assert!(tools.contains(&("get-sum", &read_only)), "{tools:?}");
     assert!(tools.contains(&("toggle-simulated-logging", &writes)), "{tools:?}");
     assert_eq!(server["tools"][0]["description"], "Echoes back the input string");

@@ -1,9 +1,12 @@
 //! `agentloop mcp [--header 'Name: value']... [--call TOOL [--arguments JSON]] URL`: talk to
 //! one Streamable HTTP MCP server by hand, as the agent would: connect (the `initialize`
-//! handshake), then list its tools or call one and print the result the model would read.
-//! The official MCP client conformance suite drives the client through this command.
+//! handshake), list its tools, and print them or call one and print the result the model
+//! would read. A question the server asks during the call (elicitation) is asked on stdin
+//! ([`crate::mcp::elicitation::lines`]). The official MCP client conformance suite drives the
+//! client through this command.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -28,6 +31,77 @@ pub struct McpArgs {
     /// The tool's arguments, a JSON object.
     #[arg(long, value_name = "JSON", requires = "call", default_value = "{}")]
     pub arguments: String,
+    /// The sign-in, when the server asks for one.
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+}
+
+/// How `agentloop mcp` signs in to a server that asks for it (OAuth). Secrets come from the
+/// environment, never the command line: `MCP_CLIENT_SECRET` (as `claude mcp add
+/// --client-secret` reads it) and `MCP_XAA_ID_TOKEN`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OAuthArgs {
+    /// A client id registered in advance at the authorization server (its secret, if any, in
+    /// `$MCP_CLIENT_SECRET`).
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// A PKCS#8 PEM private key the client authenticates with (`private_key_jwt`).
+    #[arg(long, value_name = "FILE", requires = "client_id")]
+    pub client_key: Option<std::path::PathBuf>,
+    /// The URL of agentloop's client metadata document, used as its client id where the
+    /// authorization server accepts one.
+    #[arg(long, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+    /// The loopback port the browser is sent back to (default: any free port).
+    #[arg(long, value_name = "PORT")]
+    pub callback_port: Option<u16>,
+    /// The scopes to ask for, space-separated (default: what the server says it needs).
+    #[arg(long, value_name = "SCOPES")]
+    pub scope: Option<String>,
+    /// The authorization server's metadata URL, instead of discovering it.
+    #[arg(long, value_name = "URL")]
+    pub auth_server_metadata: Option<String>,
+    /// A cross-app sign-in (SEP-990) through this identity provider: its issuer. The user's
+    /// ID token from it comes in `$MCP_XAA_ID_TOKEN`.
+    #[arg(long, value_name = "ISSUER", requires_all = ["xaa_idp_client_id", "client_id"])]
+    pub xaa_idp: Option<String>,
+    /// agentloop's client id at that identity provider.
+    #[arg(long, value_name = "ID", requires = "xaa_idp")]
+    pub xaa_idp_client_id: Option<String>,
+}
+
+/// The variable holding a pre-registered client's secret.
+pub const CLIENT_SECRET_VAR: &str = "MCP_CLIENT_SECRET";
+
+/// The variable holding the ID token of a cross-app sign-in.
+pub const XAA_ID_TOKEN_VAR: &str = "MCP_XAA_ID_TOKEN";
+
+impl OAuthArgs {
+    /// The sign-in's settings, the secrets read from `var`.
+    ///
+    /// # Errors
+    /// A cross-app sign-in without its ID token.
+    pub fn settings(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<crate::mcp::oauth::Settings, String> {
+        let xaa = match (&self.xaa_idp, &self.xaa_idp_client_id) {
+            (Some(issuer), Some(client_id)) => {
+                let id_token = var(XAA_ID_TOKEN_VAR)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| format!("--xaa-idp: the ID token comes in ${XAA_ID_TOKEN_VAR}, which is not set"))?;
+                Some(crate::mcp::oauth::Xaa { issuer: issuer.clone(), client_id: client_id.clone(), id_token })
+            }
+            _ => None,
+        };
+        Ok(crate::mcp::oauth::Settings {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_id.as_ref().and_then(|_| var(CLIENT_SECRET_VAR)).filter(|s| !s.is_empty()),
+            client_key_file: self.client_key.clone(),
+            client_metadata_url: self.client_metadata_url.clone(),
+            callback_port: self.callback_port,
+            auth_server_metadata_url: self.auth_server_metadata.clone(),
+            scopes: self.scope.clone(),
+            xaa,
+        })
+    }
 }
 
 /// Run `agentloop mcp`: print the server's tools, or the result of `--call`.
@@ -41,14 +115,26 @@ pub async fn command(args: McpArgs) -> u8 {
         Ok(other) => return usage(&format!("--arguments: expected a JSON object, not {other}")),
         Err(e) => return usage(&format!("--arguments: not valid JSON: {e}")),
     };
-    let config = ServerConfig::Http { url: args.url.clone(), headers };
-    let connection = match crate::mcp::open(&config, std::path::Path::new(".")).await {
+    let oauth = match args.oauth.settings(&crate::credentials::var) {
+        Ok(settings) => settings,
+        Err(message) => return usage(&message),
+    };
+    let config = ServerConfig::Http { url: args.url.clone(), headers, oauth: Some(oauth) };
+    // The server's questions to the user are asked here, on stdin.
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    crate::mcp::elicitation::process()
+        .answer_with(Arc::new(crate::mcp::elicitation::lines::Lines::new(stdin, |text| eprint!("{text}"))));
+    let connection = match crate::mcp::open(&args.url, &config, std::path::Path::new(".")).await {
         Ok(connection) => connection,
         Err(message) => return failed(&format!("{}: {message}", args.url)),
     };
-    let code = match &args.call {
-        None => list(&connection).await,
-        Some(tool) => call(&connection, tool, arguments).await,
+    let code = match (list(&connection).await, &args.call) {
+        (Err(message), _) => failed(&message),
+        (Ok(tools), None) => {
+            print_tools(&connection, &tools);
+            0
+        }
+        (Ok(_), Some(tool)) => call(&connection, tool, arguments).await,
     };
     connection.close().await;
     code
@@ -68,12 +154,14 @@ pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, Strin
         .collect()
 }
 
+/// The server's tools, as the agent lists them before any call (a tool it does not list is
+/// still called, and the server says what it makes of it).
+async fn list(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
+    connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", crate::mcp::describe(&e)))
+}
+
 /// Print the server, the negotiated protocol version, then one line per tool.
-async fn list(connection: &Connection) -> u8 {
-    let tools = match connection.peer().list_all_tools().await {
-        Ok(tools) => tools,
-        Err(e) => return failed(&format!("tools/list: {e}")),
-    };
+fn print_tools(connection: &Connection, tools: &[rmcp::model::Tool]) {
     let (name, version) = connection
         .peer()
         .peer_info()
@@ -84,7 +172,6 @@ async fn list(connection: &Connection) -> u8 {
         let description = tool.description.as_deref().unwrap_or_default();
         println!("{}\t{}", tool.name, description.lines().next().unwrap_or_default());
     }
-    0
 }
 
 /// Call `tool` and print what the model would read; an `isError` result exits 1.
@@ -93,7 +180,7 @@ async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<St
     let timeout = crate::mcp::tool_timeout();
     let result = match tokio::time::timeout(timeout, connection.peer().call_tool(request)).await {
         Ok(Ok(result)) => result,
-        Ok(Err(e)) => return failed(&format!("tool `{tool}` failed: {e}")),
+        Ok(Err(e)) => return failed(&format!("tool `{tool}` failed: {}", crate::mcp::describe(&e))),
         Err(_) => {
             return failed(&format!("tool `{tool}` timed out after {} ms (MCP_TOOL_TIMEOUT)", timeout.as_millis()));
         }

@@ -1,7 +1,8 @@
 //! The interactive session: `agentloop` on a terminal with no `-p`. Each line typed at the
 //! `> ` prompt runs as a prompt on one session; the answer streams as it arrives, tool calls
 //! show as a line when they start and when they finish, a status line names the state the
-//! machine is in, permission questions are answered with one key, and Ctrl+C interrupts a
+//! machine is in, permission questions are answered with one key (an MCP server's questions to
+//! the user are asked the same way, [`elicit`]), and Ctrl+C interrupts a
 //! turn through the engine's abort edges (the transcript stays consistent).
 //!
 //! The turn runs on the main task (the machine's future is not `Send`) while the same
@@ -13,6 +14,7 @@
 pub mod approver;
 pub mod commands;
 pub mod editor;
+pub mod elicit;
 pub mod keys;
 pub mod render;
 pub mod status;
@@ -106,6 +108,9 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         eprintln!("MCP servers: {}", connected.join(", "));
     }
     let keyboard = Keyboard::new(screen.clone());
+    // An MCP server's questions to the user are asked here too.
+    crate::mcp::elicitation::process()
+        .answer_with(Arc::new(elicit::TerminalAsker::new(screen.clone(), keyboard.clone())));
     let mut it = Interactive {
         approver: Arc::new(TerminalApprover::new(screen.clone(), keyboard.clone())),
         keyboard,

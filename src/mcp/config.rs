@@ -7,6 +7,9 @@
 //! }}
 //! ```
 //!
+//! An `http` server may carry Claude Code's `oauth` object — `clientId`, `callbackPort`,
+//! `authServerMetadataUrl`, `scopes` — for its sign-in ([`crate::mcp::oauth`]).
+//!
 //! `type` defaults to `stdio` when `command` is given. Two more types are recognized without
 //! being run everywhere: `sse` (the legacy HTTP+SSE transport: never run) and `sdk` (a server
 //! in the Claude Agent SDK's process: run only in the SDK mode); each is a failed server with
@@ -107,6 +110,8 @@ pub enum ServerConfig {
         url: String,
         /// Headers sent with every request.
         headers: BTreeMap<String, String>,
+        /// How to sign in when it asks (its `oauth` object).
+        oauth: Option<crate::mcp::oauth::Settings>,
     },
     /// The legacy HTTP+SSE transport, which agentloop does not run: reported as a failed
     /// server ([`SSE_UNSUPPORTED`]), the rest of the configuration still applies.
@@ -149,6 +154,17 @@ struct RawServer {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     name: Option<String>,
+    oauth: Option<RawOAuth>,
+}
+
+/// Claude Code's `oauth` object of an HTTP server.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawOAuth {
+    client_id: Option<String>,
+    callback_port: Option<u16>,
+    auth_server_metadata_url: Option<String>,
+    scopes: Option<String>,
 }
 
 /// Parse one configuration of the user's (`origin` names it in errors), expanding variables
@@ -222,7 +238,21 @@ fn parse_in(
                 let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), "missing: an http server needs a url"))?;
                 let url = expand_one(at("url"), url)?;
                 let headers = expand_map("headers", &raw.headers)?;
-                ServerConfig::Http { url, headers }
+                let oauth = match &raw.oauth {
+                    None => None,
+                    Some(o) => Some(crate::mcp::oauth::Settings {
+                        client_id: o.client_id.as_deref().map(|v| expand_one(at("oauth.clientId"), v)).transpose()?,
+                        callback_port: o.callback_port,
+                        auth_server_metadata_url: o
+                            .auth_server_metadata_url
+                            .as_deref()
+                            .map(|v| expand_one(at("oauth.authServerMetadataUrl"), v))
+                            .transpose()?,
+                        scopes: o.scopes.clone(),
+                        ..crate::mcp::oauth::Settings::default()
+                    }),
+                };
+                ServerConfig::Http { url, headers, oauth }
             }
             // Recognized but not run here: reported as failed when the servers start.
             "sse" => ServerConfig::Sse { url: raw.url.clone() },
@@ -409,6 +439,7 @@ mod tests {
             ServerConfig::Http {
                 url: "https://h/secret".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
+                oauth: None,
             }
         );
         assert_eq!(
@@ -518,6 +549,7 @@ mod tests {
             ServerConfig::Http {
                 url: "http://127.0.0.1:9/".into(),
                 headers: BTreeMap::from([("X-Api-Key".into(), "".into()), ("X-Home".into(), "/home/me".into())]),
+                oauth: None,
             }
         );
         let withheld = |server: &str, variable: &str| Withheld { server: server.into(), variable: variable.into() };
@@ -563,6 +595,7 @@ variables Bash gets (the settings' shellEnvironment.keep passes it)"
                     ("X-Api-Key".into(), "sk-ant-key".into()),
                     ("X-Home".into(), "/home/me".into())
                 ]),
+                oauth: None,
             }
         );
     }

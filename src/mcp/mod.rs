@@ -7,6 +7,9 @@
 //! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
 //! - [`startup`]: the servers started in the background while the run prepares.
 //! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
+//! - [`client`]: agentloop's side of a connection (the handshake, the server's requests),
+//!   with [`elicitation`] answering a server's questions to the user and [`browser`] opening
+//!   the URLs it asks the user to visit.
 //!
 //! [`connect`] starts every configured server at once; a run calls it through
 //! [`startup::Startup`], as soon as it knows its servers. A stdio server is a
@@ -18,8 +21,12 @@
 //! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
 //! headers on every request; its session is closed (HTTP DELETE) when the run ends.
 
+pub mod browser;
+pub mod client;
 pub mod config;
+pub mod elicitation;
 pub mod http;
+pub mod oauth;
 pub mod sdk;
 pub mod startup;
 pub mod status;
@@ -30,13 +37,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use serde::Serialize;
 
 use crate::process_group::ProcessGroup;
 use crate::sandbox::Sandbox;
 use crate::tools::{Registry, Tool};
+pub use client::{Client, client_info};
 pub use config::{ServerConfig, Servers};
 
 /// How one configured server came up, as stream-json's `system/init` lists it.
@@ -87,21 +94,34 @@ impl ServerStatus {
         crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
         ServerStatus::failed(name, message)
     }
+
+    /// The remote server `name` needs a sign-in the run cannot do (`needs-auth`, as Claude
+    /// Code reports it), said as a warning on stderr with how to sign in.
+    pub fn warn_needs_auth(name: &str, message: &str) -> Self {
+        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` {message}"));
+        ServerStatus { name: name.to_owned(), status: "needs-auth", error: Some(message.to_owned()), server_info: None }
+    }
 }
 
-/// The client's side of the `initialize` handshake: agentloop's name and version, and the
-/// newest protocol version that still has a handshake (2025-11-25). The server answers with
-/// the version it speaks (an older one such as 2025-06-18 included), and the session uses
-/// that one.
-pub fn client_info() -> ClientConfig {
-    let mut info = ClientConfig::default();
-    info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-    info.client_info = Implementation::new("agentloop", env!("CARGO_PKG_VERSION"));
-    info
+/// Why a server could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// It cannot be started or reached, or does not answer.
+    #[error("{0}")]
+    Failed(String),
+    /// It needs a sign-in in the browser, which this run cannot do.
+    #[error("{0}")]
+    NeedsSignIn(String),
+}
+
+impl From<String> for OpenError {
+    fn from(message: String) -> Self {
+        OpenError::Failed(message)
+    }
 }
 
 /// The client service of one connection.
-pub type Service = RunningService<RoleClient, ClientConfig>;
+pub type Service = RunningService<RoleClient, Client>;
 
 /// A stdio server's process: killed (its whole group) when the connection is dropped.
 pub struct ServerProcess {
@@ -184,6 +204,15 @@ pub async fn finish() {
     let _ = tokio::time::timeout(CLOSE_TIMEOUT, futures::future::join_all(closing)).await;
 }
 
+/// A failed request in words: `authorization: WHY` when signing in to the server failed,
+/// else rmcp's message.
+pub fn describe(error: &rmcp::ServiceError) -> String {
+    match http::client::auth_failure(error) {
+        Some(failure) => format!("authorization: {failure}"),
+        None => error.to_string(),
+    }
+}
+
 /// Milliseconds from the environment variable `name`, or `default`.
 fn env_duration(name: &str, default: Duration) -> Duration {
     std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).map_or(default, Duration::from_millis)
@@ -213,7 +242,7 @@ pub async fn connect(
     let attempts = servers.iter().map(|(name, config)| async move {
         let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sandbox, sdk)).await {
             Ok(result) => result,
-            Err(_) => Err(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis())),
+            Err(_) => Err(OpenError::Failed(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis()))),
         };
         (name, result)
     });
@@ -226,42 +255,50 @@ pub async fn connect(
                 }
                 ServerStatus::connected(name).with_server_info(info)
             }
-            Err(message) => ServerStatus::warn_failed(name, &message),
+            Err(OpenError::Failed(message)) => ServerStatus::warn_failed(name, &message),
+            Err(OpenError::NeedsSignIn(message)) => ServerStatus::warn_needs_auth(name, &message),
         };
         statuses.push(status);
     }
     statuses
 }
 
-/// Connect to the server `config` describes (a stdio child runs in `cwd`). An SDK server is
-/// not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches it in the SDK mode).
+/// Connect to the server `config` describes, calling it `name` (a stdio child runs in
+/// `cwd`), as `agentloop mcp` does: a remote server that asks for a sign-in gets one in the
+/// browser. An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
+/// it in the SDK mode).
 ///
 /// # Errors
 /// Why the server could not be started or reached, or did not answer `initialize`.
-pub async fn open(config: &ServerConfig, cwd: &Path) -> Result<Connection, String> {
-    open_with("", config, cwd, &Sandbox::none(), None).await
+pub async fn open(name: &str, config: &ServerConfig, cwd: &Path) -> Result<Connection, OpenError> {
+    open_with(name, config, cwd, &Sandbox::none(), None, oauth::SignIn::Browser).await
 }
 
 /// [`open`] of the server configured as `key`, a stdio child started through `sandbox`,
 /// reaching an SDK server through `sdk`: by its key, which is how the SDKs address their
 /// in-process servers (the Python SDK's `mcp_servers={"calculator": create_sdk_mcp_server(
-/// name="calc")}` answers `mcp_message`s for `calculator`), not by its `name`.
+/// name="calc")}` answers `mcp_message`s for `calculator`), not by its `name`. A remote
+/// server's sign-in opens the browser only when `sign_in` allows it.
 async fn open_with(
     key: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
-) -> Result<Connection, String> {
+    sign_in: oauth::SignIn,
+) -> Result<Connection, OpenError> {
+    let client = Client::of(key);
     match config {
         ServerConfig::Stdio { command, args, env, scope } => {
-            stdio::connect(command, args, env, scope, cwd, sandbox).await
+            Ok(stdio::connect(client, command, args, env, scope, cwd, sandbox).await?)
         }
-        ServerConfig::Http { url, headers } => http::connect(url, headers).await,
-        ServerConfig::Sse { .. } => Err(config::SSE_UNSUPPORTED.to_owned()),
+        ServerConfig::Http { url, headers, oauth } => {
+            http::connect(client, url, headers, oauth.as_ref(), sign_in).await
+        }
+        ServerConfig::Sse { .. } => Err(OpenError::Failed(config::SSE_UNSUPPORTED.to_owned())),
         ServerConfig::Sdk { .. } => match sdk {
-            Some(channel) => sdk::connect(key, channel.clone()).await,
-            None => Err(sdk::SDK_ONLY.to_owned()),
+            Some(channel) => Ok(sdk::connect(client, key, channel.clone()).await?),
+            None => Err(OpenError::Failed(sdk::SDK_ONLY.to_owned())),
         },
     }
 }
@@ -275,10 +312,11 @@ async fn connect_one(
     cwd: &Path,
     sandbox: &Sandbox,
     sdk: Option<&Arc<dyn sdk::Channel>>,
-) -> Result<Connected, String> {
-    let connection = open_with(name, config, cwd, sandbox, sdk).await?;
+) -> Result<Connected, OpenError> {
+    // A run reuses and refreshes what `agentloop mcp` signed in with; it opens no browser.
+    let connection = open_with(name, config, cwd, sandbox, sdk, oauth::SignIn::Never).await?;
     let info = connection.server_info();
-    let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+    let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", describe(&e)))?;
     let connection = Arc::new(connection);
     let timeout = tool_timeout();
     let tools = listed

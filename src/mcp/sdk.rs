@@ -26,7 +26,7 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Connection, client_info};
+use super::{Client, Connection};
 
 /// Why a server configured with `"type": "sdk"` fails outside the SDK mode.
 pub const SDK_ONLY: &str = "an SDK server is reachable only from the Claude Agent SDK";
@@ -188,13 +188,13 @@ impl Transport<RoleClient> for SdkTransport {
     }
 }
 
-/// Speak the `initialize` handshake with the SDK server `server` through `channel`.
+/// Speak the `initialize` handshake as `client` with the SDK server `server` through `channel`.
 ///
 /// # Errors
 /// The SDK cannot be reached, or the server does not answer `initialize`.
-pub async fn connect(server: &str, channel: Arc<dyn Channel>) -> Result<Connection, String> {
+pub async fn connect(client: Client, server: &str, channel: Arc<dyn Channel>) -> Result<Connection, String> {
     let transport = SdkTransport::new(server, channel);
-    let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
+    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, None))
 }
 
@@ -292,7 +292,7 @@ mod tests {
                                  "serverInfo": {"name": "calculator", "version": "1.0.0"}},
             "toolsListResult": {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}}));
         let channel = Arc::new(ManifestChannel::new(fake.clone(), BTreeMap::from([("calc".to_owned(), manifest)])));
-        let connection = connect("calc", channel).await.unwrap();
+        let connection = connect(Client::of("calc"), "calc", channel).await.unwrap();
         assert_eq!(connection.server_info().unwrap().name, "calculator");
         let tools = connection.peer().list_all_tools().await.unwrap();
         assert_eq!(tools.iter().map(|t| t.name.as_ref()).collect::<Vec<_>>(), ["add"]);

@@ -94,6 +94,7 @@ mod tests {
             ServerConfig::Http {
                 url: "http://127.0.0.1:9/mcp".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer secret-456".into())]),
+                oauth: None,
             },
         );
         servers

@@ -9,16 +9,17 @@ use std::process::Stdio;
 use rmcp::ServiceExt;
 
 use super::config::Scope;
-use super::{Connection, ServerProcess, client_info};
+use super::{Client, Connection, ServerProcess};
 use crate::sandbox::{Launch, Sandbox};
 use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
 /// Start `command args` in `cwd` with `env` added to the environment it inherits
-/// ([`inherited`]) and speak the `initialize` handshake.
+/// ([`inherited`]) and speak the `initialize` handshake as `client`.
 ///
 /// # Errors
 /// The program cannot start, or does not answer `initialize`.
 pub async fn connect(
+    client: Client,
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
@@ -52,7 +53,7 @@ pub async fn connect(
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes to the server".into());
     };
-    let service = client_info().serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
+    let service = client.serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
 }
 

@@ -104,7 +104,10 @@ impl Tool for McpTool {
                         let output = if result.is_error == Some(true) { ToolOutput::error(text) } else { ToolOutput::ok(text) };
                         output.with_images(images)
                     }
-                    Err(e) => ToolOutput::error(format!("MCP server `{server}`: tool `{remote}` failed: {e}")),
+                    Err(e) => ToolOutput::error(format!(
+                        "MCP server `{server}`: tool `{remote}` failed: {}",
+                        super::describe(&e)
+                    )),
                 },
             }
         })

@@ -7,8 +7,9 @@
 //! (`interrupt`, `set_permission_mode`, `set_model`, `mcp_status`; any other gets an error
 //! answer, never silence). To the SDK: the answers, `system/init`, the
 //! conversation's messages, one `result` per prompt, and agentloop's own control requests
-//! (`hook_callback`, `can_use_tool`, and `mcp_message` for the SDK's in-process MCP servers,
-//! [`crate::mcp::sdk`]), whose answers the stdin reader hands to [`control::Controller`].
+//! (`hook_callback`, `can_use_tool`, `mcp_message` for the SDK's in-process MCP servers,
+//! [`crate::mcp::sdk`], and `elicitation` for an MCP server's question to the user,
+//! [`elicit`]), whose answers the stdin reader hands to [`control::Controller`].
 //!
 //! An interrupt cancels the current prompt through the engine's abort edges; the process
 //! stays up for the next one. After stdin closes, the prompts already received run to their
@@ -16,6 +17,7 @@
 
 pub mod approver;
 pub mod control;
+pub mod elicit;
 pub mod info;
 pub mod reset;
 pub mod wire;
@@ -255,6 +257,8 @@ impl Host {
         // `--permission-prompt-tool stdio` puts the questions to the SDK; otherwise nobody is asked.
         let approver: Arc<dyn Approver> = match flags.permission_prompt_tool.as_deref() {
             Some("stdio") => {
+                // The MCP servers' questions to the user go to the SDK too ([`elicit`]).
+                crate::mcp::elicitation::process().answer_with(Arc::new(elicit::SdkAsker::new(controller.clone())));
                 // Someone can be asked: a path outside the working directory is a question.
                 policy = policy.asking_outside();
                 Arc::new(approver::SdkApprover::new(controller.clone()))

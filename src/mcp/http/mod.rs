@@ -4,16 +4,23 @@
 //! The client follows only same-origin 307 and 308 redirects (so a configured
 //! `Authorization` header never reaches another host), pools no idle connections (a server's
 //! half-read event stream would otherwise stall the next request on the reused connection),
-//! and closes the session with an HTTP DELETE when the connection is closed.
+//! and closes the session with an HTTP DELETE when the connection is closed. A server that
+//! asks for authorization is signed in to with OAuth ([`crate::mcp::oauth`], through
+//! [`client::HttpClient`]) unless the configuration sends an `Authorization` header of its
+//! own.
+
+pub mod client;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 
-use super::{Connection, client_info};
+use super::oauth::{Authorizer, OAuthError, Settings, SignIn, store::Store};
+use super::{Client, Connection, OpenError};
 use crate::error_chain::error_chain;
 
 /// Headers the transport sets itself: a configuration may not override them.
@@ -23,25 +30,61 @@ const RESERVED: [&str; 5] = ["accept", "content-type", "mcp-session-id", "mcp-pr
 const MAX_REDIRECTS: usize = 10;
 
 /// Connect to the Streamable HTTP endpoint `url`, sending `headers` with every request, and
-/// speak the `initialize` handshake.
+/// speak the `initialize` handshake as `client`. When the server asks for authorization, it
+/// is signed in to as `oauth` configures ([`SignIn`] says whether the browser may open).
 ///
 /// # Errors
-/// A URL that is not http(s), a header that cannot be sent, the server cannot be reached, or
-/// it does not answer `initialize`. Header values never appear in a message (they are often
-/// credentials).
-pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Connection, String> {
-    let plain_http = match reqwest::Url::parse(url) {
-        Ok(parsed) if parsed.scheme() == "http" => true,
-        Ok(parsed) if parsed.scheme() == "https" => false,
-        Ok(parsed) => return Err(format!("`{url}` is not an http(s) URL (scheme `{}`)", parsed.scheme())),
-        Err(e) => return Err(format!("`{url}` is not a URL: {e}")),
+/// A URL that is not http(s), a header that cannot be sent, the server cannot be reached, it
+/// cannot be signed in to, or it does not answer `initialize`. Header values never appear in
+/// a message (they are often credentials), nor do tokens.
+pub async fn connect(
+    client: Client,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    oauth: Option<&Settings>,
+    sign_in: SignIn,
+) -> Result<Connection, OpenError> {
+    let parsed = match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => parsed,
+        Ok(parsed) => return Err(format!("`{url}` is not an http(s) URL (scheme `{}`)", parsed.scheme()).into()),
+        Err(e) => return Err(format!("`{url}` is not a URL: {e}").into()),
     };
+    let plain_http = parsed.scheme() == "http";
+    let own_authorization = headers.keys().any(|name| name.eq_ignore_ascii_case("authorization"));
     let headers = header_map(headers)?;
-    let client = http_client(plain_http)?;
+    let http = http_client(plain_http)?;
+    let auth = if own_authorization {
+        None
+    } else {
+        // The authorization server may be reached over https even for a plain-http server.
+        let oauth_http = http_client(false).or_else(|_| http_client(true))?;
+        let settings = oauth.cloned().unwrap_or_default();
+        Some(Arc::new(Authorizer::new(
+            client.server(),
+            parsed,
+            settings,
+            sign_in,
+            oauth_http,
+            Store::default_location(),
+        )))
+    };
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-    let transport = StreamableHttpClientTransport::with_client(client, config);
-    let service = client_info().serve(transport).await.map_err(|e| format!("initialize: {}", describe(&e)))?;
+    let transport = StreamableHttpClientTransport::with_client(client::HttpClient::new(http, auth), config);
+    let service = client.serve(transport).await.map_err(|e| match needs_sign_in(&e) {
+        Some(failure) => OpenError::NeedsSignIn(failure.to_string()),
+        None => OpenError::Failed(format!("initialize: {}", describe(&e))),
+    })?;
     Ok(Connection::new(service, None))
+}
+
+/// The sign-in a failed handshake needed and could not have here.
+fn needs_sign_in(error: &rmcp::service::ClientInitializeError) -> Option<&OAuthError> {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            client::auth_failure(error.error.as_ref()).filter(|f| matches!(f, OAuthError::NeedsSignIn(_)))
+        }
+        _ => None,
+    }
 }
 
 /// A failed handshake in words: for a transport error, what was being done and the causes
@@ -52,6 +95,9 @@ fn describe(error: &rmcp::service::ClientInitializeError) -> String {
     match error {
         rmcp::service::ClientInitializeError::TransportError { error, context } => {
             let inner = error.error.as_ref();
+            if let Some(failure) = client::auth_failure(inner) {
+                return format!("authorization: {failure}");
+            }
             // The HTTP client's error is not a `source` of rmcp's: reach it by its type.
             match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
                 Some(StreamableHttpError::Client(e)) => format!("{context}: {}", error_chain(e)),
@@ -145,9 +191,12 @@ mod tests {
     async fn a_url_that_is_not_http_is_refused() {
         let none = BTreeMap::new();
         assert_eq!(
-            connect("ftp://h/mcp", &none).await.err().unwrap(),
+            connect(Client::of("h"), "ftp://h/mcp", &none, None, SignIn::Never).await.err().unwrap().to_string(),
             "`ftp://h/mcp` is not an http(s) URL (scheme `ftp`)"
         );
-        assert_eq!(connect("nope", &none).await.err().unwrap(), "`nope` is not a URL: relative URL without a base");
+        assert_eq!(
+            connect(Client::of("h"), "nope", &none, None, SignIn::Never).await.err().unwrap().to_string(),
+            "`nope` is not a URL: relative URL without a base"
+        );
     }
 }
