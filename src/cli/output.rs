@@ -476,6 +476,8 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
     let subtype = match outcome.terminal {
         TerminalReason::Completed => "success",
         TerminalReason::MaxTurns => "error_max_turns",
+        TerminalReason::BudgetExhausted => "error_max_budget_usd",
+        TerminalReason::StructuredOutputRetryExhausted => "error_max_structured_output_retries",
         _ => "error_during_execution",
     };
     let mut result = json!({
@@ -502,6 +504,17 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
         let error =
             outcome.error.clone().unwrap_or_else(|| format!("The run ended with {}", outcome.terminal.as_str()));
         result["errors"] = json!([error]);
+    }
+    result
+}
+
+/// Adds a run's structured answer (`--json-schema`) to its result object, as Claude Code
+/// reports it: `structured_output`, with the `result` text its JSON (the outcome's final
+/// text) and `stop_reason` that of the reply whose tool call gave it.
+pub fn with_structured_output(mut result: Value, outcome: &RunOutcome) -> Value {
+    if let Some(answer) = &outcome.structured_output {
+        result["structured_output"] = answer.clone();
+        result["stop_reason"] = json!("tool_use");
     }
     result
 }

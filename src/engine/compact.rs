@@ -39,8 +39,8 @@ impl Summary {
     }
 }
 
-/// Ask `model_name` for a summary of `history`; `instructions`, if any, are appended to the
-/// summary instruction.
+/// Ask `model_name` for a summary of `history`, in at most `max_tokens` output tokens;
+/// `instructions`, if any, are appended to the summary instruction.
 ///
 /// # Errors
 /// The request's [`ModelError`]: refused, failed while streaming, or incomplete.
@@ -49,13 +49,14 @@ pub async fn summarize(
     model_name: &str,
     history: &[impl std::borrow::Borrow<Message>],
     instructions: Option<&str>,
+    max_tokens: u32,
 ) -> Result<Summary, ModelError> {
     let request = ModelRequest {
         model: model_name.to_owned(),
         system: context::COMPACT_SYSTEM.to_owned(),
         messages: context::compaction_request_messages(history, instructions).into(),
         tools: Vec::new(),
-        max_tokens: crate::model::DEFAULT_MAX_TOKENS,
+        max_tokens,
         purpose: Purpose::Aux,
     };
     let mut reply = model.stream(request).await?;
@@ -140,7 +141,7 @@ pub async fn compact_session(
     let summary = tokio::select! {
         biased;
         () = cancel.cancelled() => return Err(CompactError::Interrupted),
-        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions) => summary,
+        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions, crate::model::DEFAULT_MAX_TOKENS) => summary,
     }
     .map_err(|error| CompactError::Failed { error, usage: None })?;
     let cost_usd = crate::model::anthropic::cost_usd(&options.model, &summary.usage);

@@ -21,6 +21,7 @@ use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
 use crate::tools::orchestrate::{Approvals, Toolbox};
 use crate::tools::spill::SpillDir;
+use crate::tools::structured_output::StructuredOutput;
 
 /// Dispatches after which a run is declared stuck (far above any bounded run).
 const MAX_DISPATCHES: usize = 1_000_000;
@@ -58,6 +59,9 @@ pub struct RunOutcome {
     pub cost_usd: f64,
     /// Turns taken.
     pub turns: u32,
+    /// The structured answer (`--json-schema`): the `StructuredOutput` input that matched the
+    /// schema; `final_text` is then its JSON text.
+    pub structured_output: Option<serde_json::Value>,
     /// Every transition, in order.
     pub trace: Vec<TraceRecord>,
 }
@@ -113,12 +117,15 @@ pub async fn run(
 #[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id, session = %session.id))]
 pub async fn run_prompt(
     session: &mut Session,
-    deps: Deps,
+    mut deps: Deps,
     options: EngineOptions,
     prompt: &str,
     sink: Box<dyn EventSink>,
 ) -> Result<RunOutcome, EngineError> {
     options.validate().map_err(EngineError::Options)?;
+    if let Some(schema) = &options.json_schema {
+        deps.tools.register(Arc::new(StructuredOutput::new(schema.clone())));
+    }
     let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
     let tool_ctx = ToolContext {
         cancel: deps.cancel.clone(),
@@ -128,7 +135,8 @@ pub async fn run_prompt(
         background: session.background.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
-    let st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
+    let mut st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
+    st.spent_before_usd = session.cost_usd;
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -204,15 +212,21 @@ pub async fn run_prompt(
     session.messages = st.messages.clone();
     session.transcript = ctx.transcript.into_writer();
     session.prompts += 1;
+    session.cost_usd += st.cost_usd;
+    let final_text = match &st.structured_output {
+        Some(answer) => answer.to_string(),
+        None => st.final_text(),
+    };
     Ok(RunOutcome {
         terminal,
         error,
         messages: st.messages.to_messages(),
-        final_text: st.final_text(),
+        final_text,
         usage: st.usage,
         model_calls: st.model_calls,
         cost_usd: st.cost_usd,
         turns: st.turn(),
+        structured_output: st.structured_output.clone(),
         trace: ctx.records,
     })
 }

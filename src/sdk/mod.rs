@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, WithSandbox, result_object, system_init};
+use crate::cli::output::{CliSink, WithSandbox, result_object, system_init, with_structured_output};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -132,7 +132,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 match result {
                     Ok(outcome) => {
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
-                        stdout.line(&result_object(&outcome, &done.id.to_string(), started, api).to_string());
+                        let result = result_object(&outcome, &done.id.to_string(), started, api);
+                        stdout.line(&with_structured_output(result, &outcome).to_string());
                     }
                     Err(e) => {
                         stderr_line(&format!("agentloop: internal error: {e}"));
