@@ -739,6 +739,7 @@ mod tests {
             model_calls: 1,
             cost_usd: 0.0015,
             turns: 1,
+            structured_output: None,
             trace: vec![],
         };
         totals.add(&outcome);

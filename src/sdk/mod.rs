@@ -443,6 +443,7 @@ mod tests {
             model_calls: 2,
             cost_usd: 0.01,
             turns: 2,
+            structured_output: None,
             trace: Vec::new(),
         };
         let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
