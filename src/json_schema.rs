@@ -309,7 +309,7 @@ impl Schema {
         }
     }
 
-    fn string(&self, map: &Map<String, Value>, text: &str, path: &mut String, out: &mut Vec<Violation>) {
+    fn string(&self, map: &Map<String, Value>, text: &str, path: &str, out: &mut Vec<Violation>) {
         let chars = text.chars().count() as u64;
         if let Some(n) = map.get("minLength").and_then(Value::as_u64)
             && chars < n
@@ -340,7 +340,8 @@ impl Schema {
 fn number(map: &Map<String, Value>, instance: &Value, path: &str, out: &mut Vec<Violation>) {
     let Some(x) = instance.as_f64() else { return };
     let bound = |key: &str| map.get(key).and_then(Value::as_f64);
-    let checks: [(&str, fn(f64, f64) -> bool, &str); 4] = [
+    type Holds = fn(f64, f64) -> bool;
+    let checks: [(&str, Holds, &str); 4] = [
         ("minimum", |x, b| x >= b, ">="),
         ("maximum", |x, b| x <= b, "<="),
         ("exclusiveMinimum", |x, b| x > b, ">"),
@@ -459,10 +460,8 @@ fn check(root: &Value, schema: &Value, at: &str, patterns: &mut HashMap<String, 
                 }
             }
             "enum" if !value.is_array() => return Err(bad(keyword, "must be an array")),
-            "required" => {
-                if !value.as_array().is_some_and(|names| names.iter().all(Value::is_string)) {
-                    return Err(bad(keyword, "must be an array of strings"));
-                }
+            "required" if !value.as_array().is_some_and(|names| names.iter().all(Value::is_string)) => {
+                return Err(bad(keyword, "must be an array of strings"));
             }
             "properties" | "patternProperties" | "$defs" | "definitions" => {
                 let Some(children) = value.as_object() else { return Err(bad(keyword, "must be an object")) };
