@@ -173,3 +173,47 @@ fn an_unusable_schema_is_a_usage_error() {
     );
     assert_eq!(api.requests().len(), 0);
 }
+
+/// The cap is the session's: in the SDK's stream-json mode a later prompt starts with what the
+/// earlier ones spent, and one whose request cannot fit ends at once without sending it.
+#[test]
+fn the_cap_spans_the_prompts_of_a_session() {
+    let answer = Reply::Sse(Sse::new(MODEL, 60_000).text("Done.").stop("end_turn"));
+    let api = MockApi::start(vec![answer]);
+    let dir = work_dir();
+    let mut child = Command::cargo_bin("agentloop")
+        .unwrap()
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env("AGENTLOOP_HOME", dir.path().join("home"))
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "test")
+        .args(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args(["--model", MODEL, "--max-budget-usd", "0.1", "--cwd"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for prompt in ["first", "second"] {
+            let line = json!({"type": "user", "message": {"role": "user", "content": prompt},
+                              "parent_tool_use_id": null, "session_id": ""});
+            writeln!(stdin, "{line}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "result")
+        .collect();
+    let subtypes: Vec<&Value> = results.iter().map(|r| &r["subtype"]).collect();
+    assert_eq!(subtypes, [&json!("success"), &json!("error_max_budget_usd")], "{stdout}");
+    // The first reply cost $0.06 (60,000 uncached prompt tokens); the second prompt's request
+    // would repeat them as cache writes, $0.075, with $0.04 left.
+    assert_eq!(api.requests().len(), 1);
+}

@@ -138,16 +138,20 @@ pub async fn compact_session(
     let tokens_before = estimate(session.messages.chars());
     let messages_before = session.messages.len();
     let cancel: &CancellationToken = &deps.cancel;
+    let max_tokens = crate::model::DEFAULT_MAX_TOKENS;
     let summary = tokio::select! {
         biased;
         () = cancel.cancelled() => return Err(CompactError::Interrupted),
-        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions, crate::model::DEFAULT_MAX_TOKENS) => summary,
+        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions, max_tokens) => summary,
     }
     .map_err(|error| CompactError::Failed { error, usage: None })?;
     let cost_usd = crate::model::anthropic::cost_usd(&options.model, &summary.usage);
     sink.event(&EngineEvent::Usage { model: options.model.clone(), usage: summary.usage, cost_usd });
+    // It counts towards the session's spend cap (`--max-budget-usd`), kept or not.
+    session.cost_usd += cost_usd.unwrap_or(0.0);
     let history = summary.history().map_err(|error| CompactError::Failed { error, usage: Some(summary.usage) })?;
     session.messages = history.into();
+    session.cached_prefix = None;
     let mut log = TranscriptLog::new(session.transcript.take());
     if let Some(warning) = log.history(&session.messages.to_messages(), HistoryReason::Compaction) {
         sink.event(&warning);

@@ -137,6 +137,7 @@ pub async fn run_prompt(
     };
     let mut st = LoopState::with_history(options, session.messages.clone(), prompt, deps.tools.definitions(), &table);
     st.spent_before_usd = session.cost_usd;
+    st.cached_prefix = session.cached_prefix.take();
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -213,6 +214,7 @@ pub async fn run_prompt(
     session.transcript = ctx.transcript.into_writer();
     session.prompts += 1;
     session.cost_usd += st.cost_usd;
+    session.cached_prefix = st.cached_prefix.clone();
     let final_text = match &st.structured_output {
         Some(answer) => answer.to_string(),
         None => st.final_text(),

@@ -31,6 +31,9 @@ pub struct Session {
     /// What its prompts in this process cost, in US dollars: `--max-budget-usd` caps the
     /// session's spend, not each prompt's.
     pub cost_usd: f64,
+    /// What its last main request left in the prompt cache, which the next prompt's first
+    /// request reads ([`crate::engine::budget`] prices it so).
+    pub cached_prefix: Option<crate::engine::budget::CachedPrefix>,
     /// Its background shells: they outlive a prompt, and are killed when the session is
     /// dropped.
     pub background: Arc<BackgroundShells>,
@@ -46,6 +49,7 @@ impl Session {
             transcript: None,
             prompts: 0,
             cost_usd: 0.0,
+            cached_prefix: None,
             background: Arc::default(),
         }
     }
@@ -60,6 +64,7 @@ impl Session {
             transcript: Some(transcript),
             prompts: 0,
             cost_usd: 0.0,
+            cached_prefix: None,
             background: Arc::default(),
         }
     }
