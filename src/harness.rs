@@ -71,6 +71,10 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
     if let Some(n) = o.tool_result_cap {
         options.tool_result_cap = n;
     }
+    options.max_budget_usd = o.max_budget_usd;
+    // `Scenario::parse` checked the schema.
+    options.json_schema =
+        o.json_schema.as_ref().and_then(|s| crate::json_schema::Schema::compile(s).ok()).map(Arc::new);
     options
 }
 

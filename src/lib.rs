@@ -33,6 +33,7 @@ pub mod harness;
 pub mod hooks;
 pub mod interactive;
 mod json_path;
+pub mod json_schema;
 pub mod mcp;
 pub mod model;
 pub mod permissions;

@@ -55,7 +55,7 @@ pub struct Scenario {
 }
 
 /// Engine options a scenario may set; each `None` keeps the engine's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioOptions {
     /// Turn limit.
@@ -85,6 +85,12 @@ pub struct ScenarioOptions {
     /// Characters of one tool result before it is cut.
     #[serde(default)]
     pub tool_result_cap: Option<usize>,
+    /// Spend cap in US dollars (`--max-budget-usd`).
+    #[serde(default)]
+    pub max_budget_usd: Option<f64>,
+    /// Answer format (`--json-schema`): the run offers `StructuredOutput` with this schema.
+    #[serde(default)]
+    pub json_schema: Option<Value>,
 }
 
 /// When the simulated Ctrl+C happens.
@@ -170,6 +176,12 @@ pub struct ScriptedUsage {
     /// Generated tokens, reported in `message_delta`.
     #[serde(default)]
     pub output_tokens: Option<u64>,
+    /// Prompt tokens written to the cache, reported in `message_start` (absent: not reported).
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Prompt tokens read from the cache, reported in `message_start` (absent: not reported).
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
 }
 
 /// What the scripted model checks about the request a reply answers.

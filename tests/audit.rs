@@ -48,9 +48,12 @@ fn the_shipped_table_passes_with_its_worst_case() {
     assert_eq!(worst.per_run, Calls { excluding_resends: 2952, including_resends: 32483 });
     let turns = ex.bounds.iter().find(|b| b.name == "turns").unwrap();
     assert_eq!((turns.bound, turns.initial), (100, 99));
-    assert_eq!(ex.outer_counters, vec!["budget_continuations", "stop_hook_blocks", "turns"]);
-    assert_eq!(ex.size.outer_nodes, 272_999);
-    assert_eq!(ex.taken, vec![true; 34]);
+    assert_eq!(
+        ex.outer_counters,
+        vec!["budget_continuations", "stop_hook_blocks", "turns", "structured_output_retries"]
+    );
+    assert_eq!(ex.size.outer_nodes, 1_337_699);
+    assert_eq!(ex.taken, vec![true; 38]);
 }
 
 #[test]
@@ -76,6 +79,8 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
             ("terminal", "hook_stopped", 5),
             ("terminal", "prompt_too_long", 3),
             ("terminal", "blocking_limit", 1),
+            ("terminal", "budget_exhausted", 2),
+            ("terminal", "structured_output_retry_exhausted", 25),
         ]
     );
     let path = |reason: &str| &ex.witnesses.iter().find(|w| w.reason == reason).unwrap().path;
@@ -115,7 +120,8 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
     );
     assert_eq!(
         report::compress(path("max_turns")),
-        "(prepare.request request.stream_opened consume.tools tools.done checkpoint.next_turn) x99 \
+        "(prepare.request request.stream_opened consume.tools tools.done checkpoint.structured_output_retry) x4 \
+         (prepare.request request.stream_opened consume.tools tools.done checkpoint.next_turn) x95 \
          prepare.request request.stream_opened consume.tools tools.done checkpoint.max_turns"
     );
 }
@@ -125,12 +131,13 @@ fn the_text_summary_states_the_proof() {
     let text = report::text(shipped_report());
     for line in [
         "agentloop audit: transitions/loop.toml\n",
-        "  edges: 34 (12 internal, 7 continue, 15 terminal)\n",
+        "  edges: 38 (12 internal, 8 continue, 18 terminal)\n",
         "  guards        ok: exclusive and covering on all 12 (state, event) pairs, consumption guarded\n",
         "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n",
         "  per turn: at most 1764 model calls (19415 counting retries and fallback)\n",
         "  per run:  at most 2952 model calls (32483 counting retries and fallback) with max_turns = 100\n",
-        "  terminal blocking_limit              prepare.blocking_limit\n",
+        "  terminal blocking_limit                    prepare.blocking_limit\n",
+        "  terminal budget_exhausted                  prepare.request request.budget_exhausted\n",
         "findings: none\nPASS\n",
     ] {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
@@ -139,7 +146,7 @@ fn the_text_summary_states_the_proof() {
     assert_eq!(json["result"], "pass");
     assert_eq!(json["worst_case"]["per_run"]["including_resends"], 32483);
     assert_eq!(json["bounds"]["max_turns"], 100);
-    assert_eq!(json["witnesses"].as_array().unwrap().len(), 16);
+    assert_eq!(json["witnesses"].as_array().unwrap().len(), 18);
 }
 
 #[test]
@@ -179,8 +186,8 @@ fn an_edge_no_counter_values_enable_is_caught() {
     assert_eq!(
         r.findings[0].message,
         "edge `request.fallback` is never taken in the exploration of (state x counters x facts): `Request` is \
-         reached, but its guard `error == retryable && fallback_due && fallbacks_left` never holds there with the \
-         counters a run can have and the facts the edges into it set"
+         reached, but its guard `!over_budget && error == retryable && fallback_due && fallbacks_left` never holds \
+         there with the counters a run can have and the facts the edges into it set"
     );
     assert_eq!(r.findings[0].path, ids(&["prepare.request"]));
 }
@@ -219,7 +226,7 @@ fn bad_sets_are_caught_with_their_line() {
         1,
     );
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
-    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(432)), ("E_BAD_SETS", Some(496))]);
+    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(468)), ("E_BAD_SETS", Some(532))]);
     assert_eq!(
         r.findings[0].message,
         "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \

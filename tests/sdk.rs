@@ -865,3 +865,56 @@ fn a_session_store_resumes_a_session_whose_file_is_gone() {
     assert_eq!(bodies.len(), 2);
     assert_carries_the_first_exchange(&transcript(&bodies[1]));
 }
+
+/// Structured output through the SDK's `output_format`: the schema is offered as the
+/// `StructuredOutput` tool; a call that misses it is answered with an `is_error` result
+/// naming the wrong field, and the first that matches ends the query (no further request)
+/// with its input as `ResultMessage.structured_output`.
+#[test]
+fn output_format_returns_the_structured_output_that_matched() {
+    let dirs = dirs();
+    let call = |id: &str, input: Value| {
+        Reply::Sse(Sse::new(MODEL, 1200).tool_use(id, "StructuredOutput", &input).stop("tool_use"))
+    };
+    let mock = mock(vec![
+        call("toolu_01", json!({"file_count": "two", "has_tests": true})),
+        call("toolu_02", json!({"file_count": 2, "has_tests": false})),
+    ]);
+    let obs = run_script("structured_output.py", &mock, &dirs);
+    assert_eq!(obs["structured_output"], json!({"file_count": 2, "has_tests": false}));
+    let done = result(&obs["messages"]);
+    assert_eq!((&done["subtype"], &done["is_error"]), (&json!("success"), &json!(false)));
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 2, "the matching call ends the query");
+    let tool = bodies[0]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "StructuredOutput").cloned();
+    let schema = json!({"type": "object", "properties": {"file_count": {"type": "number"},
+        "has_tests": {"type": "boolean"}}, "required": ["file_count", "has_tests"]});
+    assert_eq!(tool.map(|t| t["input_schema"].clone()), Some(schema));
+    let refused = last_tool_results(&bodies[1]);
+    assert_eq!(
+        (refused.len(), &refused[0]["tool_use_id"], &refused[0]["is_error"]),
+        (1, &json!("toolu_01"), &json!(true))
+    );
+    let why = content_text(&refused[0]["content"]);
+    assert!(why.contains("/file_count"), "the error names the field: {why}");
+}
+
+/// `max_budget_usd` too small for the first request: the query ends with Claude Code's
+/// `error_max_budget_usd` result. agentloop prices the request before sending it, so it sends
+/// nothing (Claude Code checks after each call, so it sends one and reports what it cost).
+#[test]
+fn max_budget_usd_ends_the_query_with_error_max_budget_usd() {
+    let dirs = dirs();
+    let mock = mock(vec![text_reply("Hello.")]);
+    let obs = run_script("budget.py", &mock, &dirs);
+    let done = result(&obs["messages"]);
+    assert_eq!(
+        (&done["subtype"], &done["is_error"], &done["terminal_reason"]),
+        (&json!("error_max_budget_usd"), &json!(true), &json!("budget_exhausted"))
+    );
+    assert_eq!(obs["errors"].as_array().map(Vec::len), Some(1), "{obs:#}");
+    if std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_none() {
+        assert_eq!(conversation_bodies(&mock).len(), 0, "nothing was sent");
+        assert_eq!(obs["total_cost_usd"], 0.0);
+    }
+}

@@ -208,6 +208,44 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
         ),
         ("autocompact", tool_turns_then_answer(1), "completed"),
         ("plan-mode", tool_turns_then_answer(1), "completed"),
+        (
+            "budget-exhausted",
+            seq(&[
+                TOOL_TURN,
+                &["checkpoint.next_turn"],
+                TOOL_TURN,
+                &["checkpoint.next_turn", "prepare.request", "request.budget_exhausted"],
+            ]),
+            "budget_exhausted",
+        ),
+        (
+            "structured-output",
+            seq(&[
+                ANSWER,
+                &["checkpoint.stop_hook_blocking"],
+                TOOL_TURN,
+                &["checkpoint.structured_output_retry"],
+                TOOL_TURN,
+                &["checkpoint.structured_output"],
+            ]),
+            "completed",
+        ),
+        (
+            "structured-output-exhausted",
+            seq(&[
+                TOOL_TURN,
+                &["checkpoint.structured_output_retry"],
+                TOOL_TURN,
+                &["checkpoint.structured_output_retry"],
+                TOOL_TURN,
+                &["checkpoint.structured_output_retry"],
+                TOOL_TURN,
+                &["checkpoint.structured_output_retry"],
+                TOOL_TURN,
+                &["checkpoint.structured_output_retries_exhausted"],
+            ]),
+            "structured_output_retry_exhausted",
+        ),
     ]
 }
 

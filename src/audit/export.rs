@@ -244,7 +244,7 @@ mod tests {
         assert!(m.contains("    Done(((Done)))\n"), "{m}");
         assert!(m.contains("    Sampling ==>|\"sampling.abort\"| Done\n"), "{m}");
         assert!(m.contains("    Checkpoint -.->|\"checkpoint.next_turn\"| Prepare\n"), "{m}");
-        assert!(m.contains("    linkStyle 23,25,27,29,30,32,33 stroke:#1f6feb,color:#1f6feb\n"), "{m}");
+        assert!(m.contains("    linkStyle 24,26,29,31,33,34,36,37 stroke:#1f6feb,color:#1f6feb\n"), "{m}");
     }
 
     #[test]

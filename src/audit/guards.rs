@@ -258,7 +258,10 @@ mod tests {
     #[test]
     fn lists_the_facts_a_state_reads() {
         let read = |s: &str| facts_read(shipped(), s).into_iter().collect::<Vec<_>>();
-        assert_eq!(read("Checkpoint"), vec!["budget_wants_more", "hook_stop", "stop_hook", "tools_ran"]);
+        assert_eq!(
+            read("Checkpoint"),
+            vec!["budget_wants_more", "hook_stop", "stop_hook", "structured_output", "tools_ran"]
+        );
         assert_eq!(read("Recover"), vec!["cause", "compacted", "staged_collapses"]);
         assert_eq!(read("ExecuteTools"), Vec::<String>::new());
     }

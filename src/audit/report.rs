@@ -114,9 +114,10 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
     if let Some(ex) = ex {
         out.push_str("  counters, in ranking order (highest first):\n");
         let ranked = table.ranking.iter().filter_map(|r| ex.bounds.iter().find(|b| b.name == *r));
+        let width = ex.bounds.iter().map(|b| b.name.len()).max().unwrap_or(0).max(22);
         for b in ranked {
             let option = b.option.as_deref().map(|o| format!(", option {o}")).unwrap_or_default();
-            let _ = writeln!(out, "    {:<22} bound {:>3}, {:>3} at start{option}", b.name, b.bound, b.initial);
+            let _ = writeln!(out, "    {:<width$} bound {:>3}, {:>3} at start{option}", b.name, b.bound, b.initial);
         }
     }
     let pairs: usize = leaves.iter().map(|s| events_of(table, s).len()).sum();
@@ -193,8 +194,9 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
         } else {
             let _ = writeln!(out, "witnesses (shortest paths from {})", table.initial);
         }
+        let width = ex.witnesses.iter().map(|w| w.reason.len()).max().unwrap_or(0).max(27);
         for w in &ex.witnesses {
-            let _ = writeln!(out, "  {:<8} {:<27} {}", w.kind, w.reason, compress(&w.path));
+            let _ = writeln!(out, "  {:<8} {:<width$} {}", w.kind, w.reason, compress(&w.path));
         }
     }
 }

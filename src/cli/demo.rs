@@ -52,6 +52,9 @@ scenarios!(
     "search-tree",
     "pause-turn",
     "autocompact",
+    "budget-exhausted",
+    "structured-output",
+    "structured-output-exhausted",
 );
 
 /// Parse a built-in scenario by name.

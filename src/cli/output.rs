@@ -554,6 +554,10 @@ impl Ending {
             TerminalReason::HookStopped => ("success", false, "hook_stopped"),
             TerminalReason::PromptTooLong => ("success", true, "prompt_too_long"),
             TerminalReason::BlockingLimit => ("success", true, "blocking_limit"),
+            TerminalReason::BudgetExhausted => ("error_max_budget_usd", true, "budget_exhausted"),
+            TerminalReason::StructuredOutputRetryExhausted => {
+                ("error_max_structured_output_retries", true, "structured_output_retry_exhausted")
+            }
         };
         Ending { subtype, is_error, terminal_reason }
     }
@@ -630,6 +634,17 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
     result
 }
 
+/// Adds a run's structured answer (`--json-schema`) to its result object, as Claude Code
+/// reports it: `structured_output`, with the `result` text its JSON (the outcome's final
+/// text) and `stop_reason` that of the reply whose tool call gave it.
+pub fn with_structured_output(mut result: Value, outcome: &RunOutcome) -> Value {
+    if let Some(answer) = &outcome.structured_output {
+        result["structured_output"] = answer.clone();
+        result["stop_reason"] = json!("tool_use");
+    }
+    result
+}
+
 #[cfg(test)]
 mod result_tests {
     use super::*;
@@ -648,6 +663,7 @@ mod result_tests {
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),
+            structured_output: None,
         }
     }
 

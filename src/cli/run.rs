@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{CliSink, WithCommands, WithSandbox, result_object, stderr_is_terminal, system_init};
+use crate::cli::output::{
+    CliSink, WithCommands, WithSandbox, result_object, stderr_is_terminal, system_init, with_structured_output,
+};
 use crate::cli::session_args::{self, SessionArgs};
 use crate::cli::table_file;
 use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
@@ -55,6 +57,16 @@ pub struct RunFlags {
     /// Output-token target: keep working while under 90% of it.
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
+    /// Spend cap of the session in US dollars: a request is sent only when what it may cost
+    /// (its prompt, and its output cap lowered to what fits) fits what is left; otherwise the
+    /// run ends as `budget_exhausted` (`error_max_budget_usd`).
+    #[arg(long, value_name = "USD")]
+    pub max_budget_usd: Option<f64>,
+    /// The answer's format, a JSON Schema (the JSON text): the model is offered a
+    /// `StructuredOutput` tool with it as input schema, and the run ends with the first call
+    /// that matches, its input in the result's `structured_output`.
+    #[arg(long, value_name = "SCHEMA")]
+    pub json_schema: Option<String>,
     /// Working directory for tools and hooks (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -218,9 +230,6 @@ pub enum InputFormat {
 /// does not honour yet: each one given is named in a one-line warning on stderr.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct UnsupportedFlags {
-    /// Not honoured yet: a spending cap in USD.
-    #[arg(long, value_name = "USD", hide = true)]
-    pub max_budget_usd: Option<f64>,
     /// Not honoured yet: more directories tools may use.
     #[arg(long, value_name = "DIR", hide = true)]
     pub add_dir: Vec<PathBuf>,
@@ -251,7 +260,6 @@ impl UnsupportedFlags {
                 out.push(name);
             }
         };
-        note(self.max_budget_usd.is_some(), "--max-budget-usd");
         note(!self.add_dir.is_empty(), "--add-dir");
         note(self.include_hook_events, "--include-hook-events");
         note(self.betas.is_some(), "--betas");
@@ -557,6 +565,12 @@ fn apply_flags(
     if let Some(n) = args.token_budget {
         options.token_budget = Some(n);
     }
+    if let Some(usd) = args.max_budget_usd {
+        options.max_budget_usd = Some(usd);
+    }
+    if let Some(text) = &args.json_schema {
+        options.json_schema = Some(json_schema(text)?);
+    }
     if let Some(m) = &args.fallback_model {
         options.fallback_model = Some(m.clone());
     }
@@ -573,6 +587,12 @@ fn apply_flags(
         options.retry_max_delay = Duration::from_millis(ms);
     }
     Ok(())
+}
+
+/// The schema of `--json-schema`: JSON text, checked once.
+fn json_schema(text: &str) -> Result<Arc<crate::json_schema::Schema>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("--json-schema: not JSON: {e}"))?;
+    crate::json_schema::Schema::compile(&value).map(Arc::new).map_err(|e| format!("--json-schema: {e}"))
 }
 
 /// Split rule lists given as `"Bash(git log:*) Edit"` or `Read,Grep` into rules, keeping
@@ -762,7 +782,9 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
             let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
-            stdout.line(&result_object(&outcome, &session_id, started, api).to_string());
+            stdout.line(
+                &with_structured_output(result_object(&outcome, &session_id, started, api), &outcome).to_string(),
+            );
         }
     }
     let stop = stop.or(stdout.is_closed().then_some(Stop::ClosedStdout));

@@ -40,6 +40,7 @@ impl Machine {
         let Some(ToolsFinished::Done) = self.decide_now::<ToolsFinished>(ctx, &facts([])) else { return Handled };
         self.append(ctx, Message { role: Role::User, content: outcome.results });
         self.st.hook_stop = outcome.hook_stop;
+        self.st.structured = outcome.structured;
         self.proceed()
     }
 

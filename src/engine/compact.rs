@@ -39,8 +39,8 @@ impl Summary {
     }
 }
 
-/// Ask `model_name` for a summary of `history`; `instructions`, if any, are appended to the
-/// summary instruction.
+/// Ask `model_name` for a summary of `history`, in at most `max_tokens` output tokens;
+/// `instructions`, if any, are appended to the summary instruction.
 ///
 /// # Errors
 /// The request's [`ModelError`]: refused, failed while streaming, or incomplete.
@@ -49,13 +49,14 @@ pub async fn summarize(
     model_name: &str,
     history: &[impl std::borrow::Borrow<Message>],
     instructions: Option<&str>,
+    max_tokens: u32,
 ) -> Result<Summary, ModelError> {
     let request = ModelRequest {
         model: model_name.to_owned(),
         system: context::COMPACT_SYSTEM.to_owned(),
         messages: context::compaction_request_messages(history, instructions).into(),
         tools: Vec::new(),
-        max_tokens: crate::model::DEFAULT_MAX_TOKENS,
+        max_tokens,
         thinking: None,
         purpose: Purpose::Aux,
     };
@@ -138,16 +139,20 @@ pub async fn compact_session(
     let tokens_before = estimate(session.messages.chars());
     let messages_before = session.messages.len();
     let cancel: &CancellationToken = &deps.cancel;
+    let max_tokens = crate::model::DEFAULT_MAX_TOKENS;
     let summary = tokio::select! {
         biased;
         () = cancel.cancelled() => return Err(CompactError::Interrupted),
-        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions) => summary,
+        summary = summarize(&*deps.model, &options.model, &session.messages[..], instructions, max_tokens) => summary,
     }
     .map_err(|error| CompactError::Failed { error, usage: None })?;
     let cost_usd = crate::model::anthropic::cost_usd(&options.model, &summary.usage);
     sink.event(&EngineEvent::Usage { model: options.model.clone(), usage: summary.usage, cost_usd });
+    // It counts towards the session's spend cap (`--max-budget-usd`), kept or not.
+    session.cost_usd += cost_usd.unwrap_or(0.0);
     let history = summary.history().map_err(|error| CompactError::Failed { error, usage: Some(summary.usage) })?;
     session.messages = history.into();
+    session.cached_prefix = None;
     let mut log = TranscriptLog::new(session.transcript.take());
     if let Some(warning) = log.history(&session.messages.to_messages(), HistoryReason::Compaction) {
         sink.event(&warning);

@@ -16,6 +16,12 @@ use crate::hooks::StopDecision;
 use crate::protocol::Message;
 use crate::session::HistoryReason;
 use crate::tools::orchestrate::INTERRUPTED_HOOKS;
+use crate::tools::structured_output::Answer;
+
+/// What the model is told when it ends its turn without answering through `StructuredOutput`
+/// (once per run, as a Stop hook's block).
+pub const STRUCTURED_OUTPUT_NUDGE: &str =
+    "This request needs its final answer through the StructuredOutput tool, in the required format: call it now.";
 
 /// Fraction of the token budget under which the loop keeps going.
 pub const BUDGET_COMPLETION: f64 = 0.9;
@@ -29,6 +35,7 @@ impl Machine {
     pub(crate) async fn checkpoint_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let mut f = Facts::new();
         let mut stop = None;
+        let mut nudge = false;
         let edge = loop {
             let needed = match self.decide::<TurnChecked>(ctx, &f) {
                 Decision::Take(edge) => break edge,
@@ -37,9 +44,19 @@ impl Machine {
             };
             let v = match needed.as_str() {
                 fact::HOOK_STOP => yes(self.st.hook_stop.is_some()),
+                fact::STRUCTURED_OUTPUT => value(match &self.st.structured {
+                    None => fact::structured_output::NONE,
+                    Some(Answer::Valid(_)) => fact::structured_output::VALID,
+                    Some(Answer::Invalid(_)) => fact::structured_output::INVALID,
+                }),
                 fact::BUDGET_WANTS_MORE => yes(self.budget_check().is_some()),
                 fact::STOP_HOOK => {
-                    let Some(decision) = self.run_stop_hooks(ctx).await else { return Handled };
+                    let Some(mut decision) = self.run_stop_hooks(ctx).await else { return Handled };
+                    if decision == StopDecision::Pass && self.structured_output_owed() {
+                        // A built-in Stop hook: the answer was asked for in a format, once.
+                        decision = StopDecision::Block { feedback: STRUCTURED_OUTPUT_NUDGE.into() };
+                        nudge = true;
+                    }
                     let v = value(match &decision {
                         StopDecision::Pass => fact::stop_hook::PASS,
                         StopDecision::Block { .. } => fact::stop_hook::BLOCK,
@@ -56,6 +73,7 @@ impl Machine {
             f.insert(needed, v);
         };
         let hook_stop = self.st.hook_stop.take();
+        let structured = self.st.structured.take();
         match edge {
             TurnChecked::HookStopped => {
                 let reason = hook_stop.unwrap_or_default();
@@ -66,6 +84,32 @@ impl Machine {
                 self.st.error = Some(format!("Reached maximum number of turns ({max})"));
             }
             TurnChecked::NextTurn | TurnChecked::Completed => {}
+            TurnChecked::StructuredOutput => match structured {
+                Some(Answer::Valid(answer)) => self.st.structured_output = Some(answer),
+                Some(Answer::Invalid(_)) | None => {
+                    ctx.violation
+                        .get_or_insert("`checkpoint.structured_output` was taken without a valid answer".into());
+                    return Handled;
+                }
+            },
+            TurnChecked::StructuredOutputRetry => {
+                let attempt = self.st.used(counter::STRUCTURED_OUTPUT_RETRIES);
+                let of = self.st.bounds.get(counter::STRUCTURED_OUTPUT_RETRIES).copied().unwrap_or_default() + 1;
+                self.annotate(
+                    None,
+                    Some(format!("StructuredOutput attempt {attempt} of {of} did not match the schema")),
+                );
+            }
+            TurnChecked::StructuredOutputRetriesExhausted => {
+                let attempts = self.st.used(counter::STRUCTURED_OUTPUT_RETRIES) + 1;
+                let last = match structured {
+                    Some(Answer::Invalid(message)) => message,
+                    Some(Answer::Valid(_)) | None => String::new(),
+                };
+                self.st.error = Some(format!(
+                    "no StructuredOutput call matched the schema in {attempts} attempts; the last: {last}"
+                ));
+            }
             TurnChecked::StopHookPrevented => {
                 let reason = match stop {
                     Some(StopDecision::Prevent { reason }) => reason,
@@ -78,7 +122,9 @@ impl Machine {
                     Some(StopDecision::Block { feedback }) => feedback,
                     _ => String::new(),
                 };
-                self.append(ctx, Message::user_text(context::stop_hook_feedback(&feedback)));
+                let text = if nudge { feedback } else { context::stop_hook_feedback(&feedback) };
+                self.st.structured_nudged |= nudge;
+                self.append(ctx, Message::user_text(text));
             }
             TurnChecked::StopHookCap => {
                 let n = self.st.used(counter::STOP_HOOK_BLOCKS);
@@ -97,6 +143,12 @@ impl Machine {
             }
         }
         self.proceed()
+    }
+
+    /// Whether the run was asked for a structured answer, has none, and the model was not told
+    /// yet that it owes one.
+    fn structured_output_owed(&self) -> bool {
+        self.st.options.json_schema.is_some() && self.st.structured_output.is_none() && !self.st.structured_nudged
     }
 
     /// Run the Stop hooks. An interrupt drops them, which kills their process groups at once;

@@ -34,6 +34,8 @@ mod tests {
                 ("hook_stopped", 4),
                 ("prompt_too_long", 1),
                 ("blocking_limit", 1),
+                ("budget_exhausted", 1),
+                ("structured_output_retry_exhausted", 1),
             ]
         );
         assert_eq!(ContinueReason::ALL.len(), 7);

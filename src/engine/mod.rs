@@ -6,6 +6,7 @@
 //! - [`state`]: the loop's data; [`trace`]: the transition records; [`run`]: the driver.
 
 pub mod acting;
+pub mod budget;
 pub mod clock;
 pub mod compact;
 pub mod decide;

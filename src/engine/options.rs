@@ -43,6 +43,12 @@ pub struct EngineOptions {
     /// The transition table the loop runs (`run --table`); `None` runs the shipped one.
     /// A loaded table must have passed the audit and [`crate::audit::engine_check`].
     pub table: Option<Arc<Table>>,
+    /// The spend cap in US dollars (`--max-budget-usd`): a request is sent only when what it
+    /// may cost fits what is left ([`crate::engine::budget`]).
+    pub max_budget_usd: Option<f64>,
+    /// The answer format (`--json-schema`): the run offers the `StructuredOutput` tool and
+    /// ends with the first call that matches ([`crate::tools::structured_output`]).
+    pub json_schema: Option<Arc<crate::json_schema::Schema>>,
 }
 
 impl Default for EngineOptions {
@@ -63,6 +69,8 @@ impl Default for EngineOptions {
             stream_tools: true,
             thinking_budget: None,
             table: None,
+            max_budget_usd: None,
+            json_schema: None,
         }
     }
 }
@@ -93,6 +101,11 @@ impl EngineOptions {
         }
         if self.token_budget == Some(0) {
             return Err("token_budget must be positive".into());
+        }
+        if let Some(usd) = self.max_budget_usd
+            && !(usd.is_finite() && usd > 0.0)
+        {
+            return Err(format!("max_budget_usd must be a positive number of US dollars, not {usd}"));
         }
         Ok(())
     }

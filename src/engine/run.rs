@@ -21,6 +21,7 @@ use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
 use crate::tools::orchestrate::{Approvals, Toolbox};
 use crate::tools::spill::SpillDir;
+use crate::tools::structured_output::StructuredOutput;
 
 /// Dispatches after which a run is declared stuck (far above any bounded run).
 const MAX_DISPATCHES: usize = 1_000_000;
@@ -58,6 +59,9 @@ pub struct RunOutcome {
     pub cost_usd: f64,
     /// Turns taken.
     pub turns: u32,
+    /// The structured answer (`--json-schema`): the `StructuredOutput` input that matched the
+    /// schema; `final_text` is then its JSON text.
+    pub structured_output: Option<serde_json::Value>,
     /// Every transition, in order.
     pub trace: Vec<TraceRecord>,
     /// The failed model call, for a run that ended as `model_error` or `prompt_too_long`.
@@ -150,7 +154,7 @@ impl Prompt {
 #[tracing::instrument(name = "run", skip_all, fields(run_id = %options.run_id, session = %session.id))]
 pub async fn run_prompt_with(
     session: &mut Session,
-    deps: Deps,
+    mut deps: Deps,
     options: EngineOptions,
     prompt: &Prompt,
     sink: Box<dyn EventSink>,
@@ -158,6 +162,9 @@ pub async fn run_prompt_with(
     let (prompt_uuid, origin) = (prompt.uuid.unwrap_or_else(Uuid::new_v4), prompt.origin.as_ref());
     let prompt = prompt.text.as_str();
     options.validate().map_err(EngineError::Options)?;
+    if let Some(schema) = &options.json_schema {
+        deps.tools.register(Arc::new(StructuredOutput::new(schema.clone())));
+    }
     let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
     let tool_ctx = ToolContext {
         cancel: deps.cancel.clone(),
@@ -169,7 +176,9 @@ pub async fn run_prompt_with(
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).
     let offered = deps.tools.definitions().into_iter().filter(|d| !deps.policy.withholds(&d.name)).collect();
-    let st = LoopState::with_history(options, session.messages.clone(), prompt, offered, &table);
+    let mut st = LoopState::with_history(options, session.messages.clone(), prompt, offered, &table);
+    st.spent_before_usd = session.cost_usd;
+    st.cached_prefix = session.cached_prefix.take();
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.
     let _spilled = SpillDir::new(spill_dir.clone());
@@ -245,15 +254,22 @@ pub async fn run_prompt_with(
     session.messages = st.messages.clone();
     session.transcript = ctx.transcript.into_writer();
     session.prompts += 1;
+    session.cost_usd += st.cost_usd;
+    session.cached_prefix = st.cached_prefix.clone();
+    let final_text = match &st.structured_output {
+        Some(answer) => answer.to_string(),
+        None => st.final_text(),
+    };
     Ok(RunOutcome {
         terminal,
         error,
         messages: st.messages.to_messages(),
-        final_text: st.final_text(),
+        final_text,
         usage: st.usage,
         model_calls: st.model_calls,
         cost_usd: st.cost_usd,
         turns: st.turn(),
+        structured_output: st.structured_output.clone(),
         trace: ctx.records,
         api_failure: match terminal {
             TerminalReason::ModelError | TerminalReason::PromptTooLong => st.api_failure.clone(),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use statig::prelude::*;
 
 use crate::context::{self, Thresholds};
+use crate::engine::budget::{self, Admission, CachedPrefix, OverBudget};
 use crate::engine::compact;
 use crate::engine::events::{EngineEvent, human_duration};
 use crate::engine::generated::choice::consume::{MessageComplete, StreamFailed};
@@ -16,6 +17,7 @@ use crate::engine::generated::fact;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::reply_steps::{ReplySteps, Seen};
 use crate::engine::state::{Withheld, counter};
+use crate::model::anthropic::pricing;
 use crate::model::assemble::{Assembled, Assembler, Step};
 use crate::model::{ErrorClass, ModelError, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
@@ -77,14 +79,24 @@ and nothing is left to compact",
     }
 
     fn estimate(&self) -> u64 {
-        context::estimate_tokens_of_chars(self.st.options.system.len() + self.st.tools_chars + self.st.messages.chars())
+        context::estimate_tokens_of_chars(self.st.prompt_chars())
     }
 
     /// Replace the history with a summary written by an aux request (the request and the
-    /// new history are shared with `/compact`: [`crate::engine::compact`]).
-    pub(crate) async fn compact(&mut self, ctx: &mut Ctx) -> Result<(), ModelError> {
+    /// new history are shared with `/compact`: [`crate::engine::compact`]). Under a spend cap
+    /// the summary request is priced first, like a main one, and not sent if it cannot fit.
+    pub(crate) async fn compact(&mut self, ctx: &mut Ctx) -> Result<(), CompactFailed> {
+        let mut max_tokens = crate::model::DEFAULT_MAX_TOKENS;
+        if let (Some(left), Some(price)) = (self.st.budget_left(), pricing::price(self.st.model())) {
+            let chars = context::COMPACT_SYSTEM.len() + context::COMPACT_INSTRUCTION.len() + self.st.messages.chars();
+            let prompt = budget::Prompt { cached_tokens: 0, new_tokens: context::estimate_tokens_of_chars(chars) };
+            match budget::admit(price, prompt, max_tokens, left) {
+                Admission::Send { max_tokens: fits } => max_tokens = fits,
+                Admission::Over(over) => return Err(CompactFailed::Budget(over)),
+            }
+        }
         let model = ctx.deps.model.clone();
-        let summary = compact::summarize(&*model, self.st.model(), &self.st.messages[..], None).await?;
+        let summary = compact::summarize(&*model, self.st.model(), &self.st.messages[..], None, max_tokens).await?;
         self.account(ctx, &summary.usage);
         self.st.messages = summary.history()?.into();
         self.history_rewritten(ctx, HistoryReason::Compaction);
@@ -108,6 +120,13 @@ and nothing is left to compact",
         request.model = self.st.model().to_owned();
         request.max_tokens = self.st.max_tokens();
         request.thinking = self.st.options.thinking_budget;
+        let lowered = match self.admit(ctx, request.max_tokens) {
+            Ok(max_tokens) => (max_tokens < request.max_tokens).then_some(max_tokens),
+            Err(over) => return self.request_failed(ctx, Failure::NotSent(over)),
+        };
+        request.max_tokens = lowered.unwrap_or(request.max_tokens);
+        self.st.sent_chars = self.st.prompt_chars();
+        self.st.sent_max_tokens = request.max_tokens;
         debug_assert_eq!(crate::engine::state::pairing_violation(&request.messages), None);
         self.st.model_calls += 1;
         let model = ctx.deps.model.clone();
@@ -121,18 +140,76 @@ and nothing is left to compact",
                 let Some(StreamOpened::StreamOpened) = self.decide_now::<StreamOpened>(ctx, &facts([])) else {
                     return Handled;
                 };
+                if let Some(max_tokens) = lowered {
+                    self.annotate(None, Some(format!("max_tokens lowered to {max_tokens} to fit the budget")));
+                }
                 self.st.stream = Some(stream);
                 self.proceed()
             }
-            Err(error) => self.request_failed(ctx, error),
+            Err(error) => self.request_failed(ctx, Failure::Sent(error)),
         }
     }
 
-    fn request_failed(&mut self, ctx: &mut Ctx, error: ModelError) -> Outcome<State> {
+    /// The spend cap's verdict on the next request: `Ok` with its output cap (`max_tokens`, or
+    /// lower to fit what is left), `Err` when it cannot fit even at the floor. Without a cap,
+    /// or for a model the price table does not know (warned about once), `Ok(max_tokens)`.
+    fn admit(&mut self, ctx: &mut Ctx, max_tokens: u32) -> Result<u32, OverBudget> {
+        let Some(left) = self.st.budget_left() else { return Ok(max_tokens) };
+        let Some(price) = pricing::price(self.st.model()) else {
+            if self.st.model_calls == 0 {
+                ctx.emit(EngineEvent::Warning(format!(
+                    "--max-budget-usd is not enforced: the price of model {} is unknown",
+                    self.st.model()
+                )));
+            }
+            return Ok(max_tokens);
+        };
+        let now = ctx.deps.clock.elapsed();
+        let prompt = budget::Prompt::project(
+            self.st.model(),
+            self.st.prompt_chars(),
+            now,
+            self.st.cached_prefix.as_ref(),
+            context::estimate_tokens_of_chars,
+        );
+        match budget::admit(price, prompt, max_tokens, left) {
+            Admission::Send { max_tokens } => Ok(max_tokens),
+            Admission::Over(over) => Err(over),
+        }
+    }
+
+    fn request_failed(&mut self, ctx: &mut Ctx, failure: Failure) -> Outcome<State> {
+        let error = match failure {
+            Failure::Sent(error) => error,
+            Failure::NotSent(over) => {
+                let f = facts([(fact::OVER_BUDGET, yes(true))]);
+                let Some(edge) = self.decide_now::<RequestFailed>(ctx, &f) else { return Handled };
+                match edge {
+                    RequestFailed::BudgetExhausted => {
+                        let cap = self.st.options.max_budget_usd.unwrap_or_default();
+                        self.st.error = Some(budget::exhausted_message(cap, &over));
+                    }
+                    other @ (RequestFailed::Fallback
+                    | RequestFailed::Retry
+                    | RequestFailed::RetriesExhausted
+                    | RequestFailed::PromptTooLong
+                    | RequestFailed::ModelError) => {
+                        let id = crate::engine::select::Choice::edge(other).id();
+                        ctx.violation.get_or_insert(format!("`{id}` was taken for a request that was not sent"));
+                        return Handled;
+                    }
+                }
+                return self.proceed();
+            }
+        };
         let (class, refusal) = self.classify(&error);
         self.note_overload(&error);
         let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
-        let f = facts([(fact::ERROR, value(class_name(class))), (fact::FALLBACK_DUE, yes(fallback_due))]);
+        let f = facts([
+            (fact::OVER_BUDGET, yes(false)),
+            (fact::ERROR, value(class_name(class))),
+            (fact::FALLBACK_DUE, yes(fallback_due)),
+        ]);
         let Some(edge) = self.decide_now::<RequestFailed>(ctx, &f) else { return Handled };
         match edge {
             RequestFailed::Fallback => {
@@ -154,6 +231,10 @@ and nothing is left to compact",
             RequestFailed::ModelError => {
                 self.st.api_failure = Some(error.api_failure());
                 self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
+            }
+            RequestFailed::BudgetExhausted => {
+                ctx.violation.get_or_insert("`request.budget_exhausted` was taken for a request that was sent".into());
+                return Handled;
             }
         }
         self.proceed()
@@ -278,6 +359,14 @@ and nothing is left to compact",
         let done = asm.finish();
         self.account(ctx, &done.usage);
         let info = Box::new(reply_info(&done, stream.request_id()));
+        self.st.cached_prefix = Some(CachedPrefix {
+            model: self.st.model().to_owned(),
+            chars: self.st.sent_chars,
+            cached_tokens: done.usage.cache_read_input_tokens.unwrap_or(0)
+                + done.usage.cache_creation_input_tokens.unwrap_or(0),
+            uncached_tokens: done.usage.input_tokens.unwrap_or(0),
+            at: ctx.deps.clock.elapsed(),
+        });
         let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
         if done.stop_reason == Some(StopReason::Refusal) {
@@ -304,7 +393,7 @@ and nothing is left to compact",
             // The API continues a paused turn when it gets the paused reply back as it is.
             MessageComplete::PauseTurn | MessageComplete::EndTurn => self.append_reply(ctx, message, Some(info)),
             MessageComplete::Truncated => {
-                let max_tokens = self.st.max_tokens();
+                let max_tokens = self.st.sent_max_tokens;
                 self.st.withheld = Some(Withheld::Truncated { reply: message, info, max_tokens });
             }
         }
@@ -418,6 +507,8 @@ and nothing is left to compact",
 
     /// Write the whole history to the session transcript after a rewrite in place.
     pub(crate) fn history_rewritten(&mut self, ctx: &mut Ctx, reason: HistoryReason) {
+        // The next prompt no longer starts with what the cache holds.
+        self.st.cached_prefix = None;
         if let Some(warning) = ctx.transcript.history(&self.st.messages.to_messages(), reason) {
             ctx.emit(warning);
         }
@@ -445,6 +536,25 @@ fn reply_info(done: &Assembled, request_id: Option<&str>) -> ReplyInfo {
         usage: done.usage,
         request_id: request_id.map(str::to_owned),
     }
+}
+
+/// Why Request reports `request_failed`.
+enum Failure {
+    /// The request was sent and failed.
+    Sent(ModelError),
+    /// The spend cap kept it from being sent.
+    NotSent(OverBudget),
+}
+
+/// Why a compaction left the history as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactFailed {
+    /// The summary request failed, or its summary was empty.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The summary request was not sent: it could not fit the spend cap.
+    #[error("the summary request was not sent under --max-budget-usd, as {0}")]
+    Budget(OverBudget),
 }
 
 /// The guard value of an error class.

@@ -254,6 +254,7 @@ mod tests {
                 ("budget_continuations_left", yes(true)),
                 ("stop_hook", value("block")),
                 ("stop_hook_blocks_left", yes(true)),
+                ("structured_output_retries_left", yes(true)),
                 ("tools_ran", yes(false)),
                 ("turns_left", yes(true)),
             ])
@@ -270,7 +271,7 @@ mod tests {
     #[test]
     fn counters_are_read_as_facts() {
         let mut m = machine_in("Checkpoint", "tools.done");
-        let f = facts([(fact::HOOK_STOP, yes(false))]);
+        let f = facts([(fact::HOOK_STOP, yes(false)), (fact::STRUCTURED_OUTPUT, value(fact::structured_output::NONE))]);
         assert_eq!(select::<TurnChecked>(&mut m, f.clone()), Ok(TurnChecked::NextTurn));
         m.st.counters.insert(counter::TURNS.into(), 0);
         assert_eq!(select::<TurnChecked>(&mut m, f), Ok(TurnChecked::MaxTurns));

@@ -28,6 +28,12 @@ pub struct Session {
     pub transcript: Option<TranscriptWriter>,
     /// Prompts run on it in this process.
     pub prompts: u32,
+    /// What its prompts in this process cost, in US dollars: `--max-budget-usd` caps the
+    /// session's spend, not each prompt's.
+    pub cost_usd: f64,
+    /// What its last main request left in the prompt cache, which the next prompt's first
+    /// request reads ([`crate::engine::budget`] prices it so).
+    pub cached_prefix: Option<crate::engine::budget::CachedPrefix>,
     /// Its background shells: they outlive a prompt, and are killed when the session is
     /// dropped.
     pub background: Arc<BackgroundShells>,
@@ -36,7 +42,16 @@ pub struct Session {
 impl Session {
     /// A new, empty session kept in memory only.
     pub fn in_memory(id: Uuid, cwd: PathBuf) -> Session {
-        Session { id, cwd, messages: Transcript::default(), transcript: None, prompts: 0, background: Arc::default() }
+        Session {
+            id,
+            cwd,
+            messages: Transcript::default(),
+            transcript: None,
+            prompts: 0,
+            cost_usd: 0.0,
+            cached_prefix: None,
+            background: Arc::default(),
+        }
     }
 
     /// A session written to `transcript`, starting from `history` (empty for a new one; the
@@ -48,6 +63,8 @@ impl Session {
             messages: Transcript::from(history),
             transcript: Some(transcript),
             prompts: 0,
+            cost_usd: 0.0,
+            cached_prefix: None,
             background: Arc::default(),
         }
     }

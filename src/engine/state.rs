@@ -110,6 +110,22 @@ pub struct LoopState {
     pub model_calls: u32,
     /// Cost in USD of every reply so far, from the price table (replies of unpriced models add 0).
     pub cost_usd: f64,
+    /// What the session's earlier prompts cost: the spend cap counts it too.
+    pub spent_before_usd: f64,
+    /// What the last main request left in the prompt cache (the spend cap prices it as a
+    /// read); `None` before the first reply and after the history was rewritten.
+    pub cached_prefix: Option<crate::engine::budget::CachedPrefix>,
+    /// Characters of the prompt of the request being sent (system, tools, messages).
+    pub sent_chars: usize,
+    /// The output cap of the request being sent (the spend cap may have lowered it).
+    pub sent_max_tokens: u32,
+    /// What the last tool phase's `StructuredOutput` calls came to.
+    pub structured: Option<crate::tools::structured_output::Answer>,
+    /// The run's structured answer: the first `StructuredOutput` call that matched.
+    pub structured_output: Option<serde_json::Value>,
+    /// The model was told once to answer through `StructuredOutput` (at an end of turn
+    /// without it).
+    pub structured_nudged: bool,
 }
 
 impl LoopState {
@@ -171,6 +187,13 @@ impl LoopState {
             usage: UsageTotals::default(),
             model_calls: 0,
             cost_usd: 0.0,
+            spent_before_usd: 0.0,
+            cached_prefix: None,
+            sent_chars: 0,
+            sent_max_tokens: 0,
+            structured: None,
+            structured_output: None,
+            structured_nudged: false,
         }
     }
 
@@ -200,6 +223,16 @@ impl LoopState {
             (Some(fallback), n) if n > 0 => fallback,
             _ => &self.options.model,
         }
+    }
+
+    /// Characters of the next request's prompt: system prompt, tool definitions, messages.
+    pub fn prompt_chars(&self) -> usize {
+        self.options.system.len() + self.tools_chars + self.messages.chars()
+    }
+
+    /// What is left of `--max-budget-usd` after the session's spend so far; `None` without a cap.
+    pub fn budget_left(&self) -> Option<f64> {
+        self.options.max_budget_usd.map(|cap| cap - self.spent_before_usd - self.cost_usd)
     }
 
     /// Build the main request from the conversation.

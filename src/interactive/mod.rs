@@ -796,6 +796,7 @@ mod tests {
             model_calls: 1,
             cost_usd: 0.0015,
             turns: 1,
+            structured_output: None,
             trace: vec![],
             api_failure: None,
             permission_denials: vec![],

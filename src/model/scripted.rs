@@ -181,6 +181,7 @@ impl ScriptedModel {
                 Some(n) => n,
                 None => estimate_input_tokens(&request),
             },
+            cache: response.usage.map_or((None, None), |u| (u.cache_creation_input_tokens, u.cache_read_input_tokens)),
             abort_after_first_block: request.purpose == Purpose::Main
                 && self.abort == Some(AbortSpec { response: index, phase: AbortPhase::Stream }),
         };

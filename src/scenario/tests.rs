@@ -55,7 +55,10 @@ fn parses_the_design_example() {
             retry_after_s: None,
         })
     );
-    assert_eq!(s.responses[2].usage, Some(ScriptedUsage { input_tokens: Some(50), output_tokens: Some(7) }));
+    assert_eq!(
+        s.responses[2].usage,
+        Some(ScriptedUsage { input_tokens: Some(50), output_tokens: Some(7), ..ScriptedUsage::default() })
+    );
     assert_eq!(s.responses[2].expect, Some(Expect { max_tokens: Some(64_000), ..Expect::default() }));
     assert_eq!(s.aux.len(), 1);
     assert_eq!(s.aux[0].chunk_delay_ms, 0);
@@ -109,7 +112,7 @@ fn shape_errors_name_file_path_and_position() {
         parse_err(r#"{"options": {"max_turn": 3}, "responses": []}"#),
         "bad.json: at options.max_turn: unknown field `max_turn`, expected one of `max_turns`, `token_budget`, \
          `context_window`, `fallback_model`, `max_retries`, `retry_base_delay_ms`, `model`, `max_tool_concurrency`, \
-         `tool_result_cap` (line 1, column 23)"
+         `tool_result_cap`, `max_budget_usd`, `json_schema` (line 1, column 23)"
     );
     assert_eq!(
         parse_err(r#"{"responses": [{"contents": []}]}"#),

@@ -26,6 +26,14 @@ pub(super) fn check(scenario: &Scenario) -> Result<(), Invalid> {
             check_response(&format!("{list}[{index}]"), response)?;
         }
     }
+    if let Some(schema) = &scenario.options.json_schema {
+        crate::json_schema::Schema::compile(schema).map_err(|e| invalid("options.json_schema", e.to_string()))?;
+    }
+    if let Some(usd) = scenario.options.max_budget_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        return Err(invalid("options.max_budget_usd", "must be a positive number of US dollars"));
+    }
     if let Some(abort) = scenario.abort {
         let Some(response) = scenario.responses.get(abort.response) else {
             return Err(invalid(

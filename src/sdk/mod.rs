@@ -34,7 +34,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{CliSink, Ending, WithCommands, WithSandbox, result_object, system_init};
+use crate::cli::output::{
+    CliSink, Ending, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
+};
 use crate::cli::run::{RunFlags, RunSpec};
 use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
@@ -165,7 +167,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                         if let Some(prompt) = current.take() {
                             echo_prompt(&mut result, &prompt);
                         }
-                        stdout.line(&result.to_string());
+                        stdout.line(&with_structured_output(result, &outcome).to_string());
                     }
                     Err(e) => {
                         stderr_line(&format!("agentloop: internal error: {e}"));
@@ -414,6 +416,7 @@ impl Host {
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),
+            structured_output: None,
         };
         let mut result = result_object(&outcome, &fresh.id.to_string(), started, 0);
         result["local_command"] = json!("clear");
@@ -848,6 +851,7 @@ mod tests {
             model_calls: 2,
             cost_usd: 0.01,
             turns: 2,
+            structured_output: None,
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),

@@ -22,6 +22,7 @@ mod schema_tests;
 pub mod shell_env;
 pub mod spill;
 pub mod streaming;
+pub mod structured_output;
 pub mod task_output;
 pub mod task_stop;
 pub mod walk;
@@ -65,6 +66,10 @@ pub struct ToolOutput {
     /// Images the model sees after the text (an MCP server's screenshot); none for the
     /// built-in tools.
     pub images: Vec<ToolImage>,
+    /// Set by a call that gives the run's structured answer (`StructuredOutput`): whether its
+    /// input matched the `--json-schema`. The engine ends the run on a valid one and counts
+    /// the invalid ones ([`structured_output`]).
+    pub structured: Option<structured_output::Answer>,
 }
 
 /// An image in a tool result, sent to the model as an image block of the `tool_result`.
@@ -79,12 +84,12 @@ pub struct ToolImage {
 impl ToolOutput {
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: false, images: Vec::new() }
+        ToolOutput { content: content.into(), is_error: false, images: Vec::new(), structured: None }
     }
 
     /// A failed result the model can read and act on.
     pub fn error(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: true, images: Vec::new() }
+        ToolOutput { content: content.into(), is_error: true, images: Vec::new(), structured: None }
     }
 
     /// The result with `images` after its text.

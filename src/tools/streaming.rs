@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::events::EngineEvent;
 use crate::protocol::ContentBlock;
 use crate::tools::orchestrate::{CallResult, INTERRUPTED_RESULT, SIBLING_CANCELLED, Toolbox};
+use crate::tools::structured_output::Answer;
 use crate::tools::{ToolCall, ToolContext, ToolOutput};
 
 /// The outcome of one tool phase.
@@ -35,6 +36,9 @@ pub struct PhaseOutcome {
     pub hook_stop: Option<String>,
     /// The calls that were refused, in call order.
     pub denials: Vec<crate::permissions::Denial>,
+    /// What the phase's `StructuredOutput` calls came to: the first valid answer, else the
+    /// last invalid one; `None` when there was no such call.
+    pub structured: Option<Answer>,
 }
 
 #[derive(Debug)]
@@ -195,6 +199,7 @@ impl Executor {
         let interrupted = self.base.cancel.is_cancelled();
         let mut hook_stop = None;
         let mut denials = Vec::new();
+        let mut structured: Option<Answer> = None;
         let results = self
             .entries
             .into_iter()
@@ -211,6 +216,10 @@ impl Executor {
                         });
                     }
                     let output = result.output;
+                    match (&structured, output.structured) {
+                        (Some(Answer::Valid(_)), _) | (_, None) => {}
+                        (_, answer) => structured = answer,
+                    }
                     let images = output.images.into_iter().map(|i| (i.media_type, i.data));
                     ContentBlock::tool_result_with_images(entry.call.id, output.content, images, output.is_error)
                 }
@@ -220,7 +229,7 @@ impl Executor {
                 }
             })
             .collect();
-        PhaseOutcome { results, hook_stop, denials }
+        PhaseOutcome { results, hook_stop, denials, structured }
     }
 
     /// Cancel every call (running ones observe it; queued ones never start).

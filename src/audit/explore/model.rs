@@ -311,14 +311,17 @@ mod tests {
     fn splits_counters_and_encodes_values() {
         let m = Model::new(shipped(), None).unwrap();
         let names = |r: &Radix| r.counters.iter().map(|&c| m.bounds[c].name.as_str()).collect::<Vec<_>>();
-        assert_eq!(names(&m.outer), vec!["budget_continuations", "stop_hook_blocks", "turns"]);
+        assert_eq!(
+            names(&m.outer),
+            vec!["budget_continuations", "stop_hook_blocks", "turns", "structured_output_retries"]
+        );
         assert_eq!(
             names(&m.inner),
             vec!["collapse_drains", "reactive_compacts", "escalations", "recoveries", "pauses", "fallbacks", "retries"]
         );
-        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101, 2 * 2 * 2 * 4 * 6 * 2 * 11));
+        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101 * 5, 2 * 2 * 2 * 4 * 6 * 2 * 11));
         let v = m.initial_values();
-        assert_eq!(v, vec![20, 8, 99, 1, 1, 1, 3, 5, 1, 10]);
+        assert_eq!(v, vec![20, 8, 99, 4, 1, 1, 1, 3, 5, 1, 10]);
         let mut back = vec![0; v.len()];
         m.inner.decode(m.inner.encode(&v), &mut back);
         m.outer.decode(m.outer.encode(&v), &mut back);
@@ -354,7 +357,7 @@ mod tests {
         assert_eq!(into("tools.done"), "Checkpoint tools_ran=true");
         assert_eq!(into("checkpoint.next_turn"), "Prepare ");
         // Each place enables only the edges its fixed facts allow.
-        let everything = (1 << 10) - 1;
+        let everything = (1 << 11) - 1;
         let ids =
             |place: usize| m.enabled(place, everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
         assert_eq!(ids(7), vec!["recover.max_output_tokens_escalate"]);
@@ -362,7 +365,16 @@ mod tests {
             ids(4),
             vec!["recover.collapse_drain_retry", "recover.reactive_compact_retry", "recover.prompt_too_long"]
         );
-        assert_eq!(ids(8), vec!["checkpoint.abort", "checkpoint.hook_stopped", "checkpoint.next_turn"]);
+        assert_eq!(
+            ids(8),
+            vec![
+                "checkpoint.abort",
+                "checkpoint.hook_stopped",
+                "checkpoint.next_turn",
+                "checkpoint.structured_output",
+                "checkpoint.structured_output_retry"
+            ]
+        );
         assert_eq!(
             ids(6),
             vec![
@@ -382,7 +394,7 @@ mod tests {
         assert_eq!(m.bounds[2].initial, 2);
         let request = m.places.iter().position(|p| t.states[p.state].name == "Request").unwrap();
         let ids = |mask: u64| m.enabled(request, mask).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
-        let everything = (1 << 10) - 1;
+        let everything = (1 << 11) - 1;
         assert_eq!(
             ids(everything),
             vec![
@@ -391,6 +403,7 @@ mod tests {
                 "request.fallback",
                 "request.prompt_too_long",
                 "request.model_error",
+                "request.budget_exhausted",
                 "sampling.abort"
             ]
         );
@@ -401,6 +414,7 @@ mod tests {
                 "request.retries_exhausted",
                 "request.prompt_too_long",
                 "request.model_error",
+                "request.budget_exhausted",
                 "sampling.abort"
             ]
         );

@@ -53,17 +53,26 @@ pub fn price(model: &str) -> Option<Price> {
     PRICES.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|(_, price)| *price)
 }
 
+/// Cost units per US dollar: a price in cents per million tokens times a token count is in
+/// units of 10⁻⁸ dollars.
+pub const UNITS_PER_USD: f64 = 100_000_000.0;
+
+/// The cost of `usage` at `price`, exactly, in units of 10⁻⁸ US dollars ([`UNITS_PER_USD`]).
+/// Missing counts count as zero. The spend cap prices a request before it is sent with the
+/// usage it may at most report ([`crate::engine::budget`]).
+pub fn cost_units(price: Price, usage: &Usage) -> u128 {
+    let tokens = |count: Option<u64>| u128::from(count.unwrap_or(0));
+    tokens(usage.input_tokens) * u128::from(price.input)
+        + tokens(usage.output_tokens) * u128::from(price.output)
+        + tokens(usage.cache_creation_input_tokens) * u128::from(price.cache_write)
+        + tokens(usage.cache_read_input_tokens) * u128::from(price.cache_read)
+}
+
 /// The cost of `usage` on `model` in US dollars; `None` for a model the table does not know.
 /// Missing counts count as zero.
 pub fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
-    let price = price(model)?;
-    let tokens = |count: Option<u64>| u128::from(count.unwrap_or(0));
-    let cents_per_million = tokens(usage.input_tokens) * u128::from(price.input)
-        + tokens(usage.output_tokens) * u128::from(price.output)
-        + tokens(usage.cache_creation_input_tokens) * u128::from(price.cache_write)
-        + tokens(usage.cache_read_input_tokens) * u128::from(price.cache_read);
     // One rounding, at the very end.
-    Some(cents_per_million as f64 / 100_000_000.0)
+    Some(cost_units(price(model)?, usage) as f64 / UNITS_PER_USD)
 }
 
 #[cfg(test)]

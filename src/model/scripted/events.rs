@@ -39,6 +39,8 @@ pub(super) struct Plan {
     pub model: String,
     /// Prompt tokens reported in `message_start`.
     pub input_tokens: u64,
+    /// Cache writes and reads reported in `message_start`, when the script gives them.
+    pub cache: (Option<u64>, Option<u64>),
     /// Abort right after block 0 (`abort` with phase `stream`).
     pub abort_after_first_block: bool,
 }
@@ -123,7 +125,12 @@ fn message_start(plan: &Plan) -> StreamEvent {
         message: MessageStart {
             id: Some(plan.message_id.clone()),
             model: Some(plan.model.clone()),
-            usage: Some(Usage { input_tokens: Some(plan.input_tokens), output_tokens: Some(1), ..Usage::default() }),
+            usage: Some(Usage {
+                input_tokens: Some(plan.input_tokens),
+                output_tokens: Some(1),
+                cache_creation_input_tokens: plan.cache.0,
+                cache_read_input_tokens: plan.cache.1,
+            }),
             ..MessageStart::default()
         },
     }
