@@ -87,7 +87,6 @@ fn the_cap_lowers_the_output_cap_then_ends_before_a_request_that_cannot_fit() {
             "is_error": true,
             "errors": ["reached the maximum budget of $0.12: the next request was not sent, as it could cost up to \
                         $0.055195 ($0.050075 for its prompt) and $0.039800 is left"],
-            "result": "",
             "stop_reason": null,
             "num_turns": 3,
             "terminal_reason": "budget_exhausted",
