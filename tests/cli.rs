@@ -54,8 +54,8 @@ fn exit_statuses_follow_the_terminal_reason() {
         ("prompt-too-long", 1),
         ("blocking-limit", 1),
         ("max-turns", 3),
-        ("stop-hook-prevented", 4),
-        ("hook-stopped", 4),
+        ("stop-hook-prevented", 0),
+        ("hook-stopped", 0),
         ("abort-streaming", 130),
         ("abort-tools", 130),
     ];
