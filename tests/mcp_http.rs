@@ -176,7 +176,17 @@ fn an_interrupt_cancels_a_running_http_call() {
         lines.push(line);
     }
     assert_eq!(child.wait().unwrap().code(), Some(130));
-    assert_eq!(tool_results(&lines), vec![("MCP tool call was cancelled".to_owned(), true)]);
+    // `tool_started` is printed as the call starts: the signal lands either while its request
+    // is out (the server is told to cancel it) or just before the request is sent (it never
+    // is). Either way the one call is answered as interrupted and the run ends aborted_tools.
+    let results = tool_results(&lines);
+    assert_eq!(results.len(), 1, "{lines:#?}");
+    let (text, is_error) = &results[0];
+    assert!(is_error);
+    assert!(
+        text == "MCP tool call was cancelled" || text == agentloop::tools::orchestrate::INTERRUPTED_RESULT,
+        "{text}"
+    );
     assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
 }
 
