@@ -384,6 +384,29 @@ fn ctrl_c_during_a_hook_kills_it_and_ends_the_run() {
     }
 }
 
+/// Ctrl+C while a Bash command runs in a session without hooks: the run ends aborted_tools
+/// and says nothing of hooks, there being none to kill.
+#[test]
+fn ctrl_c_during_a_command_without_hooks_warns_of_no_hooks() {
+    let doc = serde_json::json!({
+        "prompt": "run",
+        "settings": {"permissions": {"allow": ["Bash"]}},
+        "responses": [
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo $$ > started; sleep 100"}}]},
+            {"content": [{"type": "text", "text": "never reached"}]}
+        ]
+    });
+    let Spawned { child, dir, trace } = spawn_scenario(&doc);
+    wait_for_line(&dir.path().join("started"));
+    send(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("hooks interrupted"), "{stderr}");
+    assert!(stderr.contains("agentloop: ended with aborted_tools"), "{stderr}");
+    assert_trace_ends_with(&trace, "acting.abort");
+}
+
 /// A pipe whose reading end is already closed: every write to the other end fails with EPIPE.
 fn closed_pipe() -> Stdio {
     let (reader, writer) = std::io::pipe().unwrap();

@@ -402,3 +402,30 @@ fn user_messages_are_replayed_and_context_usage_is_reported() {
     assert_eq!(settings["applied"]["model"], frames[init]["model"]);
     assert_eq!(settings["effective"], json!({}));
 }
+
+/// A line of stdin that is not UTF-8 is skipped with a warning, like any malformed line: the
+/// prompt after it still runs to its result and the session ends normally.
+#[test]
+fn a_line_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = sdk_mode(dir.path(), SCENARIO);
+    {
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(b"{\"type\":\"user\",\"message\":{\"content\":\"caf\xff\"}}\n").unwrap();
+        stdin.flush().unwrap();
+    }
+    send(&mut child, json!({"type": "user", "message": {"role": "user", "content": "Read greeting.txt"}}));
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("agentloop: warning: ignored a line of stdin: not UTF-8"), "{stderr}");
+    let results: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|f| f["type"] == "result")
+        .collect();
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_eq!(results[0]["subtype"], "success");
+}

@@ -650,13 +650,26 @@ fn echo_prompt(result: &mut Value, prompt: &Prompt) {
 
 /// Read stdin line by line into frames; `None` (the channel closing) means EOF. The answers
 /// to agentloop's own control requests go straight to `controller`, which is closed at EOF.
+///
+/// A line that is not UTF-8 is skipped with a warning, as a malformed JSON line is: the
+/// session and the prompts after it go on.
 async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controller>) {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut reader = BufReader::new(tokio::io::stdin());
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match reader.read_until(b'\n', &mut bytes).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            stderr_line("agentloop: warning: ignored a line of stdin: not UTF-8");
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let frame = match wire::parse(&line) {
+        let frame = match wire::parse(line) {
             Inbound::Response(response) => {
                 if !controller.answer(&response) {
                     stderr_line("agentloop: warning: a control_response answers no request of ours");

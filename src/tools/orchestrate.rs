@@ -144,7 +144,9 @@ impl Toolbox {
         let (pre, pre_warnings) = tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => {
-                warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
+                if self.hooks.runs_for_tool(&call.name) {
+                    warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
+                }
                 return ToolOutput::error(INTERRUPTED_RESULT);
             }
             decided = pre_hooks => decided,
@@ -220,7 +222,10 @@ impl Toolbox {
         let (post, post_warnings) = tokio::select! {
             biased;
             () = cancel.cancelled() => {
-                warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
+                // Only hooks that were to run were killed: no warning about none.
+                if self.hooks.runs_for_tool(&call.name) {
+                    warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
+                }
                 self.apply_budget(&call.id, &mut output);
                 return output;
             }
