@@ -407,6 +407,31 @@ fn ctrl_c_during_a_command_without_hooks_warns_of_no_hooks() {
     assert_trace_ends_with(&trace, "acting.abort");
 }
 
+/// Output that cannot be written (stdout is `/dev/full`: every write fails with ENOSPC) is not
+/// a success: every output format and the demo exit 74 with one line on stderr saying why.
+#[test]
+fn a_full_stdout_exits_74_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/read-greeting.json");
+    let model = format!("scripted:{scenario}");
+    let cwd = dir.path().to_str().unwrap();
+    let cases: [Vec<&str>; 5] = [
+        vec!["run", "--model", &model, "--cwd", cwd],
+        vec!["run", "--model", &model, "--cwd", cwd, "--output-format", "json"],
+        vec!["run", "--model", &model, "--cwd", cwd, "--output-format", "stream-json"],
+        vec!["demo"],
+        vec!["demo", "--all"],
+    ];
+    for args in cases {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = agentloop().args(&args).stdin(Stdio::null()).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(74), "{args:?}: {stderr}");
+        let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("agentloop:")).collect();
+        assert_eq!(said, ["agentloop: cannot write the output: No space left on device (os error 28)"], "{args:?}");
+    }
+}
+
 /// A pipe whose reading end is already closed: every write to the other end fails with EPIPE.
 fn closed_pipe() -> Stdio {
     let (reader, writer) = std::io::pipe().unwrap();

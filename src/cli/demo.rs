@@ -1,7 +1,7 @@
 //! `agentloop demo`: built-in scenarios run with the scripted model in a fresh temporary
 //! directory, so anyone can watch every continue and terminal reason without an API key.
 
-use crate::cli::interrupt::{EXIT_CLOSED_STDOUT, Stdout};
+use crate::cli::interrupt::Stdout;
 use crate::cli::run::{execute, spec_for_scenario};
 use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::scenario::Scenario;
@@ -99,7 +99,7 @@ pub async fn command(args: DemoArgs) -> u8 {
         for (name, _) in SCENARIOS {
             let description = scenario(name).map(|s| s.description).unwrap_or_else(|e| e);
             if !stdout.line(&format!("{name:<24} {description}")) {
-                return EXIT_CLOSED_STDOUT;
+                return stdout.closed_exit_code();
             }
         }
         return 0;
@@ -164,7 +164,9 @@ pub async fn command(args: DemoArgs) -> u8 {
 
 /// Run every scenario in its own temporary directory and summarise how each ended.
 /// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all;
-/// [`EXIT_CLOSED_STDOUT`] when stdout was closed (the remaining scenarios are not run).
+/// [`crate::cli::interrupt::EXIT_CLOSED_STDOUT`] when stdout was closed,
+/// [`crate::cli::interrupt::EXIT_OUTPUT_FAILED`] when it could not be written (the remaining
+/// scenarios are not run either way).
 async fn run_all() -> u8 {
     let stdout = Stdout::new();
     let mut failed = false;
@@ -190,7 +192,7 @@ async fn run_all() -> u8 {
             }
         };
         if !stdout.line(&line) {
-            return EXIT_CLOSED_STDOUT;
+            return stdout.closed_exit_code();
         }
     }
     u8::from(failed)

@@ -83,12 +83,18 @@ impl Signals {
     }
 }
 
-/// Stdout for a run's output. A write that fails with EPIPE marks it closed (later writes are
-/// skipped) and fires [`Stdout::closed`]; other write errors are ignored, as a lost line of
-/// output is no reason to stop the agent.
+/// Exit status of a run whose output could not be written (`EX_IOERR`: a full disk, an I/O
+/// error), after one line on stderr saying why.
+pub const EXIT_OUTPUT_FAILED: u8 = 74;
+
+/// Stdout for a run's output. A write that fails marks it closed (later writes are skipped)
+/// and fires [`Stdout::closed`], which cancels the run: with EPIPE whoever read it is gone;
+/// with any other error (ENOSPC on a full disk, EIO) the output is being lost, which is kept
+/// as [`Stdout::failure`] so that the process says so and exits non-zero.
 #[derive(Debug, Clone, Default)]
 pub struct Stdout {
     closed: CancellationToken,
+    failure: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 impl Stdout {
@@ -104,11 +110,32 @@ impl Stdout {
         }
         let mut out = io::stdout().lock();
         match out.write_all(bytes).and_then(|()| out.flush()) {
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            Ok(()) => true,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::BrokenPipe {
+                    let _ = self.failure.set(e.to_string());
+                }
                 self.closed.cancel();
                 false
             }
-            _ => true,
+        }
+    }
+
+    /// Why writing failed, when it failed otherwise than with EPIPE.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    /// The exit status of a command whose stdout closed: [`EXIT_OUTPUT_FAILED`] after one line
+    /// on stderr when the output could not be written, else [`EXIT_CLOSED_STDOUT`] (quietly:
+    /// the reader left).
+    pub fn closed_exit_code(&self) -> u8 {
+        match self.failure() {
+            Some(why) => {
+                stderr_line(&format!("agentloop: cannot write the output: {why}"));
+                EXIT_OUTPUT_FAILED
+            }
+            None => EXIT_CLOSED_STDOUT,
         }
     }
 

@@ -794,6 +794,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
         stderr_line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
     }
     match stop {
+        Some(Stop::ClosedStdout) => stdout.closed_exit_code(),
         Some(stop) => stop.exit_code(),
         None => outcome.terminal.exit_code(),
     }
