@@ -429,3 +429,66 @@ fn a_line_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
     assert_eq!(results.len(), 1, "{results:#?}");
     assert_eq!(results[0]["subtype"], "success");
 }
+
+/// A scenario whose first call runs `touch started; sleep 2; touch A1` and whose second would
+/// run `touch A2`, in `dir`.
+fn two_commands(dir: &std::path::Path) -> std::path::PathBuf {
+    let bash =
+        |command: &str| json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]});
+    let doc = json!({
+        "prompt": "two commands",
+        "settings": {"permissions": {"allow": ["Bash"]}},
+        "responses": [bash("touch started; sleep 2; touch A1"), bash("touch A2"),
+                      {"content": [{"type": "text", "text": "done"}]}]
+    });
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The client goes away (closes stdout and stdin) while the first command runs: the failed
+/// write of its result cancels the prompt before the second command can start, in the SDK
+/// mode and in `-p` alike; the process exits 141 (a closed stdout, as SIGPIPE's).
+#[test]
+fn a_client_that_goes_away_stops_the_run_before_the_next_tool() {
+    for sdk in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let scenario = two_commands(dir.path());
+        let mut command = Command::cargo_bin("agentloop").unwrap();
+        command.env("AGENTLOOP_HOME", dir.path().join("home")).env_remove("ANTHROPIC_API_KEY");
+        if sdk {
+            command.args(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]);
+        } else {
+            command.args(["-p", "two commands", "--output-format", "stream-json"]);
+        }
+        let mut child = command
+            .arg("--model")
+            .arg(format!("scripted:{}", scenario.display()))
+            .arg("--cwd")
+            .arg(&work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if sdk {
+            send(&mut child, json!({"type": "user", "message": {"role": "user", "content": "two commands"}}));
+        }
+        wait_for_file(&work.join("started"));
+        drop(child.stdout.take());
+        drop(child.stdin.take());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(141), "sdk mode: {sdk}");
+        assert!(!work.join("A2").exists(), "sdk mode {sdk}: the second command ran after the client left");
+    }
+}

@@ -95,12 +95,22 @@ pub const EXIT_OUTPUT_FAILED: u8 = 74;
 pub struct Stdout {
     closed: CancellationToken,
     failure: std::sync::Arc<std::sync::OnceLock<String>>,
+    /// Cancelled in the same call as the failed write: the run it belongs to, so that no
+    /// further tool call starts after the output is lost.
+    run: Option<CancellationToken>,
 }
 
 impl Stdout {
     /// Stdout, open.
     pub fn new() -> Self {
         Stdout::default()
+    }
+
+    /// Stdout whose first failed write also cancels `run` at once, inside the write: the run
+    /// takes its abort edges before anything else of it happens (another tool call cannot
+    /// start while the cancellation travels).
+    pub fn cancelling(run: CancellationToken) -> Self {
+        Stdout { run: Some(run), ..Stdout::default() }
     }
 
     /// Write `bytes` and flush. Returns false when stdout is closed.
@@ -116,6 +126,9 @@ impl Stdout {
                     let _ = self.failure.set(e.to_string());
                 }
                 self.closed.cancel();
+                if let Some(run) = &self.run {
+                    run.cancel();
+                }
                 false
             }
         }

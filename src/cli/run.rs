@@ -704,7 +704,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     }
     let session_id = spec.options.run_id.clone();
     let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
-    let stdout = Stdout::new();
+    let stdout = Stdout::cancelling(spec.cancel.clone());
     let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
     sink.model = spec.options.model.clone();
     sink.partial_messages = spec.format == OutputFormat::StreamJson && spec.partial_messages;

@@ -73,7 +73,10 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             "agentloop: warning: --input-format stream-json answers in stream-json whatever --output-format says"
         );
     }
-    let stdout = Stdout::new();
+    // Losing stdout ends the session: the running prompt is cancelled inside the failed write
+    // (each prompt's token is a child of this one), so no further tool call of it starts.
+    let session_gone = CancellationToken::new();
+    let stdout = Stdout::cancelling(session_gone.clone());
     let controller = Arc::new(Controller::new(stdout.clone()));
     let (tx, mut rx) = mpsc::unbounded_channel();
     // The reader answers agentloop's own requests itself: the SDK servers' start and a
@@ -111,7 +114,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 // The first prompt needs the MCP servers' tools: they started with the process.
                 host.servers_ready().await;
                 let idle = session.take().expect("the session is back whenever no prompt runs");
-                cancel = CancellationToken::new();
+                cancel = session_gone.child_token();
                 running = Some(host.start(idle, prompt.clone(), &frame, cancel.clone()));
                 current = Some(prompt);
             } else if !input_open {
@@ -127,6 +130,14 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                 stderr_line(&format!("agentloop: {}", signal.describe()));
                 stopped = Some(signal);
                 cancel.cancel();
+                queue.clear();
+                input_open = false;
+                controller.close();
+            }
+            () = stdout.closed(), if stopped.is_none() => {
+                // Nobody reads the answers any more: the prompts not started are dropped and
+                // the session ends once the running one has taken its abort edges.
+                stopped = Some(crate::cli::interrupt::Stop::ClosedStdout);
                 queue.clear();
                 input_open = false;
                 controller.close();
@@ -179,8 +190,10 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             }
         }
     }
+    let stopped = stopped.or(stdout.is_closed().then_some(crate::cli::interrupt::Stop::ClosedStdout));
     match (failed, stopped) {
         (true, _) => EXIT_INTERNAL,
+        (false, Some(crate::cli::interrupt::Stop::ClosedStdout)) => stdout.closed_exit_code(),
         (false, Some(signal)) => signal.exit_code(),
         (false, None) => u8::from(last_result_failed),
     }
