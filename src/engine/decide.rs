@@ -160,6 +160,15 @@ impl Machine {
         let hooks = ctx.deps.hooks.clone();
         let cancel = ctx.deps.cancel.clone();
         ctx.emit(EngineEvent::StopHooksStarted);
+        if !hooks.runs_stop() {
+            // Nothing to run, so nothing an interrupt could kill: the turn's end is decided
+            // as it stands (an interrupt is handled by the next state).
+            let (decision, warnings) = hooks.stop(&env, active).await;
+            for w in warnings {
+                ctx.emit(EngineEvent::Warning(w));
+            }
+            return Some(decision);
+        }
         let (decision, warnings) = tokio::select! {
             biased;
             () = cancel.cancelled() => {

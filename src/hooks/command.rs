@@ -252,6 +252,10 @@ impl Hooks for CommandHooks {
             .any(|group| !group.hooks.is_empty() && group.matches(tool_name))
     }
 
+    fn runs_stop(&self) -> bool {
+        self.table.stop.iter().any(|group| !group.hooks.is_empty())
+    }
+
     fn stop<'a>(&'a self, env: &'a HookEnv, stop_hook_active: bool) -> BoxFuture<'a, (StopDecision, Vec<String>)> {
         Box::pin(async move {
             // Stop entries ignore their matchers.

@@ -121,6 +121,10 @@ pub trait Hooks: Send + Sync {
     fn runs_for_tool(&self, _tool_name: &str) -> bool {
         false
     }
+    /// Whether a Stop hook command (or SDK callback) would run at the end of a turn.
+    fn runs_stop(&self) -> bool {
+        false
+    }
 }
 
 /// No hooks at all.
