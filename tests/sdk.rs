@@ -10,8 +10,12 @@
 //! the conversation (`HEAD /api/hello`, a session title with no tools), which the mock
 //! answers outside the script, and `system` role messages, which the mock then accepts.
 
+#[path = "common/conversation.rs"]
+mod conversation;
 #[path = "common/mock_api.rs"]
 mod mock_api;
+
+use conversation::{content_text, in_order, transcript};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -208,49 +212,6 @@ fn result(messages: &Value) -> &Value {
 fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
-}
-
-/// A request's messages as (role, text) pairs: a string content, or every text block and
-/// tool result (its content's text) joined by newlines.
-fn transcript(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| (m["role"].as_str().unwrap().to_owned(), content_text(&m["content"])))
-        .collect()
-}
-
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b["type"].as_str() {
-                Some("text") => b["text"].as_str().unwrap_or_default().to_owned(),
-                Some("tool_result") => content_text(&b["content"]),
-                _ => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Whether `haystack` holds each of `needles` (role, text fragment) in this order; successive
-/// fragments may be in the same message (two prompts a CLI merged into one user message).
-fn in_order(haystack: &[(String, String)], needles: &[(&str, &str)]) -> bool {
-    let (mut message, mut offset) = (0, 0);
-    needles.iter().all(|(role, fragment)| {
-        while let Some((r, text)) = haystack.get(message) {
-            if let Some(at) = text.get(offset..).filter(|_| r == role).and_then(|rest| rest.find(fragment)) {
-                offset += at + fragment.len();
-                return true;
-            }
-            (message, offset) = (message + 1, 0);
-        }
-        false
-    })
 }
 
 /// The tool_result blocks of a request's last message.
@@ -526,15 +487,6 @@ fn setting_sources_choose_settings_commands_and_styles() {
     assert!(!bodies[0].to_string().contains("# Output Style:"));
     assert!(bodies[3].to_string().contains(r"# Output Style: Pirate\nAnswer like a pirate."), "{}", bodies[3]);
     assert_eq!(mock.unserved(), 0);
-}
-
-#[test]
-fn in_order_finds_fragments_in_order() {
-    let history = [("user".to_owned(), "one two".to_owned()), ("assistant".to_owned(), "three".to_owned())];
-    assert!(in_order(&history, &[("user", "one"), ("user", "two"), ("assistant", "three")]));
-    assert!(!in_order(&history, &[("user", "two"), ("user", "one")]));
-    assert!(!in_order(&history, &[("assistant", "three"), ("user", "one")]));
-    assert!(!in_order(&history, &[("user", "three")]));
 }
 
 #[test]

@@ -10,8 +10,12 @@
 //! one in `.ci/cache/ts-clients/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/`), which
 //! checks that every program and assertion is about behaviour Claude Code really has.
 
+#[path = "common/conversation.rs"]
+mod conversation;
 #[path = "common/mock_api.rs"]
 mod mock_api;
+
+use conversation::{content_text, in_order, transcript};
 
 #[path = "common/installed.rs"]
 mod installed;
@@ -192,49 +196,6 @@ fn result(messages: &Value) -> &Value {
     assert_eq!(results.len(), 1, "one result per turn: {messages:#}");
     assert_eq!(messages.as_array().unwrap().last(), Some(results[0]), "the result ends the turn");
     results[0]
-}
-
-/// A request's messages as (role, text): a string content, or its text blocks and tool
-/// results' texts joined by newlines. Claude Code's `system` role messages are left out.
-fn transcript(body: &Value) -> Vec<(String, String)> {
-    body["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| matches!(m["role"].as_str(), Some("user" | "assistant")))
-        .map(|m| (m["role"].as_str().unwrap().to_owned(), content_text(&m["content"])))
-        .collect()
-}
-
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b["type"].as_str() {
-                Some("text") => b["text"].as_str().unwrap_or_default().to_owned(),
-                Some("tool_result") => content_text(&b["content"]),
-                _ => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Whether `haystack` holds each of `needles` (role, text fragment) in this order.
-fn in_order(haystack: &[(String, String)], needles: &[(&str, &str)]) -> bool {
-    let (mut message, mut offset) = (0, 0);
-    needles.iter().all(|(role, fragment)| {
-        while let Some((r, text)) = haystack.get(message) {
-            if let Some(at) = text.get(offset..).filter(|_| r == role).and_then(|rest| rest.find(fragment)) {
-                offset += at + fragment.len();
-                return true;
-            }
-            (message, offset) = (message + 1, 0);
-        }
-        false
-    })
 }
 
 /// The tool_result for the call `id` in a request's last message (Claude Code may carry
@@ -538,11 +499,4 @@ fn initialize_brings_mcp_servers_and_the_system_prompt() {
     assert_eq!(content_text(&echoed["content"]), "Echo: via initialize");
     let system = bodies[0]["system"].to_string();
     assert!(system.contains("You are a terse test assistant."), "{system}");
-}
-
-#[test]
-fn in_order_finds_fragments_in_order() {
-    let history = [("user".to_owned(), "one two".to_owned()), ("assistant".to_owned(), "three".to_owned())];
-    assert!(in_order(&history, &[("user", "one"), ("user", "two"), ("assistant", "three")]));
-    assert!(!in_order(&history, &[("user", "two"), ("user", "one")]));
 }
