@@ -497,14 +497,13 @@ pub fn system_init(
 }
 
 /// Where the model's credentials come from, as Claude Code's `apiKeySource` names it.
+/// It is the credential the model client uses ([`crate::cli::auth::Credential`]).
 fn api_key_source() -> &'static str {
-    let set = |name: &str| crate::credentials::var(name).is_some_and(|v| !v.is_empty());
-    if set("ANTHROPIC_API_KEY") {
-        "ANTHROPIC_API_KEY"
-    } else if set("ANTHROPIC_AUTH_TOKEN") {
-        "ANTHROPIC_AUTH_TOKEN"
-    } else {
-        "none"
+    use crate::cli::auth::Credential;
+    match Credential::from_lookup(crate::credentials::var) {
+        Credential::ApiKey => "ANTHROPIC_API_KEY",
+        Credential::AuthToken => "ANTHROPIC_AUTH_TOKEN",
+        Credential::None => "none",
     }
 }
 

@@ -119,7 +119,6 @@ and nothing is left to compact",
         };
         request.model = self.st.model().to_owned();
         request.max_tokens = self.st.max_tokens();
-        request.thinking = self.st.options.thinking_budget;
         let lowered = match self.admit(ctx, request.max_tokens) {
             Ok(max_tokens) => (max_tokens < request.max_tokens).then_some(max_tokens),
             Err(over) => return self.request_failed(ctx, Failure::NotSent(over)),
