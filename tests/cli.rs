@@ -485,3 +485,59 @@ fn sighup_with_stderr_gone_still_aborts_cleanly() {
     assert_trace_ends_with(&trace, "acting.abort");
     assert!(is_dead(&pid), "sleep {pid} survived");
 }
+
+/// The rule a refusal outside the working directory suggests is the narrowest that would allow
+/// the call: a Grep of `/tmp` suggests `Grep(//tmp/**)` (not `Grep(///**)`, the whole file
+/// system), a Read of a file its directory's tree.
+#[test]
+fn an_outside_call_suggests_the_narrowest_rule() {
+    let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let outside = outside.path().canonicalize().unwrap();
+    std::fs::write(outside.join("notes.txt"), "x\n").unwrap();
+    let scenario = dir.path().join("outside.json");
+    let doc = serde_json::json!({
+        "prompt": "look outside",
+        "responses": [
+            {"content": [
+                {"type": "tool_use", "name": "Grep", "input": {"pattern": "needle", "path": "/tmp"}},
+                {"type": "tool_use", "name": "Read", "input": {"file_path": outside.join("notes.txt")}}
+            ]},
+            {"content": [{"type": "text", "text": "refused"}], "expect": {"tool_result_is_error": [true, true]}}
+        ]
+    });
+    std::fs::write(&scenario, doc.to_string()).unwrap();
+    let cwd = dir.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let out = agentloop()
+        .args(["run", "--model", &format!("scripted:{}", scenario.display()), "--cwd", cwd.to_str().unwrap()])
+        .args(["--output-format", "stream-json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let results: Vec<String> = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["type"] == "user")
+        .flat_map(|v| v["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| block["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let cwd = cwd.canonicalize().unwrap();
+    assert_eq!(
+        results,
+        [
+            format!(
+                "/tmp is outside the working directory {}; a rule such as `Grep(//tmp/**)` would allow it.",
+                cwd.display()
+            ),
+            format!(
+                "{}/notes.txt is outside the working directory {}; a rule such as `Read(/{}/**)` would allow it.",
+                outside.display(),
+                cwd.display(),
+                outside.display()
+            ),
+        ]
+    );
+}

@@ -427,7 +427,7 @@ impl Policy {
             if !readable {
                 let p = path.as_ref().expect("outside implies a path");
                 let why = format!("{} is outside the working directory {}", p.display(), self.cwd.display());
-                let rule = format!("{tool}(/{}/**)", p.parent().unwrap_or(p).display());
+                let rule = outside_rule(tool, p);
                 if self.ask_outside && self.mode.get() != Mode::Plan {
                     return Decision::Ask { reason: why, suggestion: Some(rule) };
                 }
@@ -484,6 +484,17 @@ impl Policy {
     fn absolute(&self, path: &str) -> PathBuf {
         let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { self.cwd.join(path) };
         canonicalize_partial(&joined).unwrap_or(joined)
+    }
+}
+
+/// The narrowest rule that would allow `tool` on `path` (absolute) outside the working
+/// directory: a directory's own tree (`Grep(//tmp/**)` for `/tmp`), a file's directory, or the
+/// file alone when that directory is `/` (never `///**`, the whole file system).
+fn outside_rule(tool: &str, path: &Path) -> String {
+    let tree = if path.is_dir() { Some(path) } else { path.parent() };
+    match tree.filter(|dir| dir.parent().is_some()) {
+        Some(dir) => format!("{tool}(/{}/**)", dir.display()),
+        None => format!("{tool}(/{})", path.display()),
     }
 }
 
