@@ -721,3 +721,50 @@ fn an_mcp_servers_question_is_asked_field_by_field() {
         assert!(result.contains(field), "{field} not in {result}");
     }
 }
+
+/// A byte that is not UTF-8 typed at the prompt (0xff) is dropped: the session goes on and the
+/// line keeps what was typed before and after it. (Keys that arrive in the same read as the bad
+/// byte, as in a paste, are lost with it: rustyline drops its read buffer; see docs.)
+#[test]
+fn a_bad_byte_at_the_prompt_is_dropped_and_the_line_kept() {
+    let api = MockApi::start(vec![Reply::Sse(Sse::new("claude-sonnet-4-5", 100).text("Hi there.").stop("end_turn"))]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("say hel");
+    pty.expect("say hel", WAIT);
+    pty.send_bytes(b"\xff");
+    // The line is shown again as it was, and the keys after it go on from there.
+    pty.expect("> say hel", WAIT);
+    pty.send("lo\r");
+    pty.expect("Hi there.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    let requests = api.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["messages"][0]["content"][0]["text"], "say hello");
+}
+
+/// The duration shown when a call finishes is its run time alone, not the time its question
+/// waited: answered after two seconds, a `touch` shows milliseconds.
+#[test]
+fn a_calls_duration_leaves_out_the_time_its_question_waited() {
+    let api = bash_then_answer("touch waited.txt", "Done.");
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("make a file\r");
+    pty.expect("n deny · Esc deny and interrupt", WAIT);
+    std::thread::sleep(Duration::from_secs(2));
+    pty.send("y");
+    pty.expect("⎿ Bash ok · ", WAIT);
+    let shown = pty.expect("Done.", WAIT);
+    // `21 ms · (no output)`: the duration, then the preview.
+    let duration =
+        shown.split(['\r', '\n']).next().unwrap_or_default().split(" · ").next().unwrap_or_default().to_owned();
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0);
+    assert!(duration.ends_with(" ms"), "the question's two seconds were counted: {duration:?}");
+}

@@ -12,6 +12,7 @@
 //! reads the first as an unknown sequence like any other and stops reading the second at its
 //! second `;`, so neither can be bound.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
@@ -69,7 +70,7 @@ impl LineEditor {
                     return;
                 }
             };
-            editor.set_helper(Some(Continuation { commands }));
+            editor.set_helper(Some(Continuation { commands, seen: RefCell::default() }));
             for key in NEWLINE_KEYS {
                 editor.bind_sequence(key, Cmd::Newline);
             }
@@ -78,7 +79,7 @@ impl LineEditor {
                 let _ = editor.load_history(path);
             }
             while let Ok(Request { prompt, initial, answer }) = rx.recv() {
-                let input = match editor.readline_with_initial(&prompt, (&initial, "")) {
+                let input = match read_keeping_the_line(&mut editor, &prompt, initial) {
                     Ok(line) => {
                         if !line.trim().is_empty() {
                             let _ = editor.add_history_entry(line.as_str());
@@ -114,15 +115,41 @@ impl LineEditor {
     }
 }
 
+/// One line read, where a byte that is not UTF-8 (rustyline gives up on the whole line at one)
+/// is dropped and the line read on from what was typed before it, the cursor where it was.
+fn read_keeping_the_line(
+    editor: &mut Editor<Continuation, FileHistory>,
+    prompt: &str,
+    initial: String,
+) -> rustyline::Result<String> {
+    let (mut left, mut right) = (initial, String::new());
+    loop {
+        if let Some(helper) = editor.helper() {
+            helper.seen.replace((format!("{left}{right}"), left.len()));
+        }
+        match editor.readline_with_initial(prompt, (&left, &right)) {
+            Err(rustyline::error::ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                let (line, pos) = editor.helper().map(|h| h.seen.take()).unwrap_or_default();
+                let pos = (0..=pos.min(line.len())).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+                (left, right) = (line[..pos].to_owned(), line[pos..].to_owned());
+            }
+            read => return read,
+        }
+    }
+}
+
 /// The input as the model gets it: `\` + newline becomes a newline.
 pub fn join_continued(line: &str) -> String {
     line.replace("\\\n", "\n")
 }
 
-/// The editor's helper: the validator that makes `\` + Enter continue the input, and the
-/// completion of slash command names.
+/// The editor's helper: the validator that makes `\` + Enter continue the input, the
+/// completion of slash command names, and the line as last edited.
 struct Continuation {
     commands: Vec<String>,
+    /// The line and the cursor's byte offset after the last edit (rustyline asks for a hint
+    /// after each one), to read on from when a bad byte ends the read.
+    seen: RefCell<(String, usize)>,
 }
 
 impl Validator for Continuation {
@@ -154,6 +181,11 @@ pub fn complete_command(typed: &str, commands: &[String]) -> Vec<String> {
 
 impl Hinter for Continuation {
     type Hint = String;
+
+    fn hint(&self, line: &str, pos: usize, _: &rustyline::Context<'_>) -> Option<String> {
+        self.seen.replace((line.to_owned(), pos));
+        None
+    }
 }
 
 impl Highlighter for Continuation {}

@@ -86,12 +86,23 @@ pub struct CallResult {
     pub stop: Option<String>,
     /// Warnings for the user (hook failures).
     pub warnings: Vec<String>,
-    /// How long the call took.
+    /// How long the call took, less the time its permission question waited for an answer.
     pub duration: Duration,
     /// The question put to the approver for this call and its answer, if one was asked.
     pub approval: Option<Box<(ApprovalRequest, Approval)>>,
     /// A hook, a rule, the mode or the approver refused the call: it did not run.
     pub denied: bool,
+}
+
+/// What the pipeline learns about a call beside its output.
+#[derive(Default)]
+struct Notes {
+    warnings: Vec<String>,
+    stop: Option<String>,
+    approval: Option<Box<(ApprovalRequest, Approval)>>,
+    denied: bool,
+    /// The time spent waiting for a permission question's answer.
+    waited: Duration,
 }
 
 impl Toolbox {
@@ -113,23 +124,13 @@ impl Toolbox {
     /// Run one call through the whole pipeline.
     pub async fn run_call(&self, call: &ToolCall, ctx: ToolContext) -> CallResult {
         let began = Instant::now();
-        let mut warnings = Vec::new();
-        let mut stop = None;
-        let mut approval = None;
-        let mut denied = false;
-        let output = self.pipeline(call, ctx, &mut warnings, &mut stop, &mut approval, &mut denied).await;
-        CallResult { output, stop, warnings, duration: began.elapsed(), approval, denied }
+        let mut notes = Notes::default();
+        let output = self.pipeline(call, ctx, &mut notes).await;
+        let Notes { warnings, stop, approval, denied, waited } = notes;
+        CallResult { output, stop, warnings, duration: began.elapsed().saturating_sub(waited), approval, denied }
     }
 
-    async fn pipeline(
-        &self,
-        call: &ToolCall,
-        mut ctx: ToolContext,
-        warnings: &mut Vec<String>,
-        stop: &mut Option<String>,
-        approval: &mut Option<Box<(ApprovalRequest, Approval)>>,
-        denied: &mut bool,
-    ) -> ToolOutput {
+    async fn pipeline(&self, call: &ToolCall, mut ctx: ToolContext, notes: &mut Notes) -> ToolOutput {
         let Some(tool) = self.registry.get(&call.name) else {
             return ToolOutput::error(format!(
                 "<tool_use_error>Error: No such tool available: {}</tool_use_error>",
@@ -145,18 +146,18 @@ impl Toolbox {
             biased;
             () = ctx.cancel.cancelled() => {
                 if self.hooks.runs_for_tool(&call.name) {
-                    warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
+                    notes.warnings.push(format!("{INTERRUPTED_HOOKS}: PreToolUse of {} {}", call.name, call.id));
                 }
                 return ToolOutput::error(INTERRUPTED_RESULT);
             }
             decided = pre_hooks => decided,
         };
-        warnings.extend(pre_warnings);
+        notes.warnings.extend(pre_warnings);
         if pre.stop.is_some() {
-            stop.clone_from(&pre.stop);
+            notes.stop.clone_from(&pre.stop);
         }
         if let Some(reason) = pre.deny {
-            *denied = true;
+            notes.denied = true;
             return ToolOutput::error(format!("PreToolUse hook denied this call: {reason}"));
         }
         let sandbox = ctx.sandbox.clone();
@@ -176,18 +177,24 @@ impl Toolbox {
         };
         let mut changed = None;
         if let Decision::Ask { .. } = decision {
-            decision = match self.ask(call, tool.as_ref(), hook_asks, &ctx, warnings, approval).await {
+            // The time the question waits for its answer is not the call's: it is left out of
+            // the duration reported.
+            let asked = Instant::now();
+            let answered =
+                self.ask(call, tool.as_ref(), hook_asks, &ctx, &mut notes.warnings, &mut notes.approval).await;
+            notes.waited += asked.elapsed();
+            decision = match answered {
                 Ok(decision) => decision,
                 Err(refusal) => {
                     // Refused by the person or the SDK, not dropped by an interrupt.
-                    *denied = matches!(
-                        approval.as_deref(),
+                    notes.denied = matches!(
+                        notes.approval.as_deref(),
                         Some((_, Approval::Deny { .. } | Approval::DenyAndInterrupt { .. }))
                     );
                     return refusal;
                 }
             };
-            if let Some(answer) = approval.as_deref()
+            if let Some(answer) = notes.approval.as_deref()
                 && let Approval::AllowChanged { input } = &answer.1
             {
                 // The person approved this input: judged again, it may still be refused, but
@@ -210,7 +217,7 @@ impl Toolbox {
                 ctx.launch = self.launch(read_only, &call.input, &sandbox);
             }
             Decision::Deny(reason) => {
-                *denied = true;
+                notes.denied = true;
                 return ToolOutput::error(reason);
             }
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
@@ -224,19 +231,19 @@ impl Toolbox {
             () = cancel.cancelled() => {
                 // Only hooks that were to run were killed: no warning about none.
                 if self.hooks.runs_for_tool(&call.name) {
-                    warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
+                    notes.warnings.push(format!("{INTERRUPTED_HOOKS}: PostToolUse of {} {}", call.name, call.id));
                 }
                 self.apply_budget(&call.id, &mut output);
                 return output;
             }
             decided = post_hooks => decided,
         };
-        warnings.extend(post_warnings);
+        notes.warnings.extend(post_warnings);
         if let Some(feedback) = post.feedback {
             output.content.push_str(&format!("\n\nPostToolUse hook feedback:\n{feedback}"));
         }
-        if stop.is_none() {
-            *stop = post.stop;
+        if notes.stop.is_none() {
+            notes.stop = post.stop;
         }
         // The budget covers the feedback too: a hook's output is part of what the model reads.
         self.apply_budget(&call.id, &mut output);

@@ -128,7 +128,13 @@ impl Pty {
 
     /// Type `bytes`.
     pub fn send(&mut self, bytes: &str) {
-        self.master.write_all(bytes.as_bytes()).unwrap();
+        self.send_bytes(bytes.as_bytes());
+    }
+
+    /// Type raw bytes, which need not be UTF-8.
+    #[allow(dead_code, reason = "not every test binary that shares this file types raw bytes")]
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.master.write_all(bytes).unwrap();
         self.master.flush().unwrap();
     }
 
