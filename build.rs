@@ -3,43 +3,53 @@
 //! choice enum per (state, event) pair that handlers match on exhaustively.
 //!
 //! The table stays the one place where the loop's decisions live: adding an edge here makes
-//! the compiler point at the one handler whose `match` must give it an effect.
-//! `Table::load` validates the same file at run time; this script only reads the names.
+//! the compiler point at the one handler whose `match` must give it an effect. The table is
+//! read with the crate's own table module (`src/table/`, compiled here too): a table that
+//! breaks a rule of the format fails the build with the findings `agentloop audit` prints,
+//! before any name is generated from it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+#[path = "src/table/mod.rs"]
+#[allow(dead_code, reason = "the build script uses the table module's checks, not all of it")]
+mod table;
+
+use table::format::{RawEdge, RawReasonKind, RawTable};
 
 const TABLE: &str = "transitions/loop.toml";
 
 fn main() {
     println!("cargo::rerun-if-changed={TABLE}");
     println!("cargo::rerun-if-changed=build.rs");
-    let text = std::fs::read_to_string(TABLE).unwrap_or_else(|e| panic!("{TABLE}: {e}"));
-    let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{TABLE}: {e}"));
-    let code = generate(&table);
+    println!("cargo::rerun-if-changed=src/table");
+    let text = std::fs::read_to_string(TABLE).unwrap_or_else(|e| fail(&format!("{TABLE}: {e}")));
+    let raw = checked(&text).unwrap_or_else(|problems| fail(&problems));
+    let code = generate(&raw);
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("loop_table.rs");
-    std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    std::fs::write(&out, code).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
 }
 
-/// The `[[NAME]]` array of tables.
-fn section<'a>(table: &'a toml::Table, name: &str) -> Vec<&'a toml::Table> {
-    match table.get(name) {
-        Some(toml::Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_table().unwrap_or_else(|| panic!("{TABLE}: [[{name}]] must be a table")))
-            .collect(),
-        None => Vec::new(),
-        Some(_) => panic!("{TABLE}: `{name}` must be an array of tables"),
+/// The table, parsed and checked by the format's rules; `Err` with every finding, one per
+/// line as `audit` prints them.
+fn checked(text: &str) -> Result<RawTable, String> {
+    let raw = table::check::parse(TABLE, text).map_err(|e| e.to_string())?;
+    let findings = table::check::check_raw(&raw, TABLE, text, None).map_err(|e| e.to_string())?;
+    if findings.is_empty() {
+        return Ok(raw);
     }
+    let lines: Vec<String> = findings
+        .iter()
+        .map(|f| format!("{TABLE}:{}: {} {}", f.location.line.unwrap_or(1), f.code.as_str(), f.message))
+        .collect();
+    Err(lines.join("\n"))
 }
 
-fn string<'a>(item: &'a toml::Table, key: &str) -> &'a str {
-    item.get(key).and_then(toml::Value::as_str).unwrap_or_else(|| panic!("{TABLE}: `{key}` missing in {item:?}"))
-}
-
-fn optional<'a>(item: &'a toml::Table, key: &str) -> Option<&'a str> {
-    item.get(key).and_then(toml::Value::as_str)
+/// Stop the build with `message` on stderr (cargo shows it with the build script's failure).
+fn fail(message: &str) -> ! {
+    eprintln!("{message}");
+    std::process::exit(1);
 }
 
 /// `max_output_tokens_escalate` or `ExecuteTools` → `MaxOutputTokensEscalate` / `ExecuteTools`.
@@ -77,27 +87,18 @@ fn doc(text: &str) -> String {
 struct Reason<'a> {
     name: &'a str,
     doc: String,
-    exit_code: Option<i64>,
+    exit_code: Option<u8>,
 }
 
-fn generate(table: &toml::Table) -> String {
+fn generate(table: &RawTable) -> String {
     let mut out = String::new();
-    let edges = section(table, "edge");
-    let reasons = section(table, "reason");
+    let edges: Vec<&RawEdge> = table.edge.iter().map(|e| e.get_ref()).collect();
     let (mut continues, mut terminals) = (Vec::new(), Vec::new());
-    for r in &reasons {
-        let reason = Reason {
-            name: string(r, "name"),
-            doc: doc(optional(r, "doc").unwrap_or_default()),
-            exit_code: r.get("exit_code").and_then(toml::Value::as_integer),
-        };
-        match string(r, "kind") {
-            "continue" => continues.push(reason),
-            "terminal" => {
-                assert!(reason.exit_code.is_some(), "{TABLE}: terminal reason `{}` needs an exit_code", reason.name);
-                terminals.push(reason)
-            }
-            other => panic!("{TABLE}: reason `{}` has unknown kind `{other}`", reason.name),
+    for r in table.reason.iter().map(|r| r.get_ref()) {
+        let reason = Reason { name: &r.name, doc: doc(&r.doc), exit_code: r.exit_code };
+        match r.kind {
+            RawReasonKind::Continue => continues.push(reason),
+            RawReasonKind::Terminal => terminals.push(reason),
         }
     }
 
@@ -106,30 +107,30 @@ fn generate(table: &toml::Table) -> String {
     writeln!(out, "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]").unwrap();
     writeln!(out, "pub enum Edge {{").unwrap();
     for e in &edges {
-        writeln!(out, "    /// `{}`: {}", string(e, "id"), doc(optional(e, "doc").unwrap_or_default())).unwrap();
-        writeln!(out, "    {},", camel(string(e, "id"))).unwrap();
+        writeln!(out, "    /// `{}`: {}", e.id, doc(&e.doc)).unwrap();
+        writeln!(out, "    {},", camel(&e.id)).unwrap();
     }
     writeln!(out, "}}\n").unwrap();
     writeln!(out, "impl Edge {{").unwrap();
     writeln!(out, "    /// Every edge, in table order.").unwrap();
     writeln!(out, "    pub const ALL: [Edge; {}] = [", edges.len()).unwrap();
     for e in &edges {
-        writeln!(out, "        Edge::{},", camel(string(e, "id"))).unwrap();
+        writeln!(out, "        Edge::{},", camel(&e.id)).unwrap();
     }
     writeln!(out, "    ];\n").unwrap();
-    let per_edge = |out: &mut String, name: &str, what: &str, key: &str| {
+    let per_edge = |out: &mut String, name: &str, what: &str, field: fn(&RawEdge) -> &str| {
         writeln!(out, "    /// {what}").unwrap();
         writeln!(out, "    pub fn {name}(self) -> &'static str {{").unwrap();
         writeln!(out, "        match self {{").unwrap();
         for e in &edges {
-            writeln!(out, "            Edge::{} => {:?},", camel(string(e, "id")), string(e, key)).unwrap();
+            writeln!(out, "            Edge::{} => {:?},", camel(&e.id), field(e)).unwrap();
         }
         writeln!(out, "        }}\n    }}\n").unwrap();
     };
-    per_edge(&mut out, "id", "The edge id in the table and the trace.", "id");
-    per_edge(&mut out, "from", "The state the shipped table says the edge leaves.", "from");
-    per_edge(&mut out, "event", "The event the shipped table says the edge fires on.", "on");
-    per_edge(&mut out, "to", "The state the shipped table says the edge enters.", "to");
+    per_edge(&mut out, "id", "The edge id in the table and the trace.", |e| &e.id);
+    per_edge(&mut out, "from", "The state the shipped table says the edge leaves.", |e| &e.from);
+    per_edge(&mut out, "event", "The event the shipped table says the edge fires on.", |e| &e.on);
+    per_edge(&mut out, "to", "The state the shipped table says the edge enters.", |e| &e.to);
     writeln!(out, "    /// The edge with this id.").unwrap();
     writeln!(out, "    pub fn from_id(id: &str) -> Option<Edge> {{").unwrap();
     writeln!(out, "        Edge::ALL.into_iter().find(|e| e.id() == id)").unwrap();
@@ -143,23 +144,27 @@ fn generate(table: &toml::Table) -> String {
     writeln!(out, "    pub fn exit_code(self) -> u8 {{").unwrap();
     writeln!(out, "        match self {{").unwrap();
     for r in &terminals {
-        let code = r.exit_code.expect("checked above");
-        assert!((0..=255).contains(&code), "{TABLE}: exit_code {code} of `{}` is not 0..=255", r.name);
+        let code = r.exit_code.expect("the format's check requires a terminal reason's exit_code");
         writeln!(out, "            TerminalReason::{} => {code},", camel(r.name)).unwrap();
     }
     writeln!(out, "        }}\n    }}\n}}\n").unwrap();
 
     // ---------------------------------------------------------------- names
-    names(&mut out, "counter", "Counter names (guards read `NAME_left`).", &section(table, "counter"));
-    names(&mut out, "event", "Event names: what a handler reports happened.", &section(table, "event"));
-    let facts = section(table, "fact");
+    let counters: Vec<Named<'_>> =
+        table.counter.iter().map(|c| c.get_ref()).map(|c| (&*c.name, &*c.doc, &[][..])).collect();
+    names(&mut out, "counter", "Counter names (guards read `NAME_left`).", &counters);
+    let events: Vec<Named<'_>> =
+        table.event.iter().map(|e| e.get_ref()).map(|e| (&*e.name, &*e.doc, &[][..])).collect();
+    names(&mut out, "event", "Event names: what a handler reports happened.", &events);
+    let facts: Vec<Named<'_>> =
+        table.fact.iter().map(|f| f.get_ref()).map(|f| (&*f.name, &*f.doc, f.values.as_slice())).collect();
     names(&mut out, "fact", "Fact names: what a handler reports for the guards to read.", &facts);
 
     // ---------------------------------------------------------------- choices
-    let mut groups: BTreeMap<(&str, &str), Vec<&toml::Table>> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str), Vec<&RawEdge>> = BTreeMap::new();
     let mut order = Vec::new();
     for e in &edges {
-        let key = (string(e, "from"), string(e, "on"));
+        let key = (e.from.as_str(), e.on.as_str());
         if !groups.contains_key(&key) {
             order.push(key);
         }
@@ -186,13 +191,11 @@ fn generate(table: &toml::Table) -> String {
             writeln!(out, "        pub enum {ty} {{").unwrap();
             let mut seen = Vec::new();
             for e in group {
-                let id = string(e, "id");
+                let id = e.id.as_str();
                 let variant = camel(id.split_once('.').map_or(id, |(_, rest)| rest));
-                assert!(
-                    !seen.contains(&variant),
-                    "{TABLE}: two edges from `{state}` on `{}` end in `{variant}`",
-                    key.1
-                );
+                if seen.contains(&variant) {
+                    fail(&format!("{TABLE}: two edges from `{state}` on `{}` end in `{variant}`", key.1));
+                }
                 writeln!(out, "            /// `{id}`").unwrap();
                 writeln!(out, "            {variant},").unwrap();
                 seen.push(variant);
@@ -203,15 +206,14 @@ fn generate(table: &toml::Table) -> String {
             writeln!(out, "            fn from_edge(edge: Edge) -> Option<Self> {{").unwrap();
             writeln!(out, "                match edge {{").unwrap();
             for (e, variant) in group.iter().zip(&seen) {
-                writeln!(out, "                    Edge::{} => Some({ty}::{variant}),", camel(string(e, "id")))
-                    .unwrap();
+                writeln!(out, "                    Edge::{} => Some({ty}::{variant}),", camel(&e.id)).unwrap();
             }
             writeln!(out, "                    _ => None,").unwrap();
             writeln!(out, "                }}\n            }}").unwrap();
             writeln!(out, "            fn edge(self) -> Edge {{").unwrap();
             writeln!(out, "                match self {{").unwrap();
             for (e, variant) in group.iter().zip(&seen) {
-                writeln!(out, "                    {ty}::{variant} => Edge::{},", camel(string(e, "id"))).unwrap();
+                writeln!(out, "                    {ty}::{variant} => Edge::{},", camel(&e.id)).unwrap();
             }
             writeln!(out, "                }}\n            }}\n        }}\n").unwrap();
         }
@@ -255,20 +257,21 @@ fn reason_enum(out: &mut String, name: &str, what: &str, reasons: &[Reason<'_>])
     writeln!(out, "    }}\n}}\n").unwrap();
 }
 
+/// A declared name, its doc and (for an enumerated fact) its values.
+type Named<'a> = (&'a str, &'a str, &'a [String]);
+
 /// `pub mod NAME { pub const X: &str = "x"; ... pub const ALL: [&str; N] }`, with a module of
 /// value constants for each enumerated fact.
-fn names(out: &mut String, module: &str, what: &str, items: &[&toml::Table]) {
+fn names(out: &mut String, module: &str, what: &str, items: &[Named<'_>]) {
     writeln!(out, "/// {what}").unwrap();
     writeln!(out, "pub mod {module} {{").unwrap();
-    for item in items {
-        let name = string(item, "name");
-        writeln!(out, "    /// `{name}`: {}", doc(optional(item, "doc").unwrap_or_default())).unwrap();
+    for (name, text, values) in items {
+        writeln!(out, "    /// `{name}`: {}", doc(text)).unwrap();
         writeln!(out, "    pub const {}: &str = {name:?};", name.to_ascii_uppercase()).unwrap();
-        if let Some(toml::Value::Array(values)) = item.get("values") {
+        if !values.is_empty() {
             writeln!(out, "    /// The values of `{name}`.").unwrap();
             writeln!(out, "    pub mod {name} {{").unwrap();
-            for v in values {
-                let v = v.as_str().unwrap_or_else(|| panic!("{TABLE}: values of `{name}` must be strings"));
+            for v in values.iter() {
                 writeln!(out, "        /// `{name} == {v}`").unwrap();
                 writeln!(out, "        pub const {}: &str = {v:?};", v.to_ascii_uppercase()).unwrap();
             }
@@ -277,8 +280,8 @@ fn names(out: &mut String, module: &str, what: &str, items: &[&toml::Table]) {
     }
     writeln!(out, "    /// Every name, in table order.").unwrap();
     write!(out, "    pub const ALL: [&str; {}] = [", items.len()).unwrap();
-    for item in items {
-        write!(out, "{}, ", string(item, "name").to_ascii_uppercase()).unwrap();
+    for (name, _, _) in items {
+        write!(out, "{}, ", name.to_ascii_uppercase()).unwrap();
     }
     writeln!(out, "];\n}}\n").unwrap();
 }

@@ -45,4 +45,5 @@ pub mod sdk;
 pub mod session;
 pub mod settings;
 pub mod shell;
+pub mod table;
 pub mod tools;

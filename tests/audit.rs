@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
 use agentloop::audit::explore::Calls;
 use agentloop::audit::export::{DiagramFormat, render};
-use agentloop::audit::finding::Finding;
 use agentloop::audit::{AuditOptions, Report, audit_table, report, trace};
 use agentloop::engine::table::{SHIPPED_TABLE, shipped};
+use agentloop::table::finding::Finding;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

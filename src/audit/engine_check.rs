@@ -11,9 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::edge::Edge;
 use crate::engine::table::{Table, shipped};
+use crate::table::finding::{Code, Finding, Location};
 
 /// Everything in `table` this engine cannot run, one finding each.
 pub fn engine_findings(table: &Table, path: &str) -> Vec<Finding> {

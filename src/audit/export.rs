@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::engine::guard::FactValue;
 use crate::engine::table::{EdgeDecl, EdgeKind, StateKind, Table};
+use crate::table::guard::FactValue;
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 
-use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::table::{StateKind, Table};
+use crate::table::finding::{Code, Finding, Location};
 
 /// Successors of every state, by index into `Table::states`.
 pub(crate) struct StateGraph<'t> {

@@ -7,9 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::audit::finding::{Code, Finding, Location};
-use crate::engine::guard::{FactValue, Facts, Guard};
 use crate::engine::table::{EdgeDecl, StateKind, Table};
+use crate::table::finding::{Code, Finding, Location};
+use crate::table::guard::{FactValue, Facts, Guard};
 
 /// Above this many assignments per (state, event) the check is skipped with a warning.
 const MAX_ASSIGNMENTS: usize = 1 << 20;
@@ -273,7 +273,7 @@ mod tests {
         let table = Table::load("t.toml", &text).unwrap();
         let found = partly_set_findings(&table, "t.toml");
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].code, found[0].severity), (Code::FactPartlySet, crate::audit::finding::Severity::Warning));
+        assert_eq!((found[0].code, found[0].severity), (Code::FactPartlySet, crate::table::finding::Severity::Warning));
         assert_eq!(
             found[0].message,
             "the guards of `Checkpoint` read `tools_ran`, which `tools.done` sets but `consume.end_turn` leaves free"

@@ -13,7 +13,6 @@ pub mod cli;
 pub mod engine_check;
 pub mod explore;
 pub mod export;
-pub mod finding;
 pub mod graph;
 pub mod guards;
 pub mod report;
@@ -22,10 +21,10 @@ pub mod termination;
 pub mod trace;
 
 use crate::audit::explore::Exploration;
-use crate::audit::finding::{Code, Finding, Location, Severity};
 use crate::audit::structure::InputError;
 use crate::audit::trace::TraceReport;
 use crate::engine::table::{Table, TableError};
+use crate::table::finding::{Code, Finding, Location, Severity};
 
 /// Options of an audit.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

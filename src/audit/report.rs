@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use crate::audit::Report;
 use crate::audit::explore::{CALL_STATE, Exploration};
-use crate::audit::finding::{Code, Finding, Severity};
 use crate::audit::guards::events_of;
 use crate::engine::table::{EdgeKind, StateKind, Table};
+use crate::table::finding::{Code, Finding, Severity};
 
 /// Which part of the summary a finding belongs to.
 fn section(code: Code) -> &'static str {

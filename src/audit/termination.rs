@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::finding::{Code, Finding, Location};
 use crate::audit::graph::StateGraph;
 use crate::engine::table::{EdgeKind, StateKind, Table};
+use crate::table::finding::{Code, Finding, Location};
 
 /// Ranking, cycle and decrease checks. `ranking_line` is the line of `[termination]`, if any.
 pub fn termination_findings(table: &Table, path: &str, ranking_line: Option<usize>) -> Vec<Finding> {

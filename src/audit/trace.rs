@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::audit::finding::{Code, Finding, Location};
-use crate::engine::guard::{FactValue, Facts};
 use crate::engine::table::{EdgeDecl, EdgeKind, Table};
+use crate::table::finding::{Code, Finding, Location};
+use crate::table::guard::{FactValue, Facts};
 
 /// What a replay found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,7 +7,6 @@ use crate::engine::events::EngineEvent;
 use crate::engine::generated::choice::checkpoint::{self, TurnChecked};
 use crate::engine::generated::choice::recover::RecoveryChecked;
 use crate::engine::generated::fact;
-use crate::engine::guard::Facts;
 use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
 use crate::engine::sampling::COMPACTION_INTERRUPTED;
 use crate::engine::select::Decision;
@@ -15,6 +14,7 @@ use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
 use crate::session::HistoryReason;
+use crate::table::guard::Facts;
 use crate::tools::orchestrate::INTERRUPTED_HOOKS;
 use crate::tools::structured_output::Answer;
 

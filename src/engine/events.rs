@@ -411,7 +411,7 @@ mod tests {
             kind: "internal",
             reason: None,
             event: "reply_done".into(),
-            guards: [("has_tool_use".to_owned(), crate::engine::guard::FactValue::Bool(true))].into(),
+            guards: [("has_tool_use".to_owned(), crate::table::guard::FactValue::Bool(true))].into(),
             counters: [("turn".to_owned(), 1)].into(),
             delay_ms: None,
             detail: None,

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::Clock;
 use crate::engine::events::{EngineEvent, EventSink};
-use crate::engine::guard::{FactValue, Facts};
 use crate::engine::reason::TerminalReason;
 use crate::engine::select::Pending;
 use crate::engine::state::LoopState;
@@ -29,6 +28,7 @@ use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
 use crate::permissions::{Approver, Policy};
+use crate::table::guard::{FactValue, Facts};
 use crate::tools::Registry;
 use crate::tools::orchestrate::Toolbox;
 use crate::tools::shell_env::ShellEnv;

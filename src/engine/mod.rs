@@ -1,6 +1,6 @@
 //! The loop machine and the table it is checked against.
 //!
-//! - [`table`] and [`guard`]: the typed view of `transitions/loop.toml`.
+//! - [`table`]: the typed view of `transitions/loop.toml`, loaded through [`crate::table`].
 //! - [`machine`]: the statig machine and the per-transition table check;
 //!   [`sampling`], [`acting`] and [`decide`] hold the state handlers.
 //! - [`state`]: the loop's data; [`trace`]: the transition records; [`run`]: the driver.
@@ -13,10 +13,8 @@ pub mod decide;
 pub mod edge;
 pub mod events;
 pub mod generated;
-pub mod guard;
 pub mod machine;
 pub mod options;
-pub(crate) mod raw;
 pub mod reason;
 pub mod reply_steps;
 pub mod run;

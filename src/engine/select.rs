@@ -15,9 +15,9 @@
 use statig::prelude::*;
 
 use crate::engine::edge::Edge;
-use crate::engine::guard::{FactValue, Facts, GuardError};
 use crate::engine::machine::{Ctx, Machine, State};
 use crate::engine::table::{EdgeDecl, EdgeKind, Table};
+use crate::table::guard::{FactValue, Facts, GuardError};
 
 /// The edges a handler in one state may be given on one event: one generated enum per
 /// (state, event) pair of the table, in [`crate::engine::generated::choice`].

@@ -8,15 +8,14 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
 use toml::Spanned;
 
-use crate::audit::structure::{self, InputError};
-use crate::engine::raw::{RawReasonKind, RawTable};
+use crate::table::check::{self, InputError, KnownReason};
+use crate::table::format::{RawReasonKind, RawTable};
 use sha2::{Digest, Sha256};
 
-use crate::engine::guard::{FactValue, Facts, Guard};
 use crate::engine::reason::{ContinueReason, TerminalReason};
+use crate::table::guard::{Facts, Guard};
 
 /// The shipped table, embedded at build time.
 pub const SHIPPED_TABLE: &str = include_str!("../../transitions/loop.toml");
@@ -34,17 +33,8 @@ pub fn shipped_shared() -> &'static Arc<Table> {
     })
 }
 
-/// What kind of node a state is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StateKind {
-    /// A leaf the machine can be in.
-    Leaf,
-    /// A grouping state; edges from it apply to every state below it.
-    Superstate,
-    /// The final state.
-    Terminal,
-}
+pub use crate::table::check::{SCHEMA, check_schema, set_value};
+pub use crate::table::format::StateKind;
 
 /// One declared state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +116,11 @@ impl ReasonDecl {
             doc: String::new(),
         });
         continues.chain(terminals).collect()
+    }
+
+    /// `reasons` as the format's checks take them.
+    pub fn known(reasons: &[ReasonDecl]) -> Vec<KnownReason<'_>> {
+        reasons.iter().map(|r| KnownReason { name: &r.name, terminal: r.terminal, exit_code: r.exit_code }).collect()
     }
 }
 
@@ -236,36 +231,23 @@ pub enum TableError {
     },
 }
 
-/// The table format version this engine reads.
-pub const SCHEMA: u32 = 1;
-
-/// Refuse a table written for another format version: its keys may mean something else.
-///
-/// # Errors
-/// The message naming both versions.
-pub fn check_schema(schema: u32) -> Result<(), String> {
-    if schema == SCHEMA {
-        Ok(())
-    } else {
-        Err(format!("unknown table schema {schema}: this agentloop reads schema {SCHEMA}"))
-    }
-}
-
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
 impl Table {
-    /// Parse a table and check its structure with the auditor's structural pass
-    /// ([`crate::audit::structure::raw_findings`], the one implementation of the declaration
-    /// rules), then resolve it. `path` is only used in messages.
+    /// Parse a table and check it with the format's declaration rules
+    /// ([`crate::table::check::check_raw`], the one implementation the build script and the
+    /// auditor share) and the engine's reasons, then resolve it. `path` is only used in messages.
     ///
     /// # Errors
     /// [`TableError`] naming the file, and the line of every problem.
     pub fn load(path: &str, text: &str) -> Result<Table, TableError> {
         let raw: RawTable = toml::from_str(text)
             .map_err(|e| TableError::Toml { path: path.to_owned(), message: e.to_string().trim_end().to_owned() })?;
-        let findings = structure::check_raw(&raw, path, text).map_err(|e| match e {
+        let engine = ReasonDecl::engine();
+        let known = ReasonDecl::known(&engine);
+        let findings = check::check_raw(&raw, path, text, Some(&known)).map_err(|e| match e {
             InputError::Unusable { path, line, message } => {
                 TableError::Invalid { path, problems: vec![(line, message)] }
             }
@@ -424,30 +406,6 @@ impl Table {
     }
 }
 
-/// The value an edge's `sets` gives fact `name`, checked against its declaration: `declared` is
-/// the fact's `values` (empty for a boolean fact), `None` when no such fact is declared.
-///
-/// # Errors
-/// What is wrong, for a message: an unknown fact, a value of the wrong kind (a boolean fact
-/// takes `true` or `false`, an enumerated one a string), or a string not among the values.
-pub fn set_value(name: &str, declared: Option<&[String]>, value: &toml::Value) -> Result<FactValue, String> {
-    let Some(values) = declared else {
-        return Err(format!("`sets` names `{name}`, which is not a declared fact"));
-    };
-    let quoted = || values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ");
-    match (values.is_empty(), value) {
-        (true, toml::Value::Boolean(b)) => Ok(FactValue::Bool(*b)),
-        (true, other) => Err(format!("`sets` gives boolean fact `{name}` the value {other}; it takes true or false")),
-        (false, toml::Value::String(v)) if values.contains(v) => Ok(FactValue::Value(v.clone())),
-        (false, toml::Value::String(v)) => {
-            Err(format!("`sets` gives `{name}` the value \"{v}\", which is not one of its values ({})", quoted()))
-        }
-        (false, other) => {
-            Err(format!("`sets` gives enumerated fact `{name}` the value {other}; it takes one of {}", quoted()))
-        }
-    }
-}
-
 /// Lowercase hex SHA-256 of `text`.
 pub fn sha256_hex(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
@@ -464,6 +422,7 @@ pub type Counters = BTreeMap<String, u32>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::guard::FactValue;
     use std::collections::BTreeSet;
 
     #[test]

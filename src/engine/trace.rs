@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::engine::guard::Facts;
 use crate::engine::table::Counters;
+use crate::table::guard::Facts;
 
 /// Schema version of the JSONL trace.
 pub const TRACE_SCHEMA: u32 = 1;
@@ -213,7 +213,7 @@ fn format_counters(counters: &Counters) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::guard::FactValue;
+    use crate::table::guard::FactValue;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]

@@ -19,7 +19,7 @@ pub use search::explore;
 
 use serde::Serialize;
 
-use crate::audit::finding::Finding;
+use crate::table::finding::Finding;
 
 /// Worst-case model calls (entries into [`CALL_STATE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

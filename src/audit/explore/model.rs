@@ -9,9 +9,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use crate::audit::guards::{assignments, domains, enabled, events_of, facts_read};
-use crate::engine::guard::{FactValue, Facts};
 use crate::engine::reason::ContinueReason;
 use crate::engine::table::{EdgeKind, StateKind, Table};
+use crate::table::guard::{FactValue, Facts};
 
 /// The state whose entries count as model calls.
 pub const CALL_STATE: &str = "Request";

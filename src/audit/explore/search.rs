@@ -5,9 +5,9 @@
 use crate::audit::explore::model::{FastMap, Model};
 use crate::audit::explore::segment::{Cycle, Segment};
 use crate::audit::explore::{Calls, Exploration, Size, Witness, WorstCase};
-use crate::audit::finding::{Code, Finding, Location};
 use crate::engine::reason::{ContinueReason, TerminalReason};
 use crate::engine::table::{EdgeKind, Table};
+use crate::table::finding::{Code, Finding, Location};
 
 /// Most outer nodes the search visits before giving up.
 const OUTER_LIMIT: usize = 4_000_000;
