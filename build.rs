@@ -16,7 +16,7 @@ use std::path::PathBuf;
 #[allow(dead_code, reason = "the build script uses the table module's checks, not all of it")]
 mod table;
 
-use table::format::{RawEdge, RawReasonKind, RawTable};
+use table::format::{RawEdge, RawReasonKind, RawTable, StateKind};
 
 const TABLE: &str = "transitions/loop.toml";
 
@@ -136,6 +136,9 @@ fn generate(table: &RawTable) -> String {
     writeln!(out, "        Edge::ALL.into_iter().find(|e| e.id() == id)").unwrap();
     writeln!(out, "    }}\n}}\n").unwrap();
 
+    // ---------------------------------------------------------------- states
+    states(&mut out, table);
+
     // ---------------------------------------------------------------- reasons
     reason_enum(&mut out, "ContinueReason", "Why the loop went round again.", &continues);
     reason_enum(&mut out, "TerminalReason", "Why the run ended.", &terminals);
@@ -221,6 +224,85 @@ fn generate(table: &RawTable) -> String {
     }
     writeln!(out, "}}").unwrap();
     out
+}
+
+/// `StateName`: every state of the table, with its parent, whether it is a leaf, the initial
+/// state, and the leaves an `abort` can arrive in (those with an `abort` edge of their own or
+/// of a superstate above them).
+fn states(out: &mut String, table: &RawTable) {
+    let states: Vec<&table::format::RawState> = table.state.iter().map(|s| s.get_ref()).collect();
+    let parent = |name: &str| states.iter().find(|s| s.name == name).and_then(|s| s.parent.as_deref());
+    let aborted_from: Vec<&str> =
+        table.edge.iter().map(|e| e.get_ref()).filter(|e| e.on == "abort").map(|e| e.from.as_str()).collect();
+    let abortable = |name: &str| {
+        let mut current = Some(name);
+        while let Some(state) = current {
+            if aborted_from.contains(&state) {
+                return true;
+            }
+            current = parent(state);
+        }
+        false
+    };
+    writeln!(out, "/// One state of `transitions/loop.toml` (leaves, superstates and the terminal state).").unwrap();
+    writeln!(out, "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]").unwrap();
+    writeln!(out, "pub enum StateName {{").unwrap();
+    for s in &states {
+        writeln!(out, "    /// `{}`: {}", s.name, doc(&s.doc)).unwrap();
+        writeln!(out, "    {},", s.name).unwrap();
+    }
+    writeln!(out, "}}\n").unwrap();
+    writeln!(out, "impl StateName {{").unwrap();
+    writeln!(out, "    /// Every state, in table order.").unwrap();
+    writeln!(out, "    pub const ALL: [StateName; {}] = [", states.len()).unwrap();
+    for s in &states {
+        writeln!(out, "        StateName::{},", s.name).unwrap();
+    }
+    writeln!(out, "    ];\n").unwrap();
+    writeln!(out, "    /// The state a run starts in (the table's `initial`).").unwrap();
+    writeln!(out, "    pub const INITIAL: StateName = StateName::{};\n", table.initial).unwrap();
+    writeln!(out, "    /// The state's name in the table and the trace.").unwrap();
+    writeln!(out, "    pub const fn as_str(self) -> &'static str {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for s in &states {
+        writeln!(out, "            StateName::{0} => {0:?},", s.name).unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(out, "    /// The state with this name.").unwrap();
+    writeln!(out, "    pub fn parse(name: &str) -> Option<StateName> {{").unwrap();
+    writeln!(out, "        StateName::ALL.into_iter().find(|s| s.as_str() == name)").unwrap();
+    writeln!(out, "    }}\n").unwrap();
+    writeln!(out, "    /// The enclosing superstate.").unwrap();
+    writeln!(out, "    pub fn parent(self) -> Option<StateName> {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for s in &states {
+        match &s.parent {
+            Some(p) => writeln!(out, "            StateName::{} => Some(StateName::{p}),", s.name).unwrap(),
+            None => writeln!(out, "            StateName::{} => None,", s.name).unwrap(),
+        }
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(out, "    /// Whether a run can be in this state (a leaf or the terminal state, not a superstate).")
+        .unwrap();
+    writeln!(out, "    pub fn is_leaf(self) -> bool {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for s in &states {
+        let leaf = !matches!(s.kind, Some(StateKind::Superstate));
+        writeln!(out, "            StateName::{} => {leaf},", s.name).unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(out, "    /// Whether an `abort` event has an edge out of this state (its own or a superstate's).")
+        .unwrap();
+    writeln!(out, "    pub fn is_abortable(self) -> bool {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for s in &states {
+        writeln!(out, "            StateName::{} => {},", s.name, abortable(&s.name)).unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n}}\n").unwrap();
+    writeln!(out, "impl std::fmt::Display for StateName {{").unwrap();
+    writeln!(out, "    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{").unwrap();
+    writeln!(out, "        f.write_str(self.as_str())").unwrap();
+    writeln!(out, "    }}\n}}\n").unwrap();
 }
 
 fn reason_enum(out: &mut String, name: &str, what: &str, reasons: &[Reason<'_>]) {

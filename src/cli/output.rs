@@ -156,7 +156,7 @@ impl EventSink for CliSink {
                     }
                     _ => {}
                 }
-                if self.format == OutputFormat::Text && ABANDONING_EDGES.contains(&record.edge.as_str()) {
+                if self.format == OutputFormat::Text && crate::engine::edge::Edge::id_abandons_attempt(&record.edge) {
                     self.emit(|t, out| t.abandon(out));
                 }
                 if let Some(trace) = &mut self.trace
@@ -325,11 +325,6 @@ fn with_reply_info(line: &mut Value, reply: &crate::session::ReplyInfo) {
 fn on_server(mcp: Option<&crate::tools::McpOrigin>) -> String {
     mcp.map(|m| format!(" [MCP server {}, tool {}]", m.server, m.tool)).unwrap_or_default()
 }
-
-/// Edges after which the reply attempt whose text was shown is not kept: the stream failed and
-/// is retried, or a new stream opens while an earlier attempt's text is still pending (a
-/// truncated reply sent again, a prompt-too-long recovery).
-const ABANDONING_EDGES: &[&str] = &["consume.retry", "request.stream_opened"];
 
 /// How the model's text reaches stdout in text mode.
 ///

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::clock::Clock;
 use crate::engine::events::{EngineEvent, EventSink};
+pub use crate::engine::generated::StateName;
 use crate::engine::reason::TerminalReason;
 use crate::engine::select::Pending;
 use crate::engine::state::LoopState;
@@ -250,26 +251,32 @@ impl Machine {
     }
 }
 
+/// The table's state for a leaf of the statig machine.
+pub fn leaf_state(state: &State) -> StateName {
+    match state {
+        State::Prepare { .. } => StateName::Prepare,
+        State::Request { .. } => StateName::Request,
+        State::Consume { .. } => StateName::Consume,
+        State::ExecuteTools { .. } => StateName::ExecuteTools,
+        State::Checkpoint { .. } => StateName::Checkpoint,
+        State::Recover { .. } => StateName::Recover,
+        State::Done { .. } => StateName::Done,
+    }
+}
+
 /// The table's name for a leaf state.
 pub fn state_name(state: &State) -> &'static str {
-    match state {
-        State::Prepare { .. } => "Prepare",
-        State::Request { .. } => "Request",
-        State::Consume { .. } => "Consume",
-        State::ExecuteTools { .. } => "ExecuteTools",
-        State::Checkpoint { .. } => "Checkpoint",
-        State::Recover { .. } => "Recover",
-        State::Done { .. } => "Done",
-    }
+    leaf_state(state).as_str()
 }
 
 /// The table's name for a superstate.
 pub fn superstate_name(state: &Superstate) -> &'static str {
     match state {
-        Superstate::Running { .. } => "Loop",
-        Superstate::Sampling { .. } => "Sampling",
-        Superstate::Acting { .. } => "Acting",
+        Superstate::Running { .. } => StateName::Loop,
+        Superstate::Sampling { .. } => StateName::Sampling,
+        Superstate::Acting { .. } => StateName::Acting,
     }
+    .as_str()
 }
 
 /// Build a fact map from pairs.
@@ -290,7 +297,7 @@ pub fn value(v: &str) -> FactValue {
 impl Machine {
     /// A machine at the start of a run.
     pub fn new(st: LoopState) -> Self {
-        Machine { st, pending: None, entered: Entered::default(), current: "Prepare" }
+        Machine { st, pending: None, entered: Entered::default(), current: StateName::INITIAL.as_str() }
     }
 
     /// Attach a note to the pending edge's trace record.

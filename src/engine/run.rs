@@ -230,10 +230,7 @@ pub async fn run_prompt_with(
             break reason;
         }
         let cancelled = ctx.deps.cancel.is_cancelled();
-        let abortable = matches!(
-            state,
-            State::Request { .. } | State::Consume { .. } | State::ExecuteTools { .. } | State::Checkpoint { .. }
-        );
+        let abortable = crate::engine::machine::leaf_state(&state).is_abortable();
         let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
         let before = ctx.records.len();
         let span = tracing::debug_span!("dispatch", state = crate::engine::machine::state_name(&state), ?event);

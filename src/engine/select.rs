@@ -15,7 +15,7 @@
 use statig::prelude::*;
 
 use crate::engine::edge::Edge;
-use crate::engine::machine::{Ctx, Machine, State};
+use crate::engine::machine::{Ctx, Machine, State, StateName};
 use crate::engine::table::{EdgeDecl, EdgeKind, Table};
 use crate::table::guard::{FactValue, Facts, GuardError};
 
@@ -60,18 +60,18 @@ pub(crate) struct Pending {
 
 /// The statig state a table state name stands for; `None` for superstates and unknown names.
 fn leaf(name: &str, decl: &EdgeDecl) -> Option<State> {
-    Some(match name {
-        "Prepare" => State::Prepare {},
-        "Request" => State::Request {},
-        "Consume" => State::Consume {},
-        "ExecuteTools" => State::ExecuteTools {},
-        "Checkpoint" => State::Checkpoint {},
-        "Recover" => State::Recover {},
-        "Done" => match decl.kind {
+    Some(match StateName::parse(name)? {
+        StateName::Prepare => State::Prepare {},
+        StateName::Request => State::Request {},
+        StateName::Consume => State::Consume {},
+        StateName::ExecuteTools => State::ExecuteTools {},
+        StateName::Checkpoint => State::Checkpoint {},
+        StateName::Recover => State::Recover {},
+        StateName::Done => match decl.kind {
             EdgeKind::Terminal(reason) => State::Done { reason },
             EdgeKind::Internal | EdgeKind::Continue(_) => return None,
         },
-        _ => return None,
+        StateName::Loop | StateName::Sampling | StateName::Acting => return None,
     })
 }
 

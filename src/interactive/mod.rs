@@ -678,11 +678,6 @@ impl PrettyTrace {
     }
 }
 
-/// Edges after which the reply attempt on screen is not kept: a stream retried, and a new
-/// stream opened while an attempt is still unkept (a truncated reply withheld and sent again,
-/// a prompt-too-long recovery), as in `-p`'s text output.
-const ABANDONING_EDGES: &[&str] = &["consume.retry", "request.stream_opened"];
-
 /// The sink of `/compact`: the status line kept current, the summary's usage kept for
 /// `/cost`, warnings shown.
 struct CompactSink {
@@ -749,7 +744,7 @@ impl EventSink for TurnSink {
             EngineEvent::Warning(warning) => self.screen.line(&style.paint(YELLOW, &format!("warning: {warning}"))),
             EngineEvent::Transition(record) => {
                 // A stream that failed is sent again: its partial text is erased.
-                if ABANDONING_EDGES.contains(&record.edge.as_str()) {
+                if crate::engine::edge::Edge::id_abandons_attempt(&record.edge) {
                     self.text_block = None;
                     self.screen.abandon_attempt();
                 }

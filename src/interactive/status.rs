@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::engine::edge::Edge;
 use crate::engine::events::{EngineEvent, human_duration};
+use crate::engine::machine::StateName;
 use crate::engine::trace::TraceRecord;
 
 /// What the status line shows, updated from the run's events.
@@ -20,7 +22,7 @@ pub struct Status {
 impl Status {
     /// A prompt that starts now.
     pub fn new(started: Instant) -> Status {
-        Status { started, state: "Prepare", output_tokens: 0, streamed_chars: 0, note: None }
+        Status { started, state: StateName::INITIAL.as_str(), output_tokens: 0, streamed_chars: 0, note: None }
     }
 
     /// `/compact` running since `started` (no turn runs: the line names the command).
@@ -92,26 +94,52 @@ fn short_error(error: &str) -> String {
 }
 
 /// What an edge means to someone waiting: `Some(Some(note))` to show, `Some(None)` to clear
-/// the note, `None` to keep the one shown.
+/// the note, `None` to keep the one shown. Every edge of the table is named here: an edge added
+/// to it does not compile until the status line says what it shows.
+#[deny(clippy::wildcard_enum_match_arm)]
 pub fn edge_meaning(record: &TraceRecord) -> Option<Option<String>> {
     let detail = record.detail.as_deref().map(short_error);
-    let note = match record.edge.as_str() {
+    // An edited table's edge that the engine does not know: nothing to say about it.
+    let edge = Edge::from_id(&record.edge)?;
+    let note = match edge {
         // The retry's numbers come with the Retrying event.
-        "request.retry" | "consume.retry" => return None,
-        "request.fallback" => format!("switching to {}", detail.unwrap_or_else(|| "the fallback model".into())),
-        "request.prompt_too_long" | "consume.prompt_too_long" => "prompt too long".into(),
-        "consume.truncated" => "reply hit the output cap".into(),
-        "consume.pause_turn" => "the server paused the turn; continuing".into(),
-        "recover.collapse_drain_retry" => "collapsing old tool results".into(),
-        "recover.reactive_compact_retry" => "compacting history".into(),
-        "recover.max_output_tokens_escalate" => "escalating output cap to 64K".into(),
-        "recover.max_output_tokens_recovery" => "asking the model to resume in smaller pieces".into(),
-        "checkpoint.token_budget_continuation" => "under the token budget; continuing".into(),
-        "checkpoint.stop_hook_blocking" => "a Stop hook asked to continue".into(),
-        "request.stream_opened" | "checkpoint.next_turn" | "tools.done" | "consume.tools" | "consume.end_turn" => {
-            return Some(None);
-        }
-        _ => return None,
+        Edge::RequestRetry | Edge::ConsumeRetry => return None,
+        Edge::RequestFallback => format!("switching to {}", detail.unwrap_or_else(|| "the fallback model".into())),
+        Edge::RequestPromptTooLong | Edge::ConsumePromptTooLong => "prompt too long".into(),
+        Edge::ConsumeTruncated => "reply hit the output cap".into(),
+        Edge::ConsumePauseTurn => "the server paused the turn; continuing".into(),
+        Edge::RecoverCollapseDrainRetry => "collapsing old tool results".into(),
+        Edge::RecoverReactiveCompactRetry => "compacting history".into(),
+        Edge::RecoverMaxOutputTokensEscalate => "escalating output cap to 64K".into(),
+        Edge::RecoverMaxOutputTokensRecovery => "asking the model to resume in smaller pieces".into(),
+        Edge::CheckpointTokenBudgetContinuation => "under the token budget; continuing".into(),
+        Edge::CheckpointStopHookBlocking => "a Stop hook asked to continue".into(),
+        Edge::CheckpointStructuredOutputRetry => "asking for the structured output again".into(),
+        Edge::RequestStreamOpened
+        | Edge::CheckpointNextTurn
+        | Edge::ToolsDone
+        | Edge::ConsumeTools
+        | Edge::ConsumeEndTurn => return Some(None),
+        // The run ends on these (the line goes with it) or they change nothing to wait on.
+        Edge::PrepareRequest
+        | Edge::PrepareBlockingLimit
+        | Edge::RequestRetriesExhausted
+        | Edge::RequestModelError
+        | Edge::RequestBudgetExhausted
+        | Edge::ConsumeRetriesExhausted
+        | Edge::ConsumeModelError
+        | Edge::SamplingAbort
+        | Edge::ActingAbort
+        | Edge::CheckpointAbort
+        | Edge::CheckpointHookStopped
+        | Edge::CheckpointMaxTurns
+        | Edge::CheckpointStructuredOutput
+        | Edge::CheckpointStructuredOutputRetriesExhausted
+        | Edge::CheckpointStopHookPrevented
+        | Edge::CheckpointStopHookCap
+        | Edge::CheckpointCompleted
+        | Edge::RecoverPromptTooLong
+        | Edge::RecoverOutputExhausted => return None,
     };
     Some(Some(note))
 }

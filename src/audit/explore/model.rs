@@ -14,7 +14,7 @@ use crate::engine::table::{EdgeKind, StateKind, Table};
 use crate::table::guard::{FactValue, Facts};
 
 /// The state whose entries count as model calls.
-pub const CALL_STATE: &str = "Request";
+pub const CALL_STATE: &str = crate::engine::machine::StateName::Request.as_str();
 
 /// Above this many (state x inner counter values), counters stay outer.
 const INNER_SPACE_LIMIT: u64 = 1 << 16;
