@@ -487,3 +487,121 @@ in a new session\n",
     assert_eq!(after[..2], lines[..]);
     assert_chain(&after, id);
 }
+
+/// Runs `agentloop ARGS` in a user and mount namespace after `mounts` (a shell script whose
+/// `$STORE` is `store`), with `store` as `AGENTLOOP_HOME`; `None` when this system has no
+/// user namespaces.
+fn run_with_mounts(store: &Path, base: &str, mounts: &str, args: &[&str]) -> Option<(i32, String, String)> {
+    let probe = Command::new("unshare").args(["--user", "--map-root-user", "--mount", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare --user --map-root-user --mount` does not work here");
+        return None;
+    }
+    let agentloop = assert_cmd::cargo::cargo_bin("agentloop");
+    let mut command = Command::new("unshare");
+    command
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &format!("{mounts}\nexec \"$@\""), "sh"])
+        .arg(agentloop)
+        .args(args);
+    for name in ["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR"] {
+        command.env_remove(name);
+    }
+    let out = command
+        .env("STORE", store)
+        .env("AGENTLOOP_HOME", store)
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("ANTHROPIC_API_KEY", "x")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    ))
+}
+
+/// A store that cannot be written — `AGENTLOOP_HOME` under a regular file, a read-only file
+/// system (for a new session and for a resume), a full disk — does not stop the run: the
+/// session is kept in memory with one warning, and the run answers and exits 0.
+#[test]
+fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    let cwd_arg = cwd.to_str().unwrap();
+    let slug = agentloop::session::paths::slug(&cwd);
+    let prompt = ["run", "-p", "Hi", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+
+    // Under a regular file: ENOTDIR.
+    let file = root.path().join("file");
+    std::fs::write(&file, "not a directory\n").unwrap();
+    let under_file = file.join("home");
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let (code, out, err) = run(&under_file, &api.base_url(), &prompt);
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    let projects = under_file.join("projects").join(&slug);
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Not a directory (os error 20))\n",
+            projects.display()
+        )
+    );
+
+    // A read-only file system, for a new session.
+    let store = root.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let read_only = r#"mount -t tmpfs -o ro tmpfs "$STORE" || exit 99"#;
+    let Some((code, out, err)) = run_with_mounts(&store, &api.base_url(), read_only, &prompt) else { return };
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Read-only file system (os error 30))\n",
+            store.join("projects").join(&slug).display()
+        )
+    );
+
+    // A read-only file system, for a resume: the history is sent, the transcript untouched.
+    let api = MockApi::start(vec![answer("First.")]);
+    let (code, out, err) = run(&store, &api.base_url(), &[&prompt[..], &["--output-format", "json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let id = json_result(&out)["session_id"].as_str().unwrap().to_owned();
+    let before = transcript(&store, &id);
+    let api = MockApi::start(vec![answer("Second.")]);
+    let remount = r#"mount --bind "$STORE" "$STORE" && mount -o remount,bind,ro "$STORE" || exit 99"#;
+    let resume = ["run", "--resume", &id, "-p", "Again", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+    let (code, out, err) = run_with_mounts(&store, &api.base_url(), remount, &resume).unwrap();
+    assert_eq!((code, out.as_str()), (0, "Second.\n"), "{err}");
+    let lock = store.join("projects").join(&slug).join(format!("{id}.jsonl.lock"));
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Read-only file system (os error 30))\n",
+            lock.display()
+        )
+    );
+    assert_eq!(
+        strip_cache_control(&api.bodies()[0]["messages"]),
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "First."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Again"}]}
+        ])
+    );
+    assert_eq!(transcript(&store, &id), before);
+
+    // A full disk: a small file system filled up before the run.
+    let full = root.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let fill = r#"mount -t tmpfs -o size=64k tmpfs "$STORE" || exit 99
+dd if=/dev/zero of="$STORE/fill" bs=4096 2>/dev/null"#;
+    let (code, out, err) = run_with_mounts(&full, &api.base_url(), fill, &prompt).unwrap();
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("agentloop: warning: the session is not written ("), "{err}");
+    assert!(err.ends_with(": No space left on device (os error 28))\n"), "{err}");
+}

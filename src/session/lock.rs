@@ -17,7 +17,7 @@ use super::{Result, SessionError, io_error};
 #[derive(Debug)]
 pub struct SessionLock {
     /// The locked descriptor: closing it releases the lock.
-    _file: File,
+    file: File,
     path: PathBuf,
 }
 
@@ -55,9 +55,11 @@ impl SessionLock {
             if !same {
                 continue;
             }
-            file.set_len(0).map_err(io_error(&path))?;
-            file.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(io_error(&path))?;
-            return Ok(SessionLock { _file: file, path });
+            // Dropped on a failure to write the pid (a full disk), the lock removes its file.
+            let mut lock = SessionLock { file, path };
+            lock.file.set_len(0).map_err(io_error(&lock.path))?;
+            lock.file.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(io_error(&lock.path))?;
+            return Ok(lock);
         }
     }
 
