@@ -462,6 +462,17 @@ in a new session\n",
             )
         );
     }
+    // The SDK's stream-json mode is refused the same way, with the error result the SDK raises.
+    let sdk = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--resume", id];
+    let (code, out, err) =
+        run(home.path(), &api.base_url(), &[&sdk[..], &["--model", "claude-sonnet-4-5", "--cwd", cwd]].concat());
+    let refusal = format!(
+        "session {id} is in use by pid {}; wait for it to end, or add --fork-session to go on in a new session",
+        first.id()
+    );
+    assert_eq!((code, err), (2, format!("agentloop: {refusal}\n")));
+    let result = json_result(&out);
+    assert_eq!((&result["subtype"], &result["errors"]), (&json!("error_during_execution"), &json!([refusal])));
     assert!(api.requests().is_empty());
     assert_eq!(transcript(home.path(), id), lines, "nothing appended");
 
