@@ -164,8 +164,12 @@ fn strip_cache_control(messages: &Value) -> Value {
     messages
 }
 
+/// What the model is told of a call a kill left without a result: it may have run.
+const OUTCOME_UNKNOWN: &str = "Interrupted: the tool may have started and its outcome is unknown";
+
 #[test]
 fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
+    assert_eq!(agentloop::tools::orchestrate::OUTCOME_UNKNOWN_RESULT, OUTCOME_UNKNOWN);
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_str().unwrap();
@@ -209,7 +213,9 @@ fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "Resumed.\n");
     assert!(
-        err.contains(&format!("session {id} was cut off: 1 repair(s), 1 tool call(s) answered as interrupted")),
+        err.contains(&format!(
+            "session {id} was cut off: 1 repair(s), 1 tool call(s) answered as interrupted (their outcome is unknown)"
+        )),
         "{err}"
     );
     let sent = strip_cache_control(&api.bodies()[0]["messages"]);
@@ -222,7 +228,7 @@ fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
                 {"type": "tool_use", "id": "toolu_sleep", "name": "Bash", "input": {"command": "sleep 3"}}
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_sleep", "content": agentloop::tools::orchestrate::INTERRUPTED_RESULT, "is_error": true},
+                {"type": "tool_result", "tool_use_id": "toolu_sleep", "content": OUTCOME_UNKNOWN, "is_error": true},
                 {"type": "text", "text": agentloop::engine::acting::INTERRUPTED_TOOLS},
                 {"type": "text", "text": "Go on"}
             ]}
@@ -334,4 +340,279 @@ async fn prompts_in_a_row_on_one_session_send_the_growing_history() {
     assert_eq!(last[3].text(), "It says alpha.");
     assert_eq!(last[4].text(), "Sure?");
     assert_eq!(session.messages.len(), 6);
+}
+
+/// A planted transcript line whose `tool_result` answers no call (and one that answers a call
+/// twice) is not sent: the resume drops those blocks, warns naming the file and line, and
+/// records the repair so that the next resume is clean.
+#[test]
+fn an_orphan_or_repeated_tool_result_is_dropped_with_a_warning_naming_its_line() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    let id = "0b7e2a4c-1d3f-4e5a-8b6c-7d8e9f0a1b2c";
+    let project = home.path().join("projects").join(agentloop::session::paths::slug(&cwd));
+    std::fs::create_dir_all(&project).unwrap();
+    let path = project.join(format!("{id}.jsonl"));
+    let read = json!({"file_path": "a.txt"});
+    let messages = [
+        json!({"role": "user", "content": "Read a.txt"}),
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Reading."},
+            {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": read}
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "alpha"},
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "alpha again"}
+        ]}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "It says alpha."}]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_ghost", "content": "stale"},
+            {"type": "text", "text": "And then?"}
+        ]}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Nothing more."}]}),
+    ];
+    let mut parent = Value::Null;
+    let mut text = String::new();
+    for (n, message) in messages.iter().enumerate() {
+        let uuid = format!("00000000-0000-4000-8000-00000000000{n}");
+        let line = json!({
+            "parentUuid": parent, "isSidechain": false, "type": message["role"], "message": message,
+            "uuid": uuid, "timestamp": "2026-01-02T03:04:05.000Z", "cwd": cwd, "sessionId": id,
+        });
+        text.push_str(&format!("{line}\n"));
+        parent = Value::String(uuid);
+    }
+    std::fs::write(&path, text).unwrap();
+
+    let api = MockApi::start(vec![answer("Going on.")]);
+    let cwd_arg = cwd.to_str().unwrap();
+    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+    let (code, out, err) = run(home.path(), &api.base_url(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Going on.\n");
+    let shown = path.display();
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: {shown}:3: dropped the tool_result for toolu_a: that call already has a result\n\
+agentloop: warning: {shown}:5: dropped the tool_result for toolu_ghost: it answers no tool_use of the assistant \
+message before it\n"
+        )
+    );
+    let sent = strip_cache_control(&api.bodies()[0]["messages"]);
+    assert_eq!(
+        sent,
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]},
+            messages[1],
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "alpha"}]},
+            messages[3],
+            {"role": "user", "content": [{"type": "text", "text": "And then?"}]},
+            messages[5],
+            {"role": "user", "content": [{"type": "text", "text": "Go on"}]}
+        ])
+    );
+
+    // The repair was recorded: the next resume warns of nothing and sends the same history.
+    let api = MockApi::start(vec![answer("Still going.")]);
+    let args = ["run", "--resume", id, "-p", "More", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+    let (code, _, err) = run(home.path(), &api.base_url(), &args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(api.bodies()[0]["messages"].as_array().unwrap().len(), 9);
+}
+
+/// Two processes on one session: while the first runs (its reply held back by the API), a
+/// second `--resume` is refused naming the first's pid and appends nothing; `--fork-session`
+/// goes on in a new session; once the first is killed, the session is free again.
+#[test]
+fn a_session_in_use_is_refused_or_forked_and_free_again_after_a_kill() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let id = "3c9d1e2f-5a6b-4c7d-8e9f-a0b1c2d3e4f5";
+    let late = Sse::new("claude-sonnet-4-5", 1000).text("Late.").stop("end_turn");
+    let slow = MockApi::start(vec![Reply::paused_before(late, "Late.", Duration::from_secs(600))]);
+    let mut first = command(home.path(), &slow.base_url())
+        .args(["run", "-p", "Hold on", "--model", "claude-sonnet-4-5", "--cwd", cwd, "--session-id", id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its request arrived: the session is open, its prompt written.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while slow.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the first run never sent its request");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let lines = transcript(home.path(), id);
+    assert_eq!(lines.iter().map(|l| l["type"].as_str().unwrap()).collect::<Vec<_>>(), ["agentloop-meta", "user"]);
+
+    let api = MockApi::start(vec![]);
+    for which in [&["--resume", id][..], &["--continue"][..]] {
+        let args = [&["run"], which, &["-p", "Me too", "--model", "claude-sonnet-4-5", "--cwd", cwd]].concat();
+        let (code, out, err) = run(home.path(), &api.base_url(), &args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}");
+        assert_eq!(
+            err,
+            format!(
+                "agentloop: session {id} is in use by pid {}; wait for it to end, or add --fork-session to go on \
+in a new session\n",
+                first.id()
+            )
+        );
+    }
+    // The SDK's stream-json mode is refused the same way, with the error result the SDK raises.
+    let sdk = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--resume", id];
+    let (code, out, err) =
+        run(home.path(), &api.base_url(), &[&sdk[..], &["--model", "claude-sonnet-4-5", "--cwd", cwd]].concat());
+    let refusal = format!(
+        "session {id} is in use by pid {}; wait for it to end, or add --fork-session to go on in a new session",
+        first.id()
+    );
+    assert_eq!((code, err), (2, format!("agentloop: {refusal}\n")));
+    let result = json_result(&out);
+    assert_eq!((&result["subtype"], &result["errors"]), (&json!("error_during_execution"), &json!([refusal])));
+    assert!(api.requests().is_empty());
+    assert_eq!(transcript(home.path(), id), lines, "nothing appended");
+
+    let api = MockApi::start(vec![answer("Forked.")]);
+    let args = ["run", "--resume", id, "--fork-session", "-p", "Branch", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+    let (code, out, err) = run(home.path(), &api.base_url(), &[&args[..], &["--output-format", "json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let fork = json_result(&out)["session_id"].as_str().unwrap().to_owned();
+    assert_ne!(fork, id);
+    assert_eq!(
+        strip_cache_control(&api.bodies()[0]["messages"]),
+        json!([{"role": "user", "content": [{"type": "text", "text": "Hold on"}, {"type": "text", "text": "Branch"}]}])
+    );
+    assert_eq!(transcript(home.path(), id), lines, "the fork leaves the session as it was");
+
+    first.kill().unwrap(); // SIGKILL: the kernel releases the lock
+    first.wait().unwrap();
+    let api = MockApi::start(vec![answer("Back.")]);
+    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+    let (code, out, err) = run(home.path(), &api.base_url(), &args);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "Back.\n", ""));
+    let after = transcript(home.path(), id);
+    assert_eq!(after[..2], lines[..]);
+    assert_chain(&after, id);
+}
+
+/// Runs `agentloop ARGS` in a user and mount namespace after `mounts` (a shell script whose
+/// `$STORE` is `store`), with `store` as `AGENTLOOP_HOME`; `None` when this system has no
+/// user namespaces.
+fn run_with_mounts(store: &Path, base: &str, mounts: &str, args: &[&str]) -> Option<(i32, String, String)> {
+    let probe = Command::new("unshare").args(["--user", "--map-root-user", "--mount", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare --user --map-root-user --mount` does not work here");
+        return None;
+    }
+    let agentloop = assert_cmd::cargo::cargo_bin("agentloop");
+    let mut command = Command::new("unshare");
+    command
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &format!("{mounts}\nexec \"$@\""), "sh"])
+        .arg(agentloop)
+        .args(args);
+    for name in ["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR"] {
+        command.env_remove(name);
+    }
+    let out = command
+        .env("STORE", store)
+        .env("AGENTLOOP_HOME", store)
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("ANTHROPIC_API_KEY", "x")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    ))
+}
+
+/// A store that cannot be written — `AGENTLOOP_HOME` under a regular file, a read-only file
+/// system (for a new session and for a resume), a full disk — does not stop the run: the
+/// session is kept in memory with one warning, and the run answers and exits 0.
+#[test]
+fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    let cwd_arg = cwd.to_str().unwrap();
+    let slug = agentloop::session::paths::slug(&cwd);
+    let prompt = ["run", "-p", "Hi", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+
+    // Under a regular file: ENOTDIR.
+    let file = root.path().join("file");
+    std::fs::write(&file, "not a directory\n").unwrap();
+    let under_file = file.join("home");
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let (code, out, err) = run(&under_file, &api.base_url(), &prompt);
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    let projects = under_file.join("projects").join(&slug);
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Not a directory (os error 20))\n",
+            projects.display()
+        )
+    );
+
+    // A read-only file system, for a new session.
+    let store = root.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let read_only = r#"mount -t tmpfs -o ro tmpfs "$STORE" || exit 99"#;
+    let Some((code, out, err)) = run_with_mounts(&store, &api.base_url(), read_only, &prompt) else { return };
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Read-only file system (os error 30))\n",
+            store.join("projects").join(&slug).display()
+        )
+    );
+
+    // A read-only file system, for a resume: the history is sent, the transcript untouched.
+    let api = MockApi::start(vec![answer("First.")]);
+    let (code, out, err) = run(&store, &api.base_url(), &[&prompt[..], &["--output-format", "json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let id = json_result(&out)["session_id"].as_str().unwrap().to_owned();
+    let before = transcript(&store, &id);
+    let api = MockApi::start(vec![answer("Second.")]);
+    let remount = r#"mount --bind "$STORE" "$STORE" && mount -o remount,bind,ro "$STORE" || exit 99"#;
+    let resume = ["run", "--resume", &id, "-p", "Again", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
+    let (code, out, err) = run_with_mounts(&store, &api.base_url(), remount, &resume).unwrap();
+    assert_eq!((code, out.as_str()), (0, "Second.\n"), "{err}");
+    let lock = store.join("projects").join(&slug).join(format!("{id}.jsonl.lock"));
+    assert_eq!(
+        err,
+        format!(
+            "agentloop: warning: the session is not written ({}: Read-only file system (os error 30))\n",
+            lock.display()
+        )
+    );
+    assert_eq!(
+        strip_cache_control(&api.bodies()[0]["messages"]),
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "First."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Again"}]}
+        ])
+    );
+    assert_eq!(transcript(&store, &id), before);
+
+    // A full disk: a small file system filled up before the run.
+    let full = root.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let api = MockApi::start(vec![answer("Hello.")]);
+    let fill = r#"mount -t tmpfs -o size=64k tmpfs "$STORE" || exit 99
+dd if=/dev/zero of="$STORE/fill" bs=4096 2>/dev/null"#;
+    let (code, out, err) = run_with_mounts(&full, &api.base_url(), fill, &prompt).unwrap();
+    assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("agentloop: warning: the session is not written ("), "{err}");
+    assert!(err.ends_with(": No space left on device (os error 28))\n"), "{err}");
 }

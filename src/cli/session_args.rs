@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::engine::session::Session;
-use crate::session::{SessionMeta, SessionStore, TranscriptWriter, Uuid};
+use crate::protocol::Message;
+use crate::session::{Repair, SessionError, SessionLock, SessionMeta, SessionStore, TranscriptWriter, Uuid};
 
 /// `run`'s session flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -41,9 +42,14 @@ pub struct SessionArgs {
 /// crash is repaired first (tool calls left without results get interrupted results), and
 /// the repair is written to it.
 ///
+/// A session written to a transcript holds the transcript's lock ([`SessionLock`]) for as
+/// long as it lives: a resume of a session another process appends to is refused, unless it
+/// forks. A transcript that cannot be written (a read-only or full file system, a store path
+/// under a file) leaves the session in memory, with one warning.
+///
 /// # Errors
-/// A message for the user: a bad or unknown id, a session that already exists, an unreadable
-/// transcript.
+/// A message for the user: a bad or unknown id, a session that already exists or is in use,
+/// an unreadable transcript.
 pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
     if args.fork_session && args.resume.is_none() && !args.continue_session {
         return Err("--fork-session needs --resume ID or --continue".into());
@@ -72,17 +78,17 @@ pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
         }
         let store = match store {
             Ok(store) => store,
-            Err(e) => {
-                eprintln!("agentloop: warning: the session is not written ({e})");
-                return Ok(Session::in_memory(id, cwd.to_path_buf()));
-            }
+            Err(e) => return Ok(unwritten(id, cwd, Vec::new(), e)),
         };
         let path = store.path(cwd, id);
         if path.exists() {
             return Err(format!("session {id} already exists; resume it with --resume {id}"));
         }
-        let writer = TranscriptWriter::create(&path, id, cwd).map_err(|e| e.to_string())?;
-        return Ok(Session::persisted(writer, cwd.to_path_buf(), Vec::new()));
+        return match TranscriptWriter::create(&path, id, cwd) {
+            Ok(writer) => Ok(Session::persisted(writer, cwd.to_path_buf(), Vec::new())),
+            Err(e @ SessionError::InUse { .. }) => Err(e.to_string()),
+            Err(e) => Ok(unwritten(id, cwd, Vec::new(), e)),
+        };
     };
     if chosen.is_some() && !args.fork_session {
         return Err("--session-id names a new session; with --resume or --continue it needs --fork-session".into());
@@ -91,46 +97,93 @@ pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
     let Some(path) = store.find(cwd, id) else {
         return Err(format!("no session {id} in {}; `agentloop sessions` lists them", cwd.display()));
     };
+    // The lock is taken before the load, so that nothing is appended between the two. A fork
+    // writes a new transcript and leaves this one to whoever holds it.
+    let lock = if args.fork_session || args.no_session_persistence {
+        None
+    } else {
+        match SessionLock::acquire(&path) {
+            Ok(lock) => Some(Ok(lock)),
+            Err(e @ SessionError::InUse { .. }) => {
+                return Err(format!("{e}; wait for it to end, or add --fork-session to go on in a new session"));
+            }
+            Err(e) => Some(Err(e)),
+        }
+    };
     let mut loaded = match &args.resume_session_at {
         Some(at) => crate::session::load_cut(&path, at, args.resume_drops_turn.as_deref()),
         None => crate::session::load(&path),
     }
     .map_err(|e| e.to_string())?;
     let report = loaded.repair();
-    let answered: usize = report
-        .repairs
-        .iter()
-        .map(|r| match r {
-            crate::session::Repair::AnsweredToolUses { tool_use_ids, .. } => tool_use_ids.len(),
-            crate::session::Repair::DroppedPartialLine { .. } => 0,
-        })
-        .sum();
-    if !report.repairs.is_empty() {
-        eprintln!(
-            "agentloop: session {id} was cut off: {} repair(s), {answered} tool call(s) answered as interrupted",
-            report.repairs.len()
-        );
-    }
+    warn_repairs(id, &loaded.path, &report.repairs);
     if args.fork_session {
         let new_id = chosen.unwrap_or_else(Uuid::new_v4);
-        let mut writer = store.fork(&loaded, new_id, Some(cwd)).map_err(|e| e.to_string())?;
-        writer.record_repair(&report, &loaded.messages).map_err(|e| e.to_string())?;
-        return Ok(Session::persisted(writer, cwd.to_path_buf(), loaded.messages));
+        let forked = store
+            .fork(&loaded, new_id, Some(cwd))
+            .and_then(|mut writer| writer.record_repair(&report, &loaded.messages).map(|()| writer));
+        return Ok(match forked {
+            Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
+            Err(e) => unwritten(new_id, cwd, loaded.messages, e),
+        });
     }
-    if args.no_session_persistence {
-        let mut session = Session::in_memory(id, cwd.to_path_buf());
-        session.messages = loaded.messages.into();
-        return Ok(session);
+    let lock = match lock {
+        None => {
+            let mut session = Session::in_memory(id, cwd.to_path_buf());
+            session.messages = loaded.messages.into();
+            return Ok(session);
+        }
+        Some(Ok(lock)) => lock,
+        Some(Err(e)) => return Ok(unwritten(id, cwd, loaded.messages, e)),
+    };
+    let resumed = loaded.writer_locked(lock).and_then(|mut writer| {
+        match &loaded.cut {
+            // The history goes on from the cut: a snapshot of it (repaired) for our loader, and
+            // the next line chains from the cut, a branch for readers that follow the chain.
+            Some(at) => writer.rewind(&loaded.messages, at),
+            None => writer.record_repair(&report, &loaded.messages),
+        }
+        .map(|()| writer)
+    });
+    Ok(match resumed {
+        Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
+        Err(e) => unwritten(id, cwd, loaded.messages, e),
+    })
+}
+
+/// Session `id` kept in memory with `history`, because its transcript cannot be written
+/// (`why`): the run goes on, with one warning.
+fn unwritten(id: Uuid, cwd: &Path, history: Vec<Message>, why: impl std::fmt::Display) -> Session {
+    eprintln!("agentloop: warning: the session is not written ({why})");
+    let mut session = Session::in_memory(id, cwd.to_path_buf());
+    session.messages = history.into();
+    session
+}
+
+/// Say on stderr what loading and repairing session `id` (at `path`) changed: one line for
+/// what a kill cut off, one warning per dropped `tool_result` naming its line.
+fn warn_repairs(id: Uuid, path: &Path, repairs: &[Repair]) {
+    let (mut cut, mut answered) = (0, 0);
+    for repair in repairs {
+        match repair {
+            Repair::AnsweredToolUses { tool_use_ids, .. } => {
+                cut += 1;
+                answered += tool_use_ids.len();
+            }
+            Repair::DroppedPartialLine { .. } => cut += 1,
+            Repair::DroppedToolResult { line, tool_use_id, why } => eprintln!(
+                "agentloop: warning: {}:{line}: dropped the tool_result for {tool_use_id}: {}",
+                path.display(),
+                why.describe()
+            ),
+        }
     }
-    let mut writer = loaded.writer().map_err(|e| e.to_string())?;
-    match &loaded.cut {
-        // The history goes on from the cut: a snapshot of it (repaired) for our loader, and
-        // the next line chains from the cut, a branch for readers that follow the chain.
-        Some(at) => writer.rewind(&loaded.messages, at),
-        None => writer.record_repair(&report, &loaded.messages),
+    if cut > 0 {
+        eprintln!(
+            "agentloop: session {id} was cut off: {cut} repair(s), {answered} tool call(s) answered as interrupted \
+(their outcome is unknown)"
+        );
     }
-    .map_err(|e| e.to_string())?;
-    Ok(Session::persisted(writer, cwd.to_path_buf(), loaded.messages))
 }
 
 /// The result line Claude Code prints (with `--output-format json` or `stream-json`) when the

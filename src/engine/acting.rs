@@ -6,7 +6,7 @@ use crate::engine::generated::choice::acting;
 use crate::engine::generated::choice::execute_tools::ToolsFinished;
 use crate::engine::machine::{Ctx, Machine, State, facts};
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tools::orchestrate::INTERRUPTED_RESULT;
+use crate::tools::orchestrate::{INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT};
 use crate::tools::streaming::Executor;
 
 /// Text appended when the user interrupts the tool phase.
@@ -50,13 +50,18 @@ impl Machine {
     }
 
     /// The `Acting` superstate's abort: every call gets a result (finished ones their real
-    /// one, the rest a synthetic error), then the interruption is noted and the run ends.
+    /// one, the rest a synthetic error: [`OUTCOME_UNKNOWN_RESULT`] for one that started,
+    /// [`INTERRUPTED_RESULT`] for one that did not), then the interruption is noted and the
+    /// run ends.
     pub(crate) fn abort_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let Some(acting::Abort::Abort) = self.decide_now::<acting::Abort>(ctx, &facts([])) else { return Handled };
         let calls = std::mem::take(&mut self.st.calls);
         let mut results = self.st.interrupted_results.take().unwrap_or_default();
+        // Calls without a collected result: those a streamed executor started may have run.
+        let started = |id: &str| self.st.executor.as_ref().is_some_and(|e| e.has_started(id));
         for call in calls.iter().skip(results.len()) {
-            results.push(ContentBlock::tool_result(&call.id, INTERRUPTED_RESULT, true));
+            let text = if started(&call.id) { OUTCOME_UNKNOWN_RESULT } else { INTERRUPTED_RESULT };
+            results.push(ContentBlock::tool_result(&call.id, text, true));
         }
         results.push(ContentBlock::text(INTERRUPTED_TOOLS));
         self.append(ctx, Message { role: Role::User, content: results });

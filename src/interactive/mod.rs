@@ -383,6 +383,10 @@ impl Interactive {
             Ok(n) => return self.screen.line(&style.paint(RED, &format!("no session number {n}; /resume lists them"))),
             Err(_) => which.to_owned(),
         };
+        if crate::session::Uuid::parse(&id).is_ok_and(|id| id == self.session.id) {
+            // Its transcript is this process's to write: reopening it would find it in use.
+            return self.screen.line(&format!("session {id} is the current session"));
+        }
         let args = SessionArgs {
             resume: Some(id),
             no_session_persistence: self.session_flags.no_session_persistence,

@@ -12,7 +12,9 @@
 //! - [`time`]: RFC 3339 timestamps.
 //! - [`line`](mod@line): the JSON shapes of the lines.
 //! - [`TranscriptWriter`]: appends one line per message, one `write` per line.
-//! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill.
+//! - [`SessionLock`]: one writer per transcript (an advisory lock the kernel releases on exit).
+//! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill;
+//!   drops `tool_result` blocks that answer no call.
 //! - [`repair`]: answers tool calls left without results, as the live abort path does.
 //! - [`SessionStore`]: the directory of a working directory's sessions, listing, forking.
 
@@ -21,6 +23,7 @@ use std::path::PathBuf;
 
 mod id;
 pub mod line;
+mod lock;
 pub mod paths;
 mod reader;
 mod repair;
@@ -33,8 +36,9 @@ mod tests;
 
 pub use id::{Uuid, UuidError};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
+pub use lock::{SessionLock, lock_path};
 pub use reader::{LoadedSession, load, load_cut};
-pub use repair::{Repair, RepairReport, RepairWrite, repair};
+pub use repair::{Repair, RepairReport, RepairWrite, Unpaired, repair};
 pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
 pub use writer::{Mirror, TranscriptWriter};
 
@@ -84,6 +88,15 @@ pub enum SessionError {
     NoSessionId {
         /// The transcript.
         path: PathBuf,
+    },
+    /// Another process (or another writer of this one) appends to the session: its lock
+    /// file is locked ([`SessionLock`]).
+    #[error("session {session} is in use by {}", match pid { Some(pid) => format!("pid {pid}"), None => "another process".to_owned() })]
+    InUse {
+        /// The session id (the transcript's file name without `.jsonl`).
+        session: String,
+        /// The pid written in the lock file, when the holder has written it.
+        pid: Option<u32>,
     },
     /// Neither `AGENTLOOP_HOME`, `CLAUDE_CONFIG_DIR` nor `HOME` is set.
     #[error("cannot find the session store: set CLAUDE_CONFIG_DIR, AGENTLOOP_HOME or HOME")]

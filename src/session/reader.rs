@@ -7,10 +7,10 @@ use serde::de::IgnoredAny;
 use serde_json::error::Category;
 
 use super::line::{self, Head, HistoryIn, MessageLineIn, MetaLineIn, PromptEndIn, WireMessage};
-use super::repair::{self, Repair, RepairReport};
+use super::repair::{self, Repair, RepairReport, RepairWrite, Unpaired};
 use super::time::parse_rfc3339;
 use super::writer::TailFix;
-use super::{Result, SessionError, SessionMeta, TranscriptWriter, Uuid, io_error};
+use super::{Result, SessionError, SessionLock, SessionMeta, TranscriptWriter, Uuid, io_error};
 use crate::protocol::{ContentBlock, Message, Role};
 
 /// A transcript as loaded by [`load`].
@@ -48,7 +48,8 @@ pub struct LoadedSession {
     pub first_prompt: Option<String>,
     /// The last `timestamp` of any line.
     pub last_activity: Option<SystemTime>,
-    /// What loading skipped: a final line cut by a kill.
+    /// What loading skipped: a final line cut by a kill, and `tool_result` blocks that answer
+    /// no call of the assistant message before them (or a call already answered).
     pub repairs: Vec<Repair>,
     /// The uuid of the line the history was cut after ([`load_cut`]), if it was.
     pub cut: Option<String>,
@@ -60,7 +61,10 @@ pub struct LoadedSession {
 /// `summary`...) are skipped, as are sidechain lines; Claude Code's `compact_boundary`
 /// system line empties the history read so far, as an `agentloop-history` snapshot would. A final line that is not JSON (cut by a
 /// kill) is ignored and reported in [`LoadedSession::repairs`]; any other bad line is an
-/// error naming the file, the line and serde's message.
+/// error naming the file, the line and serde's message. A `tool_result` block of a user line
+/// that answers no `tool_use` of the assistant message before it, or a call an earlier block
+/// of the same message answered, is dropped (the API would refuse every later request with
+/// it) and reported in [`LoadedSession::repairs`] with its line.
 pub fn load(path: &Path) -> Result<LoadedSession> {
     scan(path, true)
 }
@@ -91,13 +95,22 @@ impl LoadedSession {
     pub fn repair(&mut self) -> RepairReport {
         let mut report = repair::repair(&mut self.messages);
         report.repairs.splice(0..0, self.repairs.iter().cloned());
+        // The file still holds the dropped blocks: a snapshot makes it load without them.
+        if self.repairs.iter().any(|r| matches!(r, Repair::DroppedToolResult { .. })) {
+            report.write = RepairWrite::Snapshot;
+        }
         report
     }
 
     /// A writer that continues this transcript's chain ([`TranscriptWriter::resume`]).
     pub fn writer(&self) -> Result<TranscriptWriter> {
+        self.writer_locked(SessionLock::acquire(&self.path)?)
+    }
+
+    /// [`LoadedSession::writer`] with the transcript's lock taken before it was loaded.
+    pub fn writer_locked(&self, lock: SessionLock) -> Result<TranscriptWriter> {
         let cwd = self.cwd.clone().unwrap_or_default();
-        TranscriptWriter::resume(&self.path, self.session_id, &cwd, self.last_uuid.clone())
+        TranscriptWriter::resume_locked(lock, &self.path, self.session_id, &cwd, self.last_uuid.clone())
     }
 }
 
@@ -113,6 +126,7 @@ fn scan_with(path: &Path, full: bool, cut: Option<Cut<'_>>) -> Result<LoadedSess
     let mut s = Scan {
         cut,
         path,
+        number: 0,
         full,
         messages: Vec::new(),
         last_role: None,
@@ -136,6 +150,7 @@ fn scan_with(path: &Path, full: bool, cut: Option<Cut<'_>>) -> Result<LoadedSess
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        s.number = number;
         if let Err(e) = s.line(raw) {
             if lines.peek().is_none() && e.is_cut() {
                 s.repairs.push(Repair::DroppedPartialLine { line: number, bytes: raw.len() });
@@ -175,6 +190,8 @@ impl From<serde_json::Error> for LineError {
 struct Scan<'p> {
     cut: Option<Cut<'p>>,
     path: &'p Path,
+    /// The 1-based number of the line being read.
+    number: usize,
     full: bool,
     messages: Vec<Message>,
     last_role: Option<Role>,
@@ -223,8 +240,9 @@ impl Scan<'_> {
                 if self.full || needs_prompt {
                     let parsed: MessageLineIn = serde_json::from_str(text)?;
                     self.note_cwd(parsed.cwd);
-                    let message = self.take_wire(parsed.message);
+                    let mut message = self.take_wire(parsed.message);
                     if self.full {
+                        self.drop_unpaired_results(&mut message);
                         push_merging(&mut self.messages, message);
                     } else if !message.content.is_empty() {
                         self.count_role(message.role);
@@ -254,6 +272,8 @@ impl Scan<'_> {
                     let message = self.take_wire(wire);
                     push_merging(&mut messages, message);
                 }
+                // The blocks dropped so far belong to messages the snapshot replaces.
+                self.forget_dropped_results();
                 self.turns = messages.iter().filter(|m| m.role == Role::Assistant).count();
                 self.last_role = messages.last().map(|m| m.role);
                 if self.full {
@@ -265,6 +285,7 @@ impl Scan<'_> {
                 // Claude Code's compaction: the history starts again after this line (its
                 // summary follows as a user message).
                 self.messages.clear();
+                self.forget_dropped_results();
                 self.turns = 0;
                 self.last_role = None;
                 self.last_uuid = head.uuid;
@@ -304,6 +325,50 @@ impl Scan<'_> {
             });
         }
         message
+    }
+
+    /// Drop the `tool_result` blocks of a user message about to be merged into the history
+    /// that answer no call of the assistant message before it, or a call already answered in
+    /// the user message it joins, noting each with the line number.
+    fn drop_unpaired_results(&mut self, message: &mut Message) {
+        if message.role != Role::User || !message.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. })) {
+            return;
+        }
+        let joins = self.messages.last().filter(|m| m.role == Role::User);
+        let before = match joins {
+            Some(_) => self.messages.len().checked_sub(2).map(|i| &self.messages[i]),
+            None => self.messages.last(),
+        };
+        let calls: Vec<String> = before.into_iter().flat_map(|m| m.tool_uses().map(|t| t.id.to_owned())).collect();
+        let mut answered: Vec<String> = joins
+            .into_iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let line = self.number;
+        let repairs = &mut self.repairs;
+        message.content.retain(|block| {
+            let ContentBlock::ToolResult { tool_use_id, .. } = block else { return true };
+            let why = if !calls.contains(tool_use_id) {
+                Unpaired::NoCall
+            } else if answered.contains(tool_use_id) {
+                Unpaired::Repeated
+            } else {
+                answered.push(tool_use_id.clone());
+                return true;
+            };
+            repairs.push(Repair::DroppedToolResult { line, tool_use_id: tool_use_id.clone(), why });
+            false
+        });
+    }
+
+    /// Forget the `tool_result` blocks dropped so far: the history they were dropped from is
+    /// replaced.
+    fn forget_dropped_results(&mut self) {
+        self.repairs.retain(|r| !matches!(r, Repair::DroppedToolResult { .. }));
     }
 
     /// Count an assistant message the way merging would (summary pass).

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::engine::acting::INTERRUPTED_TOOLS;
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tools::orchestrate::INTERRUPTED_RESULT;
+use crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT;
 
 /// One thing loading or [`repair`] changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +17,17 @@ pub enum Repair {
         /// Its length in bytes.
         bytes: usize,
     },
+    /// A `tool_result` block of a user line was dropped: it answered no `tool_use` of the
+    /// assistant message before it, or a call already answered. The API refuses a history
+    /// with such a block, so keeping it would fail every later request.
+    DroppedToolResult {
+        /// The 1-based line number of the user line that held it.
+        line: usize,
+        /// The id it answered.
+        tool_use_id: String,
+        /// Why it was dropped.
+        why: Unpaired,
+    },
     /// Tool calls without a result were answered with an error result.
     AnsweredToolUses {
         /// Index of the assistant message holding the calls, in the repaired history.
@@ -27,6 +38,25 @@ pub enum Repair {
         /// which had some of the results, got the others).
         new_message: bool,
     },
+}
+
+/// Why a `tool_result` block was dropped ([`Repair::DroppedToolResult`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unpaired {
+    /// The assistant message before it has no `tool_use` with its id.
+    NoCall,
+    /// An earlier block of the same user message already answered that call.
+    Repeated,
+}
+
+impl Unpaired {
+    /// What the warning says of the block.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unpaired::NoCall => "it answers no tool_use of the assistant message before it",
+            Unpaired::Repeated => "that call already has a result",
+        }
+    }
 }
 
 /// What [`repair`] did, and how to record it in the transcript.
@@ -55,7 +85,8 @@ pub enum RepairWrite {
 
 /// Make `messages` valid for the next API request, as the engine's abort paths leave a
 /// history (`Machine::abort_tools`): every assistant `tool_use` without a `tool_result` in the
-/// next message gets an `is_error` result saying [`INTERRUPTED_RESULT`].
+/// next message gets an `is_error` result saying [`OUTCOME_UNKNOWN_RESULT`]: the call was
+/// written before its tool started, so it may have run (and may still be running).
 ///
 /// - When the next message is a user message that answers some of the calls, the results are
 ///   put in call order (existing results kept as they are, the missing ones synthesized),
@@ -141,5 +172,5 @@ fn answers(message: &Message, id: &str) -> bool {
 }
 
 fn interrupted(id: &str) -> ContentBlock {
-    ContentBlock::tool_result(id, INTERRUPTED_RESULT, true)
+    ContentBlock::tool_result(id, OUTCOME_UNKNOWN_RESULT, true)
 }

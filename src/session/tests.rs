@@ -13,7 +13,7 @@ use super::time::parse_rfc3339;
 use super::*;
 use crate::engine::acting::INTERRUPTED_TOOLS;
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tools::orchestrate::INTERRUPTED_RESULT;
+use crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT;
 
 const CWD: &str = "/home/user/my.project_x";
 
@@ -46,7 +46,7 @@ fn result(id: &str) -> ContentBlock {
 }
 
 fn interrupted(id: &str) -> ContentBlock {
-    ContentBlock::tool_result(id, INTERRUPTED_RESULT, true)
+    ContentBlock::tool_result(id, OUTCOME_UNKNOWN_RESULT, true)
 }
 
 fn results(blocks: Vec<ContentBlock>) -> Message {
@@ -652,6 +652,77 @@ fn a_kill_during_tools_recovers_exactly_and_records_the_repair() {
 }
 
 #[test]
+fn a_tool_result_answering_no_call_or_a_call_twice_is_dropped_naming_its_line() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read a.txt and b.txt")).unwrap(); // line 1
+    w.append(&calls(&["t1", "t2"])).unwrap(); // line 2
+    w.append(&results(vec![result("t1"), result("ghost"), result("t1")])).unwrap(); // line 3
+    w.append(&results(vec![result("t2"), result("t2")])).unwrap(); // line 4
+    w.append(&assistant("Done.")).unwrap(); // line 5
+    w.append(&results(vec![result("t1"), ContentBlock::text("and?")])).unwrap(); // line 6
+    let path = w.path().to_owned();
+    drop(w);
+    let mut loaded = load(&path).unwrap();
+    let dropped = |line, id: &str, why| Repair::DroppedToolResult { line, tool_use_id: id.into(), why };
+    assert_eq!(
+        loaded.repairs,
+        vec![
+            dropped(3, "ghost", Unpaired::NoCall),
+            dropped(3, "t1", Unpaired::Repeated),
+            dropped(4, "t2", Unpaired::Repeated),
+            dropped(6, "t1", Unpaired::NoCall),
+        ]
+    );
+    let clean = vec![
+        user("Read a.txt and b.txt"),
+        calls(&["t1", "t2"]),
+        results(vec![result("t1"), result("t2")]),
+        assistant("Done."),
+        user("and?"),
+    ];
+    assert_eq!(loaded.messages, clean);
+    // Recorded as a snapshot, the file loads clean from then on.
+    let report = loaded.repair();
+    assert_eq!(report.write, RepairWrite::Snapshot);
+    loaded.writer().unwrap().record_repair(&report, &loaded.messages).unwrap();
+    let again = load(&path).unwrap();
+    assert_eq!((again.messages, again.repairs), (clean, vec![]));
+}
+
+#[test]
+fn one_writer_at_a_time_holds_a_transcript() {
+    let (_dir, store) = store();
+    let w = store.create(Path::new(CWD)).unwrap();
+    let path = w.path().to_owned();
+    let lock_file = lock_path(&path);
+    assert_eq!(lock_file, path.with_extension("jsonl.lock"));
+    assert_eq!(fs::read_to_string(&lock_file).unwrap(), format!("{}\n", std::process::id()));
+    let session = w.session_id().to_string();
+    let refused = |e: SessionError| match e {
+        SessionError::InUse { session: named, pid } => (named, pid),
+        other => panic!("{other:?}"),
+    };
+    let expected = (session.clone(), Some(std::process::id()));
+    assert_eq!(refused(load(&path).unwrap().writer().unwrap_err()), expected);
+    assert_eq!(refused(SessionLock::acquire(&path).unwrap_err()), expected);
+    assert_eq!(
+        SessionLock::acquire(&path).unwrap_err().to_string(),
+        format!("session {session} is in use by pid {}", std::process::id())
+    );
+    // Dropped, the writer lets go and the lock file goes; the next writer takes it.
+    drop(w);
+    assert!(!lock_file.exists());
+    let again = load(&path).unwrap().writer().unwrap();
+    assert!(lock_file.exists());
+    drop(again);
+    // A lock file a crash left behind (unlocked) is taken over.
+    fs::write(&lock_file, "999999\n").unwrap();
+    let lock = SessionLock::acquire(&path).unwrap();
+    assert_eq!(fs::read_to_string(lock.path()).unwrap(), format!("{}\n", std::process::id()));
+}
+
+#[test]
 fn listing_is_newest_first_with_summaries() {
     let (_dir, store) = store();
     let cwd = Path::new(CWD);
@@ -787,17 +858,20 @@ fn a_resume_at_a_message_keeps_the_history_up_to_it() {
         .collect();
     assert_eq!(prompts, [json!("Reply with exactly: one"), json!("Reply with exactly: three")]);
 
-    // In place: a snapshot of the kept history, and the next line is a branch off the cut.
+    // In place: a snapshot of the kept history, and the next line is a branch off the cut
+    // (once the first writer is gone: one writer at a time).
+    let path = w.path().to_owned();
+    drop(w);
     let mut again = cut.writer().unwrap();
     again.rewind(&cut.messages, cut.cut.as_deref().unwrap()).unwrap();
     let three = again.append(&user("Reply with exactly: three")).unwrap().unwrap();
-    let lines = raw_lines(w.path());
+    let lines = raw_lines(&path);
     let last = lines.last().unwrap();
     assert_eq!(last["uuid"], three.to_string());
     assert_eq!(last["parentUuid"], end_of_one.to_string());
     assert_eq!(lines[lines.len() - 2]["reason"], "rewind");
-    assert_eq!(load(w.path()).unwrap().messages, expected);
-    assert_eq!(load(w.path()).unwrap().last_uuid, Some(three.to_string()));
+    assert_eq!(load(&path).unwrap().messages, expected);
+    assert_eq!(load(&path).unwrap().last_uuid, Some(three.to_string()));
 }
 
 #[test]

@@ -15,7 +15,7 @@ use super::line::{
 use super::reader::final_line_fix;
 use super::repair::{RepairReport, RepairWrite};
 use super::time::format_rfc3339_millis;
-use super::{HistoryReason, Result, SessionError, SessionMeta, Uuid, io_error};
+use super::{HistoryReason, Result, SessionError, SessionLock, SessionMeta, Uuid, io_error};
 use crate::protocol::{ContentBlock, Message, Role, Usage};
 
 /// Appends one JSON line per event to a session's transcript.
@@ -24,10 +24,13 @@ use crate::protocol::{ContentBlock, Message, Role, Usage};
 /// with one `write_all` of a buffer that holds the whole line, with nothing buffered in user
 /// space between calls: a `SIGKILL` loses at most the line being written, and a line cut that
 /// way is dropped on load (and cut off by [`TranscriptWriter::resume`]). Lines are not
-/// `fsync`ed; [`TranscriptWriter::sync`] does that on request.
+/// `fsync`ed; [`TranscriptWriter::sync`] does that on request. A writer holds the
+/// transcript's [`SessionLock`]: one writer per transcript at a time.
 #[derive(Debug)]
 pub struct TranscriptWriter {
     out: Out,
+    /// Held while the writer lives: no other writer appends meanwhile.
+    _lock: SessionLock,
     session_id: Uuid,
     session_text: String,
     cwd: String,
@@ -70,13 +73,15 @@ impl std::fmt::Debug for Mirror {
 
 impl TranscriptWriter {
     /// Create a new transcript at `path` (its directories are created with mode 0700, the file
-    /// with 0600). Fails if the file exists.
+    /// with 0600), holding its [`SessionLock`] for as long as the writer lives. Fails if the
+    /// file exists.
     pub fn create(path: &Path, session_id: Uuid, cwd: &Path) -> Result<Self> {
         if let Some(dir) = path.parent() {
             DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io_error(dir))?;
         }
+        let lock = SessionLock::acquire(path)?;
         let file = OpenOptions::new().append(true).create_new(true).mode(0o600).open(path).map_err(io_error(path))?;
-        Ok(Self::with_file(file, path, session_id, cwd, None))
+        Ok(Self::with_file(file, lock, path, session_id, cwd, None))
     }
 
     /// Continue an existing transcript: new message lines chain from `last_uuid` (see
@@ -84,11 +89,26 @@ impl TranscriptWriter {
     /// kill is truncated away first, and a final complete line without its newline gets one,
     /// so that what is appended starts on a line of its own (the same rule [`load`](super::load)
     /// applies). [`LoadedSession::writer`](super::LoadedSession::writer) calls this.
+    ///
+    /// The transcript's [`SessionLock`] is taken first and held for as long as the writer
+    /// lives: [`SessionError::InUse`] when another writer holds it.
     pub fn resume(path: &Path, session_id: Uuid, cwd: &Path, last_uuid: Option<String>) -> Result<Self> {
+        Self::resume_locked(SessionLock::acquire(path)?, path, session_id, cwd, last_uuid)
+    }
+
+    /// [`TranscriptWriter::resume`] with the lock already taken (before the transcript was
+    /// loaded, so that no one appended between the load and the resume).
+    pub fn resume_locked(
+        lock: SessionLock,
+        path: &Path,
+        session_id: Uuid,
+        cwd: &Path,
+        last_uuid: Option<String>,
+    ) -> Result<Self> {
         let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io_error(path))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error(path))?;
-        let mut writer = Self::with_file(file, path, session_id, cwd, last_uuid);
+        let mut writer = Self::with_file(file, lock, path, session_id, cwd, last_uuid);
         match final_line_fix(&bytes) {
             TailFix::None => {}
             TailFix::Truncate(len) => writer.out.file.set_len(len as u64).map_err(io_error(path))?,
@@ -97,9 +117,17 @@ impl TranscriptWriter {
         Ok(writer)
     }
 
-    fn with_file(file: File, path: &Path, session_id: Uuid, cwd: &Path, last_uuid: Option<String>) -> Self {
+    fn with_file(
+        file: File,
+        lock: SessionLock,
+        path: &Path,
+        session_id: Uuid,
+        cwd: &Path,
+        last_uuid: Option<String>,
+    ) -> Self {
         TranscriptWriter {
             out: Out { file, path: path.to_owned(), line: Vec::with_capacity(4096), mirror: None },
+            _lock: lock,
             session_id,
             session_text: session_id.to_string(),
             cwd: cwd.to_string_lossy().into_owned(),

@@ -26,8 +26,12 @@ fn disables_sandbox(input: &serde_json::Value) -> bool {
 pub const DEFAULT_RESULT_CAP: usize = 30_000;
 /// Calls that may run at once (Claude Code's default; `--max-tool-concurrency` changes it).
 pub const DEFAULT_MAX_CONCURRENCY: usize = 10;
-/// Result text of a call that never ran because the user interrupted.
+/// Result text of a call that never started because the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "Interrupted by user: the tool did not run";
+/// Result text of a call that may have started (and may still be running) when the run
+/// stopped, whose result nobody collected: the live abort path's for a call started but not
+/// answered, and the resume's repair of a call left without a result by a kill.
+pub const OUTCOME_UNKNOWN_RESULT: &str = "Interrupted: the tool may have started and its outcome is unknown";
 /// Warning when an interrupt killed running hooks (their decision is not read).
 pub const INTERRUPTED_HOOKS: &str = "hooks interrupted and killed";
 /// Result text of a call cancelled because a parallel call failed whose tool cancels its

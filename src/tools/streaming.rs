@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::events::EngineEvent;
 use crate::protocol::ContentBlock;
-use crate::tools::orchestrate::{CallResult, INTERRUPTED_RESULT, SIBLING_CANCELLED, Toolbox};
+use crate::tools::orchestrate::{CallResult, INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT, SIBLING_CANCELLED, Toolbox};
 use crate::tools::structured_output::Answer;
 use crate::tools::{ToolCall, ToolContext, ToolOutput};
 
@@ -136,6 +136,11 @@ impl Executor {
         self.entries.iter().filter(|e| !matches!(e.status, Status::Queued)).count()
     }
 
+    /// Whether the call `id` has started (it may have run, or still be running).
+    pub fn has_started(&self, id: &str) -> bool {
+        self.entries.iter().any(|e| e.call.id == id && !matches!(e.status, Status::Queued))
+    }
+
     /// Wait for one running call to finish; returns its approval and warning events, its
     /// finish event and any start events.
     /// Returns nothing at once when no call runs.
@@ -185,7 +190,8 @@ impl Executor {
 
     /// Wait for every call and return the results in call order; the reply is taken as ended
     /// (see [`Executor::end_reply`]) unless the executor was cancelled. Calls that never
-    /// started answer [`INTERRUPTED_RESULT`] after an interrupt or a cancel,
+    /// started answer [`INTERRUPTED_RESULT`] after an interrupt or a cancel (a call still
+    /// running, which cannot happen once all are awaited, [`OUTCOME_UNKNOWN_RESULT`]),
     /// [`SIBLING_CANCELLED`] after a failed sibling that cancels the others.
     pub async fn finish(mut self, emit: &mut dyn FnMut(EngineEvent)) -> PhaseOutcome {
         for event in self.end_reply() {
@@ -223,10 +229,11 @@ impl Executor {
                     let images = output.images.into_iter().map(|i| (i.media_type, i.data));
                     ContentBlock::tool_result_with_images(entry.call.id, output.content, images, output.is_error)
                 }
-                Status::Queued | Status::Running => {
+                Status::Queued => {
                     let text = if interrupted || !self.sibling_failed { INTERRUPTED_RESULT } else { SIBLING_CANCELLED };
                     ContentBlock::tool_result(entry.call.id, text, true)
                 }
+                Status::Running => ContentBlock::tool_result(entry.call.id, OUTCOME_UNKNOWN_RESULT, true),
             })
             .collect();
         PhaseOutcome { results, hook_stop, denials, structured }
