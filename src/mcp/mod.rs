@@ -13,8 +13,10 @@
 //!
 //! [`connect`] starts every configured server at once; a run calls it through
 //! [`startup::Startup`], as soon as it knows its servers. A stdio server is a
-//! child process in its own process group ([`crate::process_group`]): it is killed when the
-//! run's tools are dropped, and by [`crate::process_group::kill_all`] on a second signal. The
+//! child process in its own process group ([`crate::process_group`]), started through the
+//! sandbox helper, which stops whatever the server started (even a `setsid`'d process) when
+//! the server stops: it is stopped when the run's tools are dropped (and waited for in
+//! [`finish`]), and by [`crate::process_group::kill_all`] on a second signal. The
 //! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
 //! the protocol version the server answers with. A server that fails to start or to list its tools is reported (a warning on stderr,
 //! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
@@ -180,22 +182,30 @@ static CLOSING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new())
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // A stdio server dies with its process group; only a remote session needs closing.
-        if self.process.is_some() {
-            return;
-        }
-        let (Some(mut service), Ok(runtime)) = (self.service.take(), tokio::runtime::Handle::try_current()) else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let closing = runtime.spawn(async move {
-            let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
-        });
+        let closing = match (self.process.take(), self.service.take()) {
+            // A stdio server is stopped with its process group (through the helper, with
+            // everything it started); [`finish`] waits until it has gone.
+            (Some(ServerProcess { mut child, group }), _) => {
+                drop(group);
+                runtime.spawn(async move {
+                    let _ = child.wait().await;
+                })
+            }
+            (None, Some(mut service)) => runtime.spawn(async move {
+                let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
+            }),
+            (None, None) => return,
+        };
         CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(closing);
     }
 }
 
 /// Wait (at most [`CLOSE_TIMEOUT`]) for the sessions of dropped connections to close, so an
-/// HTTP server sees its session ended before the process exits.
+/// HTTP server sees its session ended before the process exits, and for the stopped stdio
+/// servers to be gone.
 pub async fn finish() {
     let closing = std::mem::take(&mut *CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     if closing.is_empty() {
