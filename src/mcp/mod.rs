@@ -4,7 +4,8 @@
 //! - [`config`]: the servers, configured in Claude Code's format (`--mcp-config`).
 //! - [`stdio`], [`http`] and [`sdk`]: the transports, each giving a [`Connection`] (an SDK
 //!   server lives in the Claude Agent SDK's process and is reached only in the SDK mode).
-//! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
+//! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`, [`names`]
+//!   keeping those names valid for the Messages API and distinct.
 //! - [`startup`]: the servers started in the background while the run prepares.
 //! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
 //! - [`client`]: agentloop's side of a connection (the handshake, the server's requests),
@@ -28,6 +29,7 @@ pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod http;
+pub mod names;
 pub mod oauth;
 pub mod sdk;
 pub mod startup;
@@ -249,8 +251,14 @@ pub async fn connect(
     tools: &mut Registry,
 ) -> Vec<ServerStatus> {
     let timeout = startup_timeout();
-    let attempts = servers.iter().map(|(name, config)| async move {
-        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sandbox, sdk)).await {
+    let keys: Vec<&str> = servers.keys().map(String::as_str).collect();
+    let parts = names::server_parts(&keys);
+    for warning in parts.iter().filter_map(|part| part.warning.as_deref()) {
+        crate::cli::interrupt::stderr_line(warning);
+    }
+    let attempts = servers.iter().zip(parts).map(|((name, config), part)| async move {
+        let connecting = connect_one(name, &part.name, config, cwd, sandbox, sdk);
+        let result = match tokio::time::timeout(timeout, connecting).await {
             Ok(result) => result,
             Err(_) => Err(OpenError::Failed(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis()))),
         };
@@ -316,8 +324,11 @@ async fn open_with(
 /// A server's tools and its `serverInfo`.
 type Connected = (Vec<Arc<dyn Tool>>, Option<ServerInfo>);
 
+/// Connect to the server `name` and name its tools `mcp__<part>__…` ([`names::tool_names`],
+/// each change a warning on stderr).
 async fn connect_one(
     name: &str,
+    part: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
@@ -329,9 +340,17 @@ async fn connect_one(
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", describe(&e)))?;
     let connection = Arc::new(connection);
     let timeout = tool_timeout();
+    let originals: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    let named = names::tool_names(name, part, &originals);
     let tools = listed
-        .into_iter()
-        .map(|t| Arc::new(tool::McpTool::new(name, &t, connection.clone(), timeout)) as Arc<dyn Tool>)
+        .iter()
+        .zip(named)
+        .map(|(t, named)| {
+            if let Some(warning) = &named.warning {
+                crate::cli::interrupt::stderr_line(warning);
+            }
+            Arc::new(tool::McpTool::new(name, t, connection.clone(), timeout).with_name(named.name)) as Arc<dyn Tool>
+        })
         .collect();
     Ok((tools, info))
 }
