@@ -14,12 +14,12 @@ use mock_api::{MockApi, Reply, Sse};
 use serde_json::{Value, json};
 
 /// An MCP server over stdio: lists tools named as `argv[1]` (a JSON list) says, and answers
-/// a call of tool `big` with one text block of `argv[2]` bytes (`x`s), any other tool with
-/// `called NAME`. Each message is one line of JSON.
+/// a call of a tool `argv[2]` (a JSON object) has a size for with one text block of that
+/// many `x`s, any other tool with `called NAME`. Each message is one line of JSON.
 const SERVER: &str = r#"
 import json, sys
 names = json.loads(sys.argv[1])
-big = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+sizes = json.loads(sys.argv[2])
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -34,18 +34,18 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
     elif method == "tools/call":
         name = message["params"]["name"]
-        text = "x" * big if name == "big" else "called " + name
+        text = "x" * sizes[name] if name in sizes else "called " + name
         send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
     elif id is not None:
         send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})
 "#;
 
-/// A stdio server entry running [`SERVER`] (saved in `dir`) with these tool names and the
-/// size of `big`'s result.
-fn server(dir: &Path, names: &[&str], big: usize) -> Value {
+/// A stdio server entry running [`SERVER`] (saved in `dir`) with these tool names and
+/// result sizes.
+fn server(dir: &Path, names: &[&str], sizes: &Value) -> Value {
     let script = dir.join("server.py");
     std::fs::write(&script, SERVER).unwrap();
-    json!({"command": "python3", "args": [script, json!(names).to_string(), big.to_string()]})
+    json!({"command": "python3", "args": [script, json!(names).to_string(), sizes.to_string()]})
 }
 
 /// The model's two replies: one calling `calls` (name, input), then "done".
@@ -111,8 +111,8 @@ fn tool_names_are_bounded_and_distinct_with_a_warning_and_calls_reach_the_origin
     let dir = tempfile::tempdir().unwrap();
     let long = "t".repeat(300);
     let servers = json!({
-        "lim_its": server(dir.path(), &[&long, "", "a.b", "a_b"], 0),
-        "a_server_with_a_rather_long_name": server(dir.path(), &["echo"], 0),
+        "lim_its": server(dir.path(), &[&long, "", "a.b", "a_b"], &json!({})),
+        "a_server_with_a_rather_long_name": server(dir.path(), &["echo"], &json!({})),
     });
     let renamed_long = format!("mcp__lim_its__{}_0c504565", "t".repeat(41));
     let api = MockApi::start(script(&[
@@ -164,6 +164,47 @@ fn tool_names_are_bounded_and_distinct_with_a_warning_and_calls_reach_the_origin
             ("called ".to_owned(), false),
             ("called a.b".to_owned(), false),
             ("called a_b".to_owned(), false),
+            ("called echo".to_owned(), false),
+        ]
+    );
+    assert!(api.problems().is_empty(), "{:?}", api.problems());
+}
+
+/// A 20 MB result (one line) reaches the model cut like any long tool output, the whole of
+/// it saved; a 70 MB one, over the limit of one message, is an error result at once, not a
+/// timeout; and the server answers the next call.
+#[test]
+fn a_huge_result_is_capped_and_one_over_the_message_limit_is_an_error_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = json!({"big": 20_000_000, "huge": 70 * 1024 * 1024});
+    let servers = json!({"sizes": server(dir.path(), &["big", "huge", "echo"], &sizes)});
+    let api = MockApi::start(script(&[
+        ("mcp__sizes__big", json!({})),
+        ("mcp__sizes__huge", json!({})),
+        ("mcp__sizes__echo", json!({})),
+    ]));
+    let out = run(&api, dir.path(), &servers, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let results = tool_results(&api, 1);
+    assert_eq!(results.len(), 3);
+    let (big, big_error) = &results[0];
+    assert!(!big_error);
+    let (kept, note) = big.split_at(30_000);
+    assert_eq!(kept, "x".repeat(30_000));
+    let saved = note
+        .strip_prefix("\n\n[Result cut at 30000 of 20000000 characters. The whole result is saved at ")
+        .and_then(|rest| rest.strip_suffix("; Read it with offset/limit, or Grep it.]"))
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(saved.ends_with("/toolu_0.txt"), "{saved}");
+    assert_eq!(
+        results[1..],
+        [
+            (
+                "MCP server `sizes`: tool `huge` failed: Mcp error: -32603: the server's reply was 70.0 MB, over the \
+                 limit of 64 MB for one message"
+                    .to_owned(),
+                true
+            ),
             ("called echo".to_owned(), false),
         ]
     );

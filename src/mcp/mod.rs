@@ -28,6 +28,7 @@ pub mod browser;
 pub mod client;
 pub mod config;
 pub mod elicitation;
+pub mod framing;
 pub mod http;
 pub mod names;
 pub mod oauth;

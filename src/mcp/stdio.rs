@@ -57,7 +57,8 @@ pub async fn connect(
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes to the server".into());
     };
-    let service = client.serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
+    let transport = super::framing::LineTransport::new(stdout, stdin);
+    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
 }
 
