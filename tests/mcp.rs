@@ -281,6 +281,36 @@ fn assert_gone(pid_file: &std::path::Path) {
     }
 }
 
+/// A process a stdio server started in a session of its own (`setsid`, so out of the
+/// server's process group) ends with the server when the run ends.
+#[test]
+fn a_process_the_server_started_with_setsid_ends_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("escaped.pid");
+    let script = format!(
+        "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '{}'; exec node '{}' stdio",
+        pid_file.display(),
+        everything_entry().display()
+    );
+    let config = json!({"mcpServers": {"everything": {"command": "sh", "args": ["-c", script]}}}).to_string();
+    let (out, lines) = run_in(
+        &dir,
+        &[("mcp__everything__echo", json!({"message": "hi"}))],
+        &["--mcp-config", &config, "--allowedTools", "mcp__everything"],
+        &[],
+    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tool_results(&lines), vec![("Echo: hi".to_owned(), false)]);
+    let pid: libc::pid_t = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    if alive {
+        // SAFETY: kill(2) of the test's own leftover sleep.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!alive, "the setsid'd process {pid} outlived the run");
+}
+
 /// A server that never answers `initialize` holds the run up only for `MCP_TIMEOUT`: it is a
 /// warning, the run completes without its tools, and its process is killed.
 #[test]

@@ -4,7 +4,8 @@
 //! - [`config`]: the servers, configured in Claude Code's format (`--mcp-config`).
 //! - [`stdio`], [`http`] and [`sdk`]: the transports, each giving a [`Connection`] (an SDK
 //!   server lives in the Claude Agent SDK's process and is reached only in the SDK mode).
-//! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`.
+//! - [`tool`]: each server tool as a [`Tool`] named `mcp__<server>__<tool>`, [`names`]
+//!   keeping those names valid for the Messages API and distinct.
 //! - [`startup`]: the servers started in the background while the run prepares.
 //! - [`status`]: the servers' status for the SDK's `mcp_status` control request.
 //! - [`client`]: agentloop's side of a connection (the handshake, the server's requests),
@@ -13,8 +14,10 @@
 //!
 //! [`connect`] starts every configured server at once; a run calls it through
 //! [`startup::Startup`], as soon as it knows its servers. A stdio server is a
-//! child process in its own process group ([`crate::process_group`]): it is killed when the
-//! run's tools are dropped, and by [`crate::process_group::kill_all`] on a second signal. The
+//! child process in its own process group ([`crate::process_group`]), started through the
+//! sandbox helper, which stops whatever the server started (even a `setsid`'d process) when
+//! the server stops: it is stopped when the run's tools are dropped (and waited for in
+//! [`finish`]), and by [`crate::process_group::kill_all`] on a second signal. The
 //! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
 //! the protocol version the server answers with. A server that fails to start or to list its tools is reported (a warning on stderr,
 //! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
@@ -25,7 +28,9 @@ pub mod browser;
 pub mod client;
 pub mod config;
 pub mod elicitation;
+pub mod framing;
 pub mod http;
+pub mod names;
 pub mod oauth;
 pub mod sdk;
 pub mod startup;
@@ -180,22 +185,30 @@ static CLOSING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new())
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // A stdio server dies with its process group; only a remote session needs closing.
-        if self.process.is_some() {
-            return;
-        }
-        let (Some(mut service), Ok(runtime)) = (self.service.take(), tokio::runtime::Handle::try_current()) else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let closing = runtime.spawn(async move {
-            let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
-        });
+        let closing = match (self.process.take(), self.service.take()) {
+            // A stdio server is stopped with its process group (through the helper, with
+            // everything it started); [`finish`] waits until it has gone.
+            (Some(ServerProcess { mut child, group }), _) => {
+                drop(group);
+                runtime.spawn(async move {
+                    let _ = child.wait().await;
+                })
+            }
+            (None, Some(mut service)) => runtime.spawn(async move {
+                let _ = service.close_with_timeout(CLOSE_TIMEOUT).await;
+            }),
+            (None, None) => return,
+        };
         CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(closing);
     }
 }
 
 /// Wait (at most [`CLOSE_TIMEOUT`]) for the sessions of dropped connections to close, so an
-/// HTTP server sees its session ended before the process exits.
+/// HTTP server sees its session ended before the process exits, and for the stopped stdio
+/// servers to be gone.
 pub async fn finish() {
     let closing = std::mem::take(&mut *CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     if closing.is_empty() {
@@ -239,8 +252,14 @@ pub async fn connect(
     tools: &mut Registry,
 ) -> Vec<ServerStatus> {
     let timeout = startup_timeout();
-    let attempts = servers.iter().map(|(name, config)| async move {
-        let result = match tokio::time::timeout(timeout, connect_one(name, config, cwd, sandbox, sdk)).await {
+    let keys: Vec<&str> = servers.keys().map(String::as_str).collect();
+    let parts = names::server_parts(&keys);
+    for warning in parts.iter().filter_map(|part| part.warning.as_deref()) {
+        crate::cli::interrupt::stderr_line(warning);
+    }
+    let attempts = servers.iter().zip(parts).map(|((name, config), part)| async move {
+        let connecting = connect_one(name, &part.name, config, cwd, sandbox, sdk);
+        let result = match tokio::time::timeout(timeout, connecting).await {
             Ok(result) => result,
             Err(_) => Err(OpenError::Failed(format!("no answer within {} ms (MCP_TIMEOUT)", timeout.as_millis()))),
         };
@@ -306,8 +325,11 @@ async fn open_with(
 /// A server's tools and its `serverInfo`.
 type Connected = (Vec<Arc<dyn Tool>>, Option<ServerInfo>);
 
+/// Connect to the server `name` and name its tools `mcp__<part>__…` ([`names::tool_names`],
+/// each change a warning on stderr).
 async fn connect_one(
     name: &str,
+    part: &str,
     config: &ServerConfig,
     cwd: &Path,
     sandbox: &Sandbox,
@@ -319,9 +341,17 @@ async fn connect_one(
     let listed = connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", describe(&e)))?;
     let connection = Arc::new(connection);
     let timeout = tool_timeout();
+    let originals: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+    let named = names::tool_names(name, part, &originals);
     let tools = listed
-        .into_iter()
-        .map(|t| Arc::new(tool::McpTool::new(name, &t, connection.clone(), timeout)) as Arc<dyn Tool>)
+        .iter()
+        .zip(named)
+        .map(|(t, named)| {
+            if let Some(warning) = &named.warning {
+                crate::cli::interrupt::stderr_line(warning);
+            }
+            Arc::new(tool::McpTool::new(name, t, connection.clone(), timeout).with_name(named.name)) as Arc<dyn Tool>
+        })
         .collect();
     Ok((tools, info))
 }

@@ -1,5 +1,6 @@
 //! Stdio servers: a child process in its own process group speaking MCP on its stdin and
-//! stdout, with the environment its [`Scope`] allows.
+//! stdout, with the environment its [`Scope`] allows, started through the session's sandbox
+//! helper ([`crate::sandbox::helper`]) so that every process it starts ends with it.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -31,17 +32,20 @@ pub async fn connect(
     vars.retain(|(name, _)| !env.keys().any(|k| name == k.as_str()));
     vars.extend(env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
     // Servers usually need the network and files of their own: sandboxed only on request,
-    // and otherwise started directly, as the user configured them.
+    // and otherwise unconfined. Either way a server starts through the sandbox helper when
+    // the session has one, so whatever it starts, even a process that leaves its group
+    // (`setsid`), ends with it.
     let confined = sandbox.settings().mcp_servers;
     let policy = sandbox.policy(&sandbox.effective(Launch::McpServer, command), Vec::new()).filter(|_| confined);
-    let launcher = if confined { sandbox } else { &Sandbox::none() };
     let path = vars.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value.as_os_str());
-    if confined && crate::sandbox::find_program(command, path).is_none() {
+    // A relative path names a program in the server's working directory.
+    let program = if command.contains('/') { cwd.join(command) } else { command.into() };
+    if sandbox.has_helper() && crate::sandbox::find_program(&program.to_string_lossy(), path).is_none() {
         // Through the helper a missing program would only show as a closed connection.
         return Err(format!("cannot start `{command}`: {}", std::io::Error::from_raw_os_error(libc::ENOENT)));
     }
     let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    let mut child = launcher
+    let mut child = sandbox
         .command(policy.as_ref(), &ShellEnv::exactly(vars), command, &args)
         .current_dir(cwd)
         .stdin(Stdio::piped())
@@ -49,11 +53,12 @@ pub async fn connect(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-    let group = launcher.group(child.id());
+    let group = sandbox.group(child.id());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes to the server".into());
     };
-    let service = client.serve((stdout, stdin)).await.map_err(|e| format!("initialize: {e}"))?;
+    let transport = super::framing::LineTransport::new(stdout, stdin);
+    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
 }
 

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
-use super::Connection;
+use super::{Connection, names};
 use crate::tools::{McpOrigin, Tool, ToolContext, ToolImage, ToolOutput};
 
 /// Answer of a call cancelled by `ctx.cancel` (an interrupt).
@@ -27,11 +27,10 @@ pub struct McpTool {
 }
 
 /// `mcp__<server>__<tool>`, with characters the Messages API refuses in a tool name
-/// (anything but letters, digits, `_` and `-`) replaced by `_`.
+/// (anything but letters, digits, `_` and `-`) replaced by `_` ([`names::clean`]); a
+/// server's tools are bounded and de-collided by [`names::tool_names`].
 pub fn qualified_name(server: &str, tool: &str) -> String {
-    let clean =
-        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
-    format!("mcp__{}__{}", clean(server), clean(tool))
+    format!("mcp__{}__{}", names::clean(server), names::clean(tool))
 }
 
 impl McpTool {
@@ -49,6 +48,14 @@ impl McpTool {
             timeout,
             connection,
         }
+    }
+
+    /// This tool offered to the model as `name` (calls still reach the server's tool by its
+    /// own name).
+    #[must_use]
+    pub fn with_name(mut self, name: String) -> Self {
+        self.name = name;
+        self
     }
 }
 
