@@ -175,7 +175,7 @@ pub fn markdown(table: &Table, source: &str) -> String {
         out,
         "Generated from `{source}` by `agentloop table --format markdown`; do not edit by hand.\n\
          Regenerate with `cargo run -- table --format markdown > docs/transitions.md`\n\
-         or `UPDATE=1 cargo test --test audit docs_transitions_md_is_current`.\n"
+         or `UPDATE=1 cargo test --test it audit::docs_transitions_md_is_current`.\n"
     );
     let _ = writeln!(
         out,

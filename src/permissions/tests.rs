@@ -1,5 +1,5 @@
 //! Policy decisions for the file tools and the modes; Bash verdicts over a whole corpus live
-//! in tests/permissions.rs.
+//! in tests/it/permissions.rs.
 
 use super::*;
 use crate::tools::{Registry, ToolContext, ToolOutput};

@@ -16,7 +16,7 @@ pub fn cli_under_test() -> PathBuf {
 }
 
 /// Whether the tests run against Claude Code (`$AGENTLOOP_SDK_CLI_OVERRIDE` is set).
-#[allow(dead_code)] // tests/sdk.rs reads the variable where it needs it
+#[allow(dead_code)] // tests/it/sdk.rs reads the variable where it needs it
 pub fn against_claude_code() -> bool {
     std::env::var_os("AGENTLOOP_SDK_CLI_OVERRIDE").is_some()
 }

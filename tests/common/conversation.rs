@@ -1,6 +1,6 @@
 //! What the SDK tests read of the requests the mock recorded: a request's conversation as
-//! (role, text) pairs, and whether fragments of it come in order. Shared by `tests/sdk.rs`
-//! (the Python SDK) and `tests/ts_sdk.rs` (the TypeScript SDK).
+//! (role, text) pairs, and whether fragments of it come in order. Shared by `tests/it/sdk.rs`
+//! (the Python SDK) and `tests/it/ts_sdk.rs` (the TypeScript SDK).
 
 use serde_json::Value;
 

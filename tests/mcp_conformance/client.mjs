@@ -1,4 +1,4 @@
-// The client command tests/mcp_conformance.rs gives the MCP conformance suite:
+// The client command tests/it/mcp_conformance.rs gives the MCP conformance suite:
 //
 //   node client.mjs AGENTLOOP [agentloop mcp arguments...] URL
 //

@@ -1,4 +1,4 @@
-"""Shared by the scenario scripts that tests/sdk.rs runs with the real claude-agent-sdk.
+"""Shared by the scenario scripts that tests/it/sdk.rs runs with the real claude-agent-sdk.
 
 Each script drives the CLI named by AGENTLOOP_SDK_CLI through the SDK's own client code (no
 wrapper), in the working directory AGENTLOOP_SDK_CWD, and prints one JSON line of

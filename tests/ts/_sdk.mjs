@@ -1,4 +1,4 @@
-// Shared by the programs tests/ts_sdk.rs runs with the real TypeScript Claude Agent SDK
+// Shared by the programs tests/it/ts_sdk.rs runs with the real TypeScript Claude Agent SDK
 // (@anthropic-ai/claude-agent-sdk, installed by .ci/install-ts-clients).
 //
 // Each program drives the CLI named by AGENTLOOP_SDK_CLI (`pathToClaudeCodeExecutable`) in the

@@ -1,5 +1,5 @@
 //! The SDK mode's protocol driven from Rust, frame by frame (the Python SDK drives it in
-//! tests/sdk.rs): answers to control requests, and a SIGTERM in the middle of a prompt.
+//! tests/it/sdk.rs): answers to control requests, and a SIGTERM in the middle of a prompt.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -3,8 +3,7 @@
 //! the middle of a tool resumes with every tool_use answered; the transcript's uuid chain is
 //! consistent; `agentloop sessions` lists them.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,8 +3,7 @@
 //! user directory of its own (`CLAUDE_CONFIG_DIR`), asserting on what reached the model (the
 //! recorded request bodies) and on the `system/init` line.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::io::Write;
 use std::path::PathBuf;

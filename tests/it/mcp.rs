@@ -7,10 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-#[path = "common/installed.rs"]
-mod installed;
-#[path = "common/stream_json.rs"]
-mod stream_json;
+use crate::installed;
+use crate::stream_json;
 
 use serde_json::{Value, json};
 use stream_json::{init, tool_results};

@@ -2,8 +2,7 @@
 //! Messages API (`ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`): a Read round trip in text and
 //! stream-json output, and the help when no key is set.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::process::{Command, Stdio};
 

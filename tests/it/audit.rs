@@ -510,7 +510,7 @@ fn docs_transitions_md_is_current() {
     assert!(
         have == want,
         "docs/transitions.md is stale (first difference at line {}): regenerate it with \
-         `UPDATE=1 cargo test --test audit docs_transitions_md_is_current` \
+         `UPDATE=1 cargo test --test it audit::docs_transitions_md_is_current` \
          or `cargo run -- table --format markdown > docs/transitions.md`",
         first_diff.map_or(have.lines().count().min(want.lines().count()) + 1, |i| i + 1)
     );

@@ -5,8 +5,7 @@
 //! (`agentloop __sandbox-exec --policy …`), since reaching them needs the analysis to be
 //! wrong. The kernel here has Landlock; where it does not, each test says so and returns.
 
-#[path = "common/binary.rs"]
-mod binary;
+use crate::binary;
 
 use std::path::Path;
 use std::process::Output;

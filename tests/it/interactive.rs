@@ -4,12 +4,9 @@
 //! streams, Ctrl+C interrupting it and the next prompt answered, `/cost`, and Ctrl+D or two
 //! Ctrl+C leaving.
 
-#[path = "common/installed.rs"]
-mod installed;
-#[path = "common/mock_api.rs"]
-mod mock_api;
-#[path = "common/pty.rs"]
-mod pty;
+use crate::installed;
+use crate::mock_api;
+use crate::pty;
 
 use std::path::Path;
 use std::process::Command;

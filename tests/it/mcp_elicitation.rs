@@ -15,10 +15,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-#[path = "common/installed.rs"]
-mod installed;
-#[path = "common/stream_json.rs"]
-mod stream_json;
+use crate::installed;
+use crate::stream_json;
 
 use serde_json::{Value, json};
 

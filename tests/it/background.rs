@@ -6,10 +6,8 @@
 //! computed from the tool results of the request they answer ([`conversation`]). The run-end
 //! test needs no id and uses the scripted model.
 
-#[path = "common/binary.rs"]
-mod binary;
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::binary;
+use crate::mock_api;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,7 @@
 
 use std::process::Output;
 
-#[path = "common/binary.rs"]
-mod binary;
+use crate::binary;
 
 /// Runs the binary with stdin closed and no way to reach a real API.
 fn agentloop(args: &[&str]) -> Output {

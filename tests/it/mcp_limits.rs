@@ -3,8 +3,7 @@
 //! larger than any tool output the model may read. The servers are a small python3 script
 //! speaking MCP over stdio ([`SERVER`]).
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

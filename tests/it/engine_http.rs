@@ -6,8 +6,7 @@
 //! engine sent. The mock refuses, and the test fails on, any request whose history has a
 //! `tool_use` without exactly one matching `tool_result` in the very next message.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::path::Path;
 use std::sync::Arc;

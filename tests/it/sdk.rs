@@ -10,12 +10,9 @@
 //! the conversation (`HEAD /api/hello`, a session title with no tools), which the mock
 //! answers outside the script, and `system` role messages, which the mock then accepts.
 
-#[path = "common/cli_under_test.rs"]
-mod cli_under_test;
-#[path = "common/conversation.rs"]
-mod conversation;
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::cli_under_test;
+use crate::conversation;
+use crate::mock_api;
 
 use cli_under_test::{cli_under_test, is_side_request};
 
@@ -28,9 +25,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use crate::installed;
 use mock_api::{MockApi, ROUND_TRIP_ANSWER, Reply, Sse};
-#[path = "common/installed.rs"]
-mod installed;
 
 use serde_json::{Value, json};
 

@@ -5,8 +5,7 @@
 //! stdout is the uuid on disk; `--resume-session-at` and `--resume-drops-turn` cut a history as
 //! Claude Code does; sessions an older agentloop wrote under `~/.agentloop` still resume.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

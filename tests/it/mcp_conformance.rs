@@ -26,8 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-#[path = "common/installed.rs"]
-mod installed;
+use crate::installed;
 
 use serde_json::Value;
 

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
 
-#[path = "common/binary.rs"]
-mod binary;
+use crate::binary;
 
 fn agentloop() -> Command {
     let mut command = Command::cargo_bin("agentloop").unwrap();

@@ -1,5 +1,5 @@
 //! OAuth for remote MCP servers beyond what the conformance suite checks
-//! (tests/mcp_conformance.rs): where a sign-in is kept and that it is never printed, that a
+//! (tests/it/mcp_conformance.rs): where a sign-in is kept and that it is never printed, that a
 //! run reuses it without a browser (and says how to sign in when there is none), and token
 //! refresh.
 //!
@@ -13,10 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 
-#[path = "common/installed.rs"]
-mod installed;
-#[path = "common/stream_json.rs"]
-mod stream_json;
+use crate::installed;
+use crate::stream_json;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};

@@ -10,19 +10,15 @@
 //! one in `.ci/cache/ts-clients/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/`), which
 //! checks that every program and assertion is about behaviour Claude Code really has.
 
-#[path = "common/cli_under_test.rs"]
-mod cli_under_test;
-#[path = "common/conversation.rs"]
-mod conversation;
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::cli_under_test;
+use crate::conversation;
+use crate::mock_api;
 
 use cli_under_test::{against_claude_code, cli_under_test, is_side_request};
 
 use conversation::{content_text, in_order, transcript};
 
-#[path = "common/installed.rs"]
-mod installed;
+use crate::installed;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

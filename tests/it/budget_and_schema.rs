@@ -1,8 +1,7 @@
 //! `--max-budget-usd` and `--json-schema` end to end: the built `agentloop` against the local
 //! Messages API mock, asserting on the requests the mock received and the result frame.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::process::{Command, Stdio};
 

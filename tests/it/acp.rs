@@ -12,15 +12,12 @@
 //! `CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION=false` keeps Claude Code from asking the model for a
 //! follow-up prompt after each turn.
 
-#[path = "common/cli_under_test.rs"]
-mod cli_under_test;
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::cli_under_test;
+use crate::mock_api;
 
 use cli_under_test::{against_claude_code, cli_under_test, is_side_request};
 
-#[path = "common/installed.rs"]
-mod installed;
+use crate::installed;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -10,10 +10,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-#[path = "common/installed.rs"]
-mod installed;
-#[path = "common/stream_json.rs"]
-mod stream_json;
+use crate::installed;
+use crate::stream_json;
 
 use serde_json::{Value, json};
 use stream_json::tool_results;

@@ -3,10 +3,9 @@
 
 use std::path::Path;
 
-#[path = "common/binary.rs"]
-mod binary;
+use crate::binary;
 
-const SHIPPED: &str = include_str!("../transitions/loop.toml");
+const SHIPPED: &str = include_str!("../../transitions/loop.toml");
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = binary::offline_agentloop().args(args).output().unwrap();

@@ -4,8 +4,7 @@
 //! agentloop's `environ` or `mem` at all, and a model server's redirect to another origin
 //! ends the run instead of taking the key there.
 
-#[path = "common/mock_api.rs"]
-mod mock_api;
+use crate::mock_api;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -85,7 +84,7 @@ fn no_ancestor_of_a_bash_command_holds_the_key_in_its_environ_or_cmdline() {
     let out = agentloop(&dir.path().join("home"))
         .args(["-p", "Walk up the process tree.", "--model", "claude-sonnet-4-5", "--allowedTools", "Bash"])
         // Unsandboxed, as an MCP server or a bypassPermissions command runs: the sandbox
-        // would refuse to open agentloop's environ at all (tests/sandbox.rs).
+        // would refuse to open agentloop's environ at all (tests/it/sandbox.rs).
         .args(["--settings", r#"{"sandbox": {"enabled": false}}"#])
         .args(["--output-format", "stream-json", "--cwd"])
         .arg(dir.path())
