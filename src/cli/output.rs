@@ -454,12 +454,22 @@ pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
-/// Why the last reply stopped, as the API says it (`end_turn` for a completed run).
+/// Why the last reply stopped, as the API says it (`end_turn` for a completed run), where the
+/// terminal reason tells.
+#[deny(clippy::wildcard_enum_match_arm)]
 fn stop_reason(outcome: &RunOutcome) -> Option<&'static str> {
     match outcome.terminal {
         TerminalReason::Completed => Some("end_turn"),
         TerminalReason::MaxTurns => Some("tool_use"),
-        _ => None,
+        TerminalReason::AbortedStreaming
+        | TerminalReason::AbortedTools
+        | TerminalReason::ModelError
+        | TerminalReason::StopHookPrevented
+        | TerminalReason::HookStopped
+        | TerminalReason::PromptTooLong
+        | TerminalReason::BlockingLimit
+        | TerminalReason::BudgetExhausted
+        | TerminalReason::StructuredOutputRetryExhausted => None,
     }
 }
 
