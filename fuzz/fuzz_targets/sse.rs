@@ -15,7 +15,7 @@ type Owned = (Option<String>, String);
 
 /// Cut `bytes` into chunks of 1..=64 bytes, lengths drawn from a generator seeded by `seed`.
 fn chunks(seed: u8, bytes: &[u8]) -> Vec<&[u8]> {
-    let mut state = u32::from(seed) * 2_654_435_761 + 1;
+    let mut state = u32::from(seed).wrapping_mul(2_654_435_761).wrapping_add(1);
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
