@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
 use agentloop::audit::explore::Calls;
 use agentloop::audit::export::{DiagramFormat, render};
-use agentloop::audit::{AuditOptions, Report, audit_table, report, trace};
+use agentloop::audit::{AuditOptions, Report, audit_table, audit_table_unexplored, report, trace};
 use agentloop::engine::table::{SHIPPED_TABLE, shipped};
 use agentloop::table::finding::Finding;
 
@@ -237,6 +237,29 @@ fn an_unbounded_cycle_is_caught() {
     assert_eq!(r.findings[1].path, ids(&["work.next_turn"]));
     assert_eq!(r.findings[2].path, ids(&["work.next_turn"]));
     assert!(r.exploration.as_ref().unwrap().worst.is_none());
+}
+
+/// What the `table` fuzz target runs (docs/fuzzing.md): the audit without the exploration,
+/// whose findings are the audit's own up to the exploration's.
+#[test]
+fn the_audit_without_the_exploration_stops_before_it() {
+    for (rel, static_codes, explored) in [
+        ("tests/tables/dead_end.toml", vec![("E_DEAD_END", Some(10)), ("E_NO_PATH_TO_TERMINAL", Some(10))], 2),
+        (
+            "tests/tables/unbounded_cycle.toml",
+            vec![("E_RANKING_NOT_DECREASING", Some(45)), ("E_UNBOUNDED_CYCLE", Some(6))],
+            1,
+        ),
+        ("transitions/loop.toml", vec![], 0),
+    ] {
+        let unexplored = audit_table_unexplored(rel, &read(rel), &AuditOptions::default()).unwrap();
+        assert_eq!(codes(&unexplored.findings), static_codes, "{rel}");
+        assert!(unexplored.exploration.is_none() && unexplored.table.is_some(), "{rel}");
+        // The shipped table's full audit is shared with the other tests: it takes a while.
+        let full = if rel == "transitions/loop.toml" { shipped_report().clone() } else { audit_file(rel) };
+        assert_eq!(full.findings.len(), static_codes.len() + explored, "{rel}");
+        assert_eq!(codes(&full.findings[..static_codes.len()]), static_codes, "{rel}");
+    }
 }
 
 #[test]
