@@ -107,7 +107,14 @@ pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
             i += 1;
             continue;
         }
-        let calls: Vec<String> = messages[i].tool_uses().map(|t| t.id.to_owned()).collect();
+        // One answer per id: a reply that repeats an id gets one result for it, as the loader
+        // keeps only the first result for a call.
+        let mut calls: Vec<String> = Vec::new();
+        for id in messages[i].tool_uses().map(|t| t.id) {
+            if !calls.iter().any(|c| c == id) {
+                calls.push(id.to_owned());
+            }
+        }
         if calls.is_empty() {
             i += 1;
             continue;

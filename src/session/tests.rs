@@ -1067,3 +1067,38 @@ fn a_mirror_gets_the_lines_already_written_then_each_new_one() {
     assert!(copied.iter().all(|(at, _)| at == &path));
     assert_eq!(on_disk.len(), 2);
 }
+
+/// Found by the `transcript` fuzz target: a reply that calls two tools under one id, cut off
+/// before their results. The repair answers the id once, so recording the repair reloads as
+/// the repaired history (a second answer would be dropped by the loader as a repeat).
+#[test]
+fn a_reply_repeating_a_tool_use_id_is_answered_once_and_its_repair_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("3f1e2d4c-5b6a-4789-8abc-def012345678.jsonl");
+    let call_line = |uuid: &str, parent: &str, content: Value| {
+        json!({"parentUuid": parent, "isSidechain": false, "type": "assistant",
+               "message": {"role": "assistant", "model": "claude-x", "content": content},
+               "uuid": uuid, "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678",
+               "timestamp": "2026-01-02T03:04:06Z"})
+    };
+    let first = json!({"parentUuid": null, "isSidechain": false, "type": "user",
+                       "message": {"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]},
+                       "uuid": "u1", "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678", "cwd": "/w",
+                       "timestamp": "2026-01-02T03:04:05.678Z"});
+    let reply = call_line(
+        "a1",
+        "u1",
+        json!([{"type": "text", "text": "ok"},
+               {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.txt"}},
+               {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]),
+    );
+    fs::write(&path, format!("{first}\n{reply}\n{{\"type\":\"user\",\"mess")).unwrap();
+    let mut loaded = load(&path).unwrap();
+    let report = loaded.repair();
+    assert_eq!(loaded.messages.len(), 3);
+    assert_eq!(loaded.messages[2].content, vec![interrupted("t1"), ContentBlock::text(INTERRUPTED_TOOLS)]);
+    let mut writer = loaded.writer().unwrap();
+    writer.record_repair(&report, &loaded.messages).unwrap();
+    drop(writer);
+    assert_eq!(load(&path).unwrap().messages, loaded.messages);
+}
