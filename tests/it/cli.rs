@@ -199,14 +199,7 @@ fn tools_and_hooks_never_see_the_model_credentials() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let results: Vec<String> = stdout
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|v| v["type"] == "user")
-        .flat_map(|v| v["message"]["content"].as_array().cloned().unwrap_or_default())
-        .filter(|block| block["type"] == "tool_result")
-        .map(|block| block["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let results = tool_results(&stdout);
     assert_eq!(results.len(), 1, "{stdout}");
     let env: Vec<&str> = results[0].lines().collect();
     assert!(env.contains(&"PLAIN_VAR=visible") && env.contains(&"GITHUB_TOKEN=gh-kept"), "{env:?}");
@@ -220,6 +213,18 @@ fn tools_and_hooks_never_see_the_model_credentials() {
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-saw.txt")).unwrap(), "");
     assert_eq!(std::fs::read_to_string(dir.path().join("hook-kept.txt")).unwrap(), "gh-kept visible");
+}
+
+/// The text of every `tool_result` in a stream-json run's `user` lines, in order.
+fn tool_results(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["type"] == "user")
+        .flat_map(|v| v["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| block["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// Send `signal` to process `pid`.
@@ -515,14 +520,7 @@ fn an_outside_call_suggests_the_narrowest_rule() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let results: Vec<String> = stdout
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|v| v["type"] == "user")
-        .flat_map(|v| v["message"]["content"].as_array().cloned().unwrap_or_default())
-        .filter(|block| block["type"] == "tool_result")
-        .map(|block| block["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let results = tool_results(&stdout);
     let cwd = cwd.canonicalize().unwrap();
     assert_eq!(
         results,
