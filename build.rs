@@ -177,6 +177,7 @@ fn generate(table: &RawTable) -> String {
     for key in &order {
         by_state.entry(key.0).or_default().push(*key);
     }
+    let supplied = supplied_facts(table, &order, &groups);
     writeln!(out, "/// One enum per (state, event) pair of the table: the edges a handler in that state may").unwrap();
     writeln!(out, "/// be given on that event. A handler matches on it exhaustively, so an edge added to the").unwrap();
     writeln!(out, "/// table is a compile error until its effect is written.").unwrap();
@@ -219,11 +220,136 @@ fn generate(table: &RawTable) -> String {
                 writeln!(out, "                    {ty}::{variant} => Edge::{},", camel(&e.id)).unwrap();
             }
             writeln!(out, "                }}\n            }}\n        }}\n").unwrap();
+            facts_trait(&mut out, table, state, key.1, &ty, &supplied[key]);
         }
         writeln!(out, "    }}").unwrap();
     }
-    writeln!(out, "}}").unwrap();
+    writeln!(out, "}}\n").unwrap();
+    supplied_table(&mut out, &order, &supplied);
     out
+}
+
+/// For each (state, event) pair, the facts its handler must supply: every fact a guard of the
+/// pair's edges reads, except `COUNTER_left` atoms (the machine reads its counters) and the
+/// facts every edge into the state `sets` (the entering edge decides them; the initial state is
+/// entered by no edge, so it sets nothing).
+fn supplied_facts<'a>(
+    table: &'a RawTable,
+    order: &[(&'a str, &'a str)],
+    groups: &BTreeMap<(&'a str, &'a str), Vec<&'a RawEdge>>,
+) -> BTreeMap<(&'a str, &'a str), Vec<&'a str>> {
+    let declared: Vec<&str> = table.fact.iter().map(|f| f.get_ref().name.as_str()).collect();
+    let states: Vec<&table::format::RawState> = table.state.iter().map(|s| s.get_ref()).collect();
+    let under = |leaf: &str, state: &str| {
+        let mut current = Some(leaf);
+        while let Some(s) = current {
+            if s == state {
+                return true;
+            }
+            current = states.iter().find(|x| x.name == s).and_then(|x| x.parent.as_deref());
+        }
+        false
+    };
+    let mut out = BTreeMap::new();
+    for key in order {
+        let (state, _) = *key;
+        let mut entering: Vec<Vec<&str>> = table
+            .edge
+            .iter()
+            .map(|e| e.get_ref())
+            .filter(|e| under(&e.to, state))
+            .map(|e| e.sets.as_ref().map(|s| s.get_ref().keys().map(String::as_str).collect()).unwrap_or_default())
+            .collect();
+        if under(&table.initial, state) {
+            entering.push(Vec::new());
+        }
+        let always_set = |fact: &str| !entering.is_empty() && entering.iter().all(|sets| sets.contains(&fact));
+        let mut read: Vec<&str> = Vec::new();
+        for edge in &groups[key] {
+            let Some(text) = &edge.guard else { continue };
+            let guard = table::guard::Guard::parse(text).unwrap_or_else(|e| fail(&format!("{TABLE}: {e}")));
+            for atom in guard.atoms().into_keys() {
+                let Some(fact) = declared.iter().find(|f| **f == atom) else { continue };
+                if !always_set(fact) && !read.contains(fact) {
+                    read.push(fact);
+                }
+            }
+        }
+        read.sort_unstable_by_key(|f| declared.iter().position(|d| d == f));
+        out.insert(*key, read);
+    }
+    out
+}
+
+/// The trait a handler implements to supply the facts of one (state, event) pair, and its
+/// blanket `Supply` impl; a pair with nothing to supply takes `NoFacts`.
+fn facts_trait(out: &mut String, table: &RawTable, state: &str, event: &str, ty: &str, facts: &[&str]) {
+    let supply = "crate::engine::select::Supply";
+    let args = "m: &mut crate::engine::machine::Machine, ctx: &mut crate::engine::machine::Ctx";
+    if facts.is_empty() {
+        writeln!(out, "        impl {supply}<{ty}> for crate::engine::select::NoFacts {{").unwrap();
+        writeln!(
+            out,
+            "            async fn supply(&mut self, {args}, fact: &str) -> crate::engine::select::Supplied {{"
+        )
+        .unwrap();
+        writeln!(out, "                let _ = (m, ctx, fact);").unwrap();
+        writeln!(out, "                crate::engine::select::Supplied::Unknown").unwrap();
+        writeln!(out, "            }}\n        }}\n").unwrap();
+        return;
+    }
+    let decl = |name: &str| table.fact.iter().map(|f| f.get_ref()).find(|f| f.name == name).expect("a declared fact");
+    writeln!(out, "        /// The facts the guards out of `{state}` on `{event}` read that the handler observes.")
+        .unwrap();
+    writeln!(out, "        /// Each is asked for only when a guard reads it, in the order the guards read them;")
+        .unwrap();
+    writeln!(out, "        /// `None` means the state cannot settle (an interrupt came while it was found out),")
+        .unwrap();
+    writeln!(out, "        /// and the handler returns without an edge.").unwrap();
+    writeln!(out, "        pub trait {ty}Facts {{").unwrap();
+    for name in facts {
+        let f = decl(name);
+        let output =
+            if f.values.is_empty() { "bool".to_owned() } else { format!("super::super::fact::{}", camel(name)) };
+        writeln!(out, "            /// `{name}`: {}", doc(&f.doc)).unwrap();
+        writeln!(out, "            fn {name}(&mut self, {args})").unwrap();
+        writeln!(out, "                -> impl std::future::Future<Output = Option<{output}>>;").unwrap();
+    }
+    writeln!(out, "        }}\n").unwrap();
+    writeln!(out, "        impl<P: {ty}Facts> {supply}<{ty}> for P {{").unwrap();
+    writeln!(out, "            async fn supply(&mut self, {args}, fact: &str) -> crate::engine::select::Supplied {{")
+        .unwrap();
+    writeln!(out, "                use crate::engine::select::Supplied;").unwrap();
+    writeln!(out, "                use crate::table::guard::FactValue;").unwrap();
+    writeln!(out, "                match fact {{").unwrap();
+    for name in facts {
+        let f = decl(name);
+        let wrap = if f.values.is_empty() { "FactValue::Bool(v)" } else { "FactValue::Value(v.as_str().to_owned())" };
+        writeln!(
+            out,
+            "                    super::super::fact::{} => match self.{name}(m, ctx).await {{",
+            name.to_ascii_uppercase()
+        )
+        .unwrap();
+        writeln!(out, "                        Some(v) => Supplied::Value({wrap}),").unwrap();
+        writeln!(out, "                        None => Supplied::Unsettled,").unwrap();
+        writeln!(out, "                    }},").unwrap();
+    }
+    writeln!(out, "                    _ => Supplied::Unknown,").unwrap();
+    writeln!(out, "                }}\n            }}\n        }}\n").unwrap();
+}
+
+/// `SUPPLIED`: for every (state, event) pair, the facts its handler can supply, for the engine
+/// check of an edited table.
+fn supplied_table(out: &mut String, order: &[(&str, &str)], supplied: &BTreeMap<(&str, &str), Vec<&str>>) {
+    writeln!(out, "/// For every (state, event) pair of the table, the facts its handler supplies (the rest of")
+        .unwrap();
+    writeln!(out, "/// what its guards may read is counters and the facts the entering edges set).").unwrap();
+    writeln!(out, "pub const SUPPLIED: [(&str, &str, &[&str]); {}] = [", order.len()).unwrap();
+    for key in order {
+        writeln!(out, "    ({:?}, {:?}, &{:?}),", key.0, key.1, supplied[key]).unwrap();
+    }
+    writeln!(out, "];").unwrap();
 }
 
 /// `StateName`: every state of the table, with its parent, whether it is a leaf, the initial
@@ -358,6 +484,7 @@ fn names(out: &mut String, module: &str, what: &str, items: &[Named<'_>]) {
                 writeln!(out, "        pub const {}: &str = {v:?};", v.to_ascii_uppercase()).unwrap();
             }
             writeln!(out, "    }}").unwrap();
+            value_enum(out, name, text, values);
         }
     }
     writeln!(out, "    /// Every name, in table order.").unwrap();
@@ -366,4 +493,25 @@ fn names(out: &mut String, module: &str, what: &str, items: &[Named<'_>]) {
         write!(out, "{}, ", name.to_ascii_uppercase()).unwrap();
     }
     writeln!(out, "];\n}}\n").unwrap();
+}
+
+/// The value type of an enumerated fact: one variant per declared value, and its name.
+fn value_enum(out: &mut String, name: &str, text: &str, values: &[String]) {
+    let ty = camel(name);
+    writeln!(out, "    /// A value of `{name}`: {}", doc(text)).unwrap();
+    writeln!(out, "    #[derive(Debug, Clone, Copy, PartialEq, Eq)]").unwrap();
+    writeln!(out, "    pub enum {ty} {{").unwrap();
+    for v in values {
+        writeln!(out, "        /// `{name} == {v}`").unwrap();
+        writeln!(out, "        {},", camel(v)).unwrap();
+    }
+    writeln!(out, "    }}\n").unwrap();
+    writeln!(out, "    impl {ty} {{").unwrap();
+    writeln!(out, "        /// The value as the table and the trace spell it.").unwrap();
+    writeln!(out, "        pub const fn as_str(self) -> &'static str {{").unwrap();
+    writeln!(out, "            match self {{").unwrap();
+    for v in values {
+        writeln!(out, "                {ty}::{} => {name}::{},", camel(v), v.to_ascii_uppercase()).unwrap();
+    }
+    writeln!(out, "            }}\n        }}\n    }}\n").unwrap();
 }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::edge::Edge;
+use crate::engine::generated::SUPPLIED;
 use crate::engine::table::{Table, shipped};
 use crate::table::finding::{Code, Finding, Location};
 
@@ -85,7 +86,37 @@ pub fn engine_findings(table: &Table, path: &str) -> Vec<Finding> {
             push(format!("edge `{}` must {}: its effect depends on it", e.id, changed.join(", ")), at);
         }
     }
+    for e in &table.edges {
+        let Some(guard) = &e.guard else { continue };
+        let supplied = SUPPLIED.iter().find(|(s, on, _)| *s == e.from && *on == e.on).map_or(&[][..], |(_, _, f)| f);
+        for atom in guard.atoms().into_keys() {
+            if table.fact(&atom).is_none() || supplied.contains(&atom.as_str()) || set_on_entry(table, &e.from, &atom) {
+                continue;
+            }
+            push(
+                format!(
+                    "edge `{}` reads `{atom}`, which the engine finds out in `{}` on `{}` only for {}",
+                    e.id,
+                    e.from,
+                    e.on,
+                    match supplied {
+                        [] => "no fact".to_owned(),
+                        facts => facts.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+                    }
+                ),
+                Location::at(path, Some(e.line)).edge(&e.id),
+            );
+        }
+    }
     out
+}
+
+/// Whether every way into `state` (each edge whose target is it or below it, and the start of
+/// the run if it starts there) sets `fact`.
+fn set_on_entry(table: &Table, state: &str, fact: &str) -> bool {
+    let under = |leaf: &str| table.ancestry(leaf).contains(&state);
+    let mut entries = table.edges.iter().filter(|e| under(&e.to)).peekable();
+    entries.peek().is_some() && !under(&table.initial) && entries.all(|e| e.sets.contains_key(fact))
 }
 
 #[cfg(test)]
@@ -121,5 +152,28 @@ mod tests {
         );
         let renamed = SHIPPED_TABLE.replacen("id = \"checkpoint.completed\"", "id = \"checkpoint.finished\"", 1);
         assert_eq!(findings(&renamed), vec!["the engine has no effect for edge `checkpoint.finished`"]);
+    }
+
+    /// A guard may read only what the engine finds out in the edge's state on its event, a
+    /// counter, or a fact every way into the state sets.
+    #[test]
+    fn a_guard_reads_only_what_its_state_finds_out() {
+        let prepare = "guard = \"!over_blocking_limit\"\nto = \"Request\"";
+        assert!(SHIPPED_TABLE.contains(prepare));
+        let paused =
+            SHIPPED_TABLE.replacen(prepare, "guard = \"!over_blocking_limit && !paused\"\nto = \"Request\"", 1);
+        let blocked =
+            paused.replacen("guard = \"over_blocking_limit\"", "guard = \"over_blocking_limit || paused\"", 1);
+        assert_eq!(
+            findings(&blocked),
+            vec![
+                "edge `prepare.request` reads `paused`, which the engine finds out in `Prepare` on `context_ready` only \
+                 for `over_blocking_limit`",
+                "edge `prepare.blocking_limit` reads `paused`, which the engine finds out in `Prepare` on \
+                 `context_ready` only for `over_blocking_limit`",
+            ]
+        );
+        // `tools_ran` is set by both edges into Checkpoint, so its guards may read it anywhere.
+        assert_eq!(findings(SHIPPED_TABLE), Vec::<String>::new());
     }
 }

@@ -4,7 +4,8 @@ use statig::prelude::*;
 
 use crate::engine::generated::choice::acting;
 use crate::engine::generated::choice::execute_tools::ToolsFinished;
-use crate::engine::machine::{Ctx, Machine, State, facts};
+use crate::engine::machine::{Ctx, Machine, State};
+use crate::engine::select::NoFacts;
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::tools::orchestrate::{INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT};
 use crate::tools::streaming::Executor;
@@ -37,7 +38,7 @@ impl Machine {
             self.st.interrupted_results = Some(outcome.results);
             return Handled;
         }
-        let Some(ToolsFinished::Done) = self.decide_now::<ToolsFinished>(ctx, &facts([])) else { return Handled };
+        let Some(ToolsFinished::Done) = self.decide::<ToolsFinished>(ctx, &mut NoFacts).await else { return Handled };
         self.append(ctx, Message { role: Role::User, content: outcome.results });
         self.st.hook_stop = outcome.hook_stop;
         self.st.structured = outcome.structured;
@@ -53,8 +54,8 @@ impl Machine {
     /// one, the rest a synthetic error: [`OUTCOME_UNKNOWN_RESULT`] for one that started,
     /// [`INTERRUPTED_RESULT`] for one that did not), then the interruption is noted and the
     /// run ends.
-    pub(crate) fn abort_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let Some(acting::Abort::Abort) = self.decide_now::<acting::Abort>(ctx, &facts([])) else { return Handled };
+    pub(crate) async fn abort_tools(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(acting::Abort::Abort) = self.decide::<acting::Abort>(ctx, &mut NoFacts).await else { return Handled };
         let calls = std::mem::take(&mut self.st.calls);
         let mut results = self.st.interrupted_results.take().unwrap_or_default();
         // Calls without a collected result: those a streamed executor started may have run.

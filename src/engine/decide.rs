@@ -4,17 +4,16 @@ use statig::prelude::*;
 
 use crate::context;
 use crate::engine::events::EngineEvent;
-use crate::engine::generated::choice::checkpoint::{self, TurnChecked};
-use crate::engine::generated::choice::recover::RecoveryChecked;
+use crate::engine::generated::choice::checkpoint::{self, TurnChecked, TurnCheckedFacts};
+use crate::engine::generated::choice::recover::{RecoveryChecked, RecoveryCheckedFacts};
 use crate::engine::generated::fact;
-use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::machine::{Ctx, Machine, State};
 use crate::engine::sampling::COMPACTION_INTERRUPTED;
-use crate::engine::select::Decision;
+use crate::engine::select::NoFacts;
 use crate::engine::state::{Withheld, counter};
 use crate::hooks::StopDecision;
 use crate::protocol::Message;
 use crate::session::HistoryReason;
-use crate::table::guard::Facts;
 use crate::tools::orchestrate::INTERRUPTED_HOOKS;
 use crate::tools::structured_output::Answer;
 
@@ -33,45 +32,9 @@ impl Machine {
     /// tool hook stopped the run; at an end of turn, what the Stop hooks decide (they run only
     /// then) and whether the token budget wants more.
     pub(crate) async fn checkpoint_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let mut f = Facts::new();
-        let mut stop = None;
-        let mut nudge = false;
-        let edge = loop {
-            let needed = match self.decide::<TurnChecked>(ctx, &f) {
-                Decision::Take(edge) => break edge,
-                Decision::Needs(name) => name,
-                Decision::Broken => return Handled,
-            };
-            let v = match needed.as_str() {
-                fact::HOOK_STOP => yes(self.st.hook_stop.is_some()),
-                fact::STRUCTURED_OUTPUT => value(match &self.st.structured {
-                    None => fact::structured_output::NONE,
-                    Some(Answer::Valid(_)) => fact::structured_output::VALID,
-                    Some(Answer::Invalid(_)) => fact::structured_output::INVALID,
-                }),
-                fact::BUDGET_WANTS_MORE => yes(self.budget_check().is_some()),
-                fact::STOP_HOOK => {
-                    let Some(mut decision) = self.run_stop_hooks(ctx).await else { return Handled };
-                    if decision == StopDecision::Pass && self.structured_output_owed() {
-                        // A built-in Stop hook: the answer was asked for in a format, once.
-                        decision = StopDecision::Block { feedback: STRUCTURED_OUTPUT_NUDGE.into() };
-                        nudge = true;
-                    }
-                    let v = value(match &decision {
-                        StopDecision::Pass => fact::stop_hook::PASS,
-                        StopDecision::Block { .. } => fact::stop_hook::BLOCK,
-                        StopDecision::Prevent { .. } => fact::stop_hook::PREVENT,
-                    });
-                    stop = Some(decision);
-                    v
-                }
-                _ => {
-                    self.unreported::<TurnChecked>(ctx, &needed);
-                    return Handled;
-                }
-            };
-            f.insert(needed, v);
-        };
+        let mut turn = TurnFacts::default();
+        let Some(edge) = self.decide::<TurnChecked>(ctx, &mut turn).await else { return Handled };
+        let TurnFacts { stop, nudge } = turn;
         let hook_stop = self.st.hook_stop.take();
         let structured = self.st.structured.take();
         match edge {
@@ -185,8 +148,8 @@ impl Machine {
 
     /// `checkpoint.abort`: the Stop hooks were interrupted (and killed). Every tool_use of the
     /// turn already has its result, so the conversation is complete as it is.
-    pub(crate) fn abort_stop_hooks(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let Some(checkpoint::Abort::Abort) = self.decide_now::<checkpoint::Abort>(ctx, &facts([])) else {
+    pub(crate) async fn abort_stop_hooks(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(checkpoint::Abort::Abort) = self.decide::<checkpoint::Abort>(ctx, &mut NoFacts).await else {
             return Handled;
         };
         self.st.error = Some("interrupted by the user while Stop hooks ran".into());
@@ -213,25 +176,8 @@ impl Machine {
             ctx.violation.get_or_insert("Recover was entered with nothing withheld".into());
             return Handled;
         };
-        let mut f = match &withheld {
-            Withheld::PromptTooLong(_) => facts([
-                (fact::CAUSE, value(fact::cause::PROMPT_TOO_LONG)),
-                (fact::STAGED_COLLAPSES, yes(context::staged_collapses(&self.st.messages) > 0)),
-            ]),
-            Withheld::Truncated { .. } => facts([(fact::CAUSE, value(fact::cause::TRUNCATED))]),
-        };
-        let edge = loop {
-            let needed = match self.decide::<RecoveryChecked>(ctx, &f) {
-                Decision::Take(edge) => break edge,
-                Decision::Needs(name) => name,
-                Decision::Broken => return Handled,
-            };
-            if needed != fact::COMPACTED || !matches!(withheld, Withheld::PromptTooLong(_)) {
-                self.unreported::<RecoveryChecked>(ctx, &needed);
-                return Handled;
-            }
-            let compacted = self.try_reactive_compaction(ctx).await;
-            f.insert(needed, yes(compacted));
+        let Some(edge) = self.decide::<RecoveryChecked>(ctx, &mut RecoveryFacts { withheld: &withheld }).await else {
+            return Handled;
         };
         match (edge, withheld) {
             (RecoveryChecked::CollapseDrainRetry, _) => {
@@ -297,4 +243,69 @@ struct BudgetCheck {
     used: u64,
     /// Output tokens since the last check.
     delta: u64,
+}
+
+/// What Checkpoint found out for the guards out of it on `turn_checked`, and what the Stop hooks
+/// decided when the guards asked for them.
+#[derive(Default)]
+struct TurnFacts {
+    /// The Stop hooks' decision, once they ran.
+    stop: Option<StopDecision>,
+    /// The decision is the built-in structured-output nudge.
+    nudge: bool,
+}
+
+impl TurnCheckedFacts for TurnFacts {
+    async fn structured_output(&mut self, m: &mut Machine, _: &mut Ctx) -> Option<fact::StructuredOutput> {
+        Some(match &m.st.structured {
+            None => fact::StructuredOutput::None,
+            Some(Answer::Valid(_)) => fact::StructuredOutput::Valid,
+            Some(Answer::Invalid(_)) => fact::StructuredOutput::Invalid,
+        })
+    }
+
+    async fn hook_stop(&mut self, m: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(m.st.hook_stop.is_some())
+    }
+
+    /// Runs the Stop hooks (only at an end of turn, where the guards read this).
+    async fn stop_hook(&mut self, m: &mut Machine, ctx: &mut Ctx) -> Option<fact::StopHook> {
+        let mut decision = m.run_stop_hooks(ctx).await?;
+        if decision == StopDecision::Pass && m.structured_output_owed() {
+            // A built-in Stop hook: the answer was asked for in a format, once.
+            decision = StopDecision::Block { feedback: STRUCTURED_OUTPUT_NUDGE.into() };
+            self.nudge = true;
+        }
+        let value = match &decision {
+            StopDecision::Pass => fact::StopHook::Pass,
+            StopDecision::Block { .. } => fact::StopHook::Block,
+            StopDecision::Prevent { .. } => fact::StopHook::Prevent,
+        };
+        self.stop = Some(decision);
+        Some(value)
+    }
+
+    async fn budget_wants_more(&mut self, m: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(m.budget_check().is_some())
+    }
+}
+
+/// What Recover found out about the withheld error, for the guards out of it on
+/// `recovery_checked`.
+struct RecoveryFacts<'a> {
+    withheld: &'a Withheld,
+}
+
+impl RecoveryCheckedFacts for RecoveryFacts<'_> {
+    async fn staged_collapses(&mut self, m: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(matches!(self.withheld, Withheld::PromptTooLong(_)) && context::staged_collapses(&m.st.messages) > 0)
+    }
+
+    /// Tries the reactive compaction (only for a too-long prompt, where the guards read this).
+    async fn compacted(&mut self, m: &mut Machine, ctx: &mut Ctx) -> Option<bool> {
+        match self.withheld {
+            Withheld::PromptTooLong(_) => Some(m.try_reactive_compaction(ctx).await),
+            Withheld::Truncated { .. } => Some(false),
+        }
+    }
 }

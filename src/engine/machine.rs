@@ -29,7 +29,7 @@ use crate::engine::trace::TraceRecord;
 use crate::hooks::{HookEnv, Hooks};
 use crate::model::Model;
 use crate::permissions::{Approver, Policy};
-use crate::table::guard::{FactValue, Facts};
+use crate::table::guard::Facts;
 use crate::tools::Registry;
 use crate::tools::orchestrate::Toolbox;
 use crate::tools::shell_env::ShellEnv;
@@ -148,7 +148,7 @@ impl Machine {
     #[superstate(superstate = "running", exit_action = "exit_sampling")]
     async fn sampling(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
-            Event::Abort => self.abort_sampling(context),
+            Event::Abort => self.abort_sampling(context).await,
             Event::Step => Super,
         }
     }
@@ -158,7 +158,7 @@ impl Machine {
     #[superstate(superstate = "running", entry_action = "enter_acting", exit_action = "exit_acting")]
     async fn acting(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
-            Event::Abort => self.abort_tools(context),
+            Event::Abort => self.abort_tools(context).await,
             Event::Step => Super,
         }
     }
@@ -230,7 +230,7 @@ impl Machine {
     async fn checkpoint(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
         match event {
             Event::Step => self.checkpoint_step(context).await,
-            Event::Abort => self.abort_stop_hooks(context),
+            Event::Abort => self.abort_stop_hooks(context).await,
         }
     }
 
@@ -277,21 +277,6 @@ pub fn superstate_name(state: &Superstate) -> &'static str {
         Superstate::Acting { .. } => StateName::Acting,
     }
     .as_str()
-}
-
-/// Build a fact map from pairs.
-pub fn facts<const N: usize>(pairs: [(&str, FactValue); N]) -> Facts {
-    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
-}
-
-/// A boolean fact value.
-pub fn yes(b: bool) -> FactValue {
-    FactValue::Bool(b)
-}
-
-/// An enumerated fact value.
-pub fn value(v: &str) -> FactValue {
-    FactValue::Value(v.to_owned())
 }
 
 impl Machine {

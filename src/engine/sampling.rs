@@ -9,13 +9,16 @@ use crate::context::{self, Thresholds};
 use crate::engine::budget::{self, Admission, CachedPrefix, OverBudget};
 use crate::engine::compact;
 use crate::engine::events::{EngineEvent, human_duration};
-use crate::engine::generated::choice::consume::{MessageComplete, StreamFailed};
-use crate::engine::generated::choice::prepare::ContextReady;
-use crate::engine::generated::choice::request::{RequestFailed, StreamOpened};
+use crate::engine::generated::choice::consume::{
+    MessageComplete, MessageCompleteFacts, StreamFailed, StreamFailedFacts,
+};
+use crate::engine::generated::choice::prepare::{ContextReady, ContextReadyFacts};
+use crate::engine::generated::choice::request::{RequestFailed, RequestFailedFacts, StreamOpened};
 use crate::engine::generated::choice::sampling;
 use crate::engine::generated::fact;
-use crate::engine::machine::{Ctx, Machine, State, facts, value, yes};
+use crate::engine::machine::{Ctx, Machine, State};
 use crate::engine::reply_steps::{ReplySteps, Seen};
+use crate::engine::select::NoFacts;
 use crate::engine::state::{Withheld, counter};
 use crate::model::anthropic::pricing;
 use crate::model::assemble::{Assembled, Assembler, Step};
@@ -63,8 +66,8 @@ impl Machine {
                 }
             }
         }
-        let f = facts([(fact::OVER_BLOCKING_LIMIT, yes(tokens > thresholds.blocking))]);
-        let Some(edge) = self.decide_now::<ContextReady>(ctx, &f) else { return Handled };
+        let mut measured = Measured { over_blocking_limit: tokens > thresholds.blocking };
+        let Some(edge) = self.decide::<ContextReady>(ctx, &mut measured).await else { return Handled };
         match edge {
             ContextReady::Request => self.st.request = Some(self.st.build_request()),
             ContextReady::BlockingLimit => {
@@ -121,7 +124,7 @@ and nothing is left to compact",
         request.max_tokens = self.st.max_tokens();
         let lowered = match self.admit(ctx, request.max_tokens) {
             Ok(max_tokens) => (max_tokens < request.max_tokens).then_some(max_tokens),
-            Err(over) => return self.request_failed(ctx, Failure::NotSent(over)),
+            Err(over) => return self.request_failed(ctx, Failure::NotSent(over)).await,
         };
         request.max_tokens = lowered.unwrap_or(request.max_tokens);
         self.st.sent_chars = self.st.prompt_chars();
@@ -136,7 +139,7 @@ and nothing is left to compact",
         };
         match opened {
             Ok(stream) => {
-                let Some(StreamOpened::StreamOpened) = self.decide_now::<StreamOpened>(ctx, &facts([])) else {
+                let Some(StreamOpened::StreamOpened) = self.decide::<StreamOpened>(ctx, &mut NoFacts).await else {
                     return Handled;
                 };
                 if let Some(max_tokens) = lowered {
@@ -145,7 +148,7 @@ and nothing is left to compact",
                 self.st.stream = Some(stream);
                 self.proceed()
             }
-            Err(error) => self.request_failed(ctx, Failure::Sent(error)),
+            Err(error) => self.request_failed(ctx, Failure::Sent(error)).await,
         }
     }
 
@@ -177,12 +180,12 @@ and nothing is left to compact",
         }
     }
 
-    fn request_failed(&mut self, ctx: &mut Ctx, failure: Failure) -> Outcome<State> {
+    async fn request_failed(&mut self, ctx: &mut Ctx, failure: Failure) -> Outcome<State> {
         let error = match failure {
             Failure::Sent(error) => error,
             Failure::NotSent(over) => {
-                let f = facts([(fact::OVER_BUDGET, yes(true))]);
-                let Some(edge) = self.decide_now::<RequestFailed>(ctx, &f) else { return Handled };
+                let mut not_sent = Failed::NOT_SENT;
+                let Some(edge) = self.decide::<RequestFailed>(ctx, &mut not_sent).await else { return Handled };
                 match edge {
                     RequestFailed::BudgetExhausted => {
                         let cap = self.st.options.max_budget_usd.unwrap_or_default();
@@ -204,12 +207,8 @@ and nothing is left to compact",
         let (class, refusal) = self.classify(&error);
         self.note_overload(&error);
         let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
-        let f = facts([
-            (fact::OVER_BUDGET, yes(false)),
-            (fact::ERROR, value(class_name(class))),
-            (fact::FALLBACK_DUE, yes(fallback_due)),
-        ]);
-        let Some(edge) = self.decide_now::<RequestFailed>(ctx, &f) else { return Handled };
+        let mut failed = Failed { over_budget: false, error: error_fact(class), fallback_due };
+        let Some(edge) = self.decide::<RequestFailed>(ctx, &mut failed).await else { return Handled };
         match edge {
             RequestFailed::Fallback => {
                 self.st.overload_streak = 0;
@@ -376,12 +375,8 @@ and nothing is left to compact",
             ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
         }
         let calls: Vec<ToolCall> = message.tool_uses().map(ToolCall::from).collect();
-        let f = facts([
-            (fact::HAS_TOOL_USE, yes(!calls.is_empty())),
-            (fact::TRUNCATED, yes(truncated)),
-            (fact::PAUSED, yes(paused)),
-        ]);
-        let Some(edge) = self.decide_now::<MessageComplete>(ctx, &f) else { return Handled };
+        let mut seen = Completed { has_tool_use: !calls.is_empty(), truncated, paused };
+        let Some(edge) = self.decide::<MessageComplete>(ctx, &mut seen).await else { return Handled };
         match edge {
             MessageComplete::Tools => {
                 self.append_reply(ctx, message, Some(info));
@@ -429,8 +424,8 @@ and nothing is left to compact",
             )));
         }
         let results = Self::settle(ctx, executor).await;
-        let f = facts([(fact::ERROR, value(class_name(class)))]);
-        let Some(edge) = self.decide_now::<StreamFailed>(ctx, &f) else { return Handled };
+        let mut broke = Broke { error: error_fact(class) };
+        let Some(edge) = self.decide::<StreamFailed>(ctx, &mut broke).await else { return Handled };
         match edge {
             // The partial reply and its results are dropped: the request is sent again.
             StreamFailed::Retry => self.schedule_retry(ctx, &error),
@@ -514,8 +509,10 @@ and nothing is left to compact",
     }
 
     /// The `Sampling` superstate's abort: keep what streamed, answer its calls, end.
-    pub(crate) fn abort_sampling(&mut self, ctx: &mut Ctx) -> Outcome<State> {
-        let Some(sampling::Abort::Abort) = self.decide_now::<sampling::Abort>(ctx, &facts([])) else { return Handled };
+    pub(crate) async fn abort_sampling(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let Some(sampling::Abort::Abort) = self.decide::<sampling::Abort>(ctx, &mut NoFacts).await else {
+            return Handled;
+        };
         if let Some(partial) = self.st.partial.take() {
             self.keep_partial(ctx, partial, "Interrupted by user");
         }
@@ -557,11 +554,82 @@ pub enum CompactFailed {
 }
 
 /// The guard value of an error class.
-fn class_name(class: ErrorClass) -> &'static str {
+/// The `error` fact for an error of this class.
+fn error_fact(class: ErrorClass) -> fact::Error {
     match class {
-        ErrorClass::Retryable => fact::error::RETRYABLE,
-        ErrorClass::PromptTooLong => fact::error::PROMPT_TOO_LONG,
-        ErrorClass::Fatal => fact::error::FATAL,
+        ErrorClass::Retryable => fact::Error::Retryable,
+        ErrorClass::PromptTooLong => fact::Error::PromptTooLong,
+        ErrorClass::Fatal => fact::Error::Fatal,
+    }
+}
+
+/// What Prepare measured, for the guards out of it on `context_ready`.
+struct Measured {
+    over_blocking_limit: bool,
+}
+
+impl ContextReadyFacts for Measured {
+    async fn over_blocking_limit(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.over_blocking_limit)
+    }
+}
+
+/// How a request failed, for the guards out of Request on `request_failed`.
+struct Failed {
+    over_budget: bool,
+    error: fact::Error,
+    fallback_due: bool,
+}
+
+impl Failed {
+    /// A request the spend cap kept from being sent: it failed for good, with no overload to
+    /// fall back from.
+    const NOT_SENT: Failed = Failed { over_budget: true, error: fact::Error::Fatal, fallback_due: false };
+}
+
+impl RequestFailedFacts for Failed {
+    async fn error(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<fact::Error> {
+        Some(self.error)
+    }
+
+    async fn over_budget(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.over_budget)
+    }
+
+    async fn fallback_due(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.fallback_due)
+    }
+}
+
+/// What the finished reply holds, for the guards out of Consume on `message_complete`.
+struct Completed {
+    has_tool_use: bool,
+    truncated: bool,
+    paused: bool,
+}
+
+impl MessageCompleteFacts for Completed {
+    async fn has_tool_use(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.has_tool_use)
+    }
+
+    async fn truncated(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.truncated)
+    }
+
+    async fn paused(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.paused)
+    }
+}
+
+/// How the stream broke, for the guards out of Consume on `stream_failed`.
+struct Broke {
+    error: fact::Error,
+}
+
+impl StreamFailedFacts for Broke {
+    async fn error(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<fact::Error> {
+        Some(self.error)
     }
 }
 

@@ -1,5 +1,5 @@
-//! How the machine takes a transition: a handler reports the facts it observed, and the
-//! table's guards pick the edge.
+//! How the machine takes a transition: the table's guards pick the edge, asking the handler
+//! for each fact they read.
 //!
 //! [`Machine::decide`] evaluates the guards of every edge that leaves the current state (or one
 //! of its superstates) on the handler's event, takes the single enabled edge (the auditor
@@ -8,9 +8,14 @@
 //! edge's effect by matching on it and returns [`Machine::proceed`]. No guard is written in
 //! Rust: a handler cannot choose an edge, only describe what it saw.
 //!
-//! A guard may read a fact the handler did not report. [`Decision::Needs`] names it, so a
-//! handler can compute an expensive fact (run the Stop hooks, try a compaction) only when the
-//! table's guards actually read it; a fact nobody can supply ends the run as a violation.
+//! What a guard reads comes from three places: a `COUNTER_left` atom from the machine's
+//! counters, a fact the entering edge `sets` from that edge, and every other fact from the
+//! handler, through the trait `build.rs` generates for the (state, event) pair
+//! (`choice::STATE::EVENTFacts`, one method per fact). A fact is asked for only when a guard
+//! actually reads it, so an expensive one (running the Stop hooks, trying a compaction) costs
+//! nothing when the guards decide without it, and a handler that forgets a fact does not compile.
+
+use std::future::Future;
 
 use statig::prelude::*;
 
@@ -30,16 +35,30 @@ pub trait Choice: Copy + Sized {
     fn edge(self) -> Edge;
 }
 
-/// What [`Machine::decide`] found.
+/// What a handler's facts gave for one fact a guard reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision<C> {
-    /// The one enabled edge; its counter changes are applied and its record is pending.
-    Take(C),
-    /// A guard reads this fact, which the handler did not report.
-    Needs(String),
-    /// The table could not pick an edge; the violation is recorded in [`Ctx::violation`].
-    Broken,
+pub enum Supplied {
+    /// The fact's value.
+    Value(FactValue),
+    /// The state cannot settle (an interrupt came while the fact was found out): no edge is
+    /// taken, and the abort is handled next.
+    Unsettled,
+    /// The handler of this (state, event) pair has no such fact. The engine check of an
+    /// edited table rules this out before a run starts.
+    Unknown,
 }
+
+/// The facts of one (state, event) pair, as [`Machine::decide`] asks for them. `build.rs`
+/// implements it for every type that implements the pair's generated `…Facts` trait, and for
+/// [`NoFacts`] where the pair's guards read nothing a handler observes.
+pub trait Supply<C: Choice> {
+    /// The value of `fact`, which a guard out of the current state reads.
+    fn supply(&mut self, m: &mut Machine, ctx: &mut Ctx, fact: &str) -> impl Future<Output = Supplied>;
+}
+
+/// The facts of a (state, event) pair whose guards read only counters and set facts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoFacts;
 
 /// The edge taken, waiting for [`Machine::after_transition`] to write its trace record.
 #[derive(Debug, Clone)]
@@ -76,42 +95,35 @@ fn leaf(name: &str, decl: &EdgeDecl) -> Option<State> {
 }
 
 impl Machine {
-    /// Let the table pick the edge out of the current state on `C::EVENT`, given the facts the
-    /// handler reports. On [`Decision::Take`] the edge's counters have changed and
-    /// [`Machine::proceed`] transitions to its target.
-    pub(crate) fn decide<C: Choice>(&mut self, ctx: &mut Ctx, reported: &Facts) -> Decision<C> {
-        match self.select::<C>(&ctx.table, reported) {
-            Ok(choice) => Decision::Take(choice),
-            Err(Selection::Needs(fact)) => Decision::Needs(fact),
-            Err(Selection::Broken(message)) => {
-                tracing::error!(%message, "the table could not pick an edge");
-                ctx.violation.get_or_insert(message);
-                Decision::Broken
-            }
+    /// Let the table pick the edge out of the current state on `C::EVENT`, asking `facts` for
+    /// each fact a guard reads. `Some` with the edge, whose counter changes are applied;
+    /// [`Machine::proceed`] then transitions to its target. `None` when the state could not
+    /// settle (see [`Supplied::Unsettled`]) or the table could not pick an edge (recorded in
+    /// [`Ctx::violation`]).
+    pub(crate) async fn decide<C: Choice>(&mut self, ctx: &mut Ctx, facts: &mut impl Supply<C>) -> Option<C> {
+        let table = ctx.table.clone();
+        let mut known = self.known_facts(&table);
+        loop {
+            let broken = match self.select::<C>(&table, &known) {
+                Ok(choice) => return Some(choice),
+                Err(Selection::Needs(fact)) => match facts.supply(self, ctx, &fact).await {
+                    Supplied::Value(value) => {
+                        known.insert(fact, value);
+                        continue;
+                    }
+                    Supplied::Unsettled => return None,
+                    Supplied::Unknown => format!(
+                        "a guard of an edge out of `{}` on `{}` reads `{fact}`, which the state does not supply there",
+                        self.current,
+                        C::EVENT
+                    ),
+                },
+                Err(Selection::Broken(message)) => message,
+            };
+            tracing::error!(message = %broken, "the table could not pick an edge");
+            ctx.violation.get_or_insert(broken);
+            return None;
         }
-    }
-
-    /// [`Machine::decide`] for a handler that reports every fact it has: a guard reading
-    /// anything else is a violation. `None` when the table could not pick an edge.
-    pub(crate) fn decide_now<C: Choice>(&mut self, ctx: &mut Ctx, reported: &Facts) -> Option<C> {
-        match self.decide::<C>(ctx, reported) {
-            Decision::Take(choice) => Some(choice),
-            Decision::Needs(fact) => {
-                self.unreported::<C>(ctx, &fact);
-                None
-            }
-            Decision::Broken => None,
-        }
-    }
-
-    /// Record that a guard read `fact`, which the handler of this state cannot supply.
-    pub(crate) fn unreported<C: Choice>(&mut self, ctx: &mut Ctx, fact: &str) {
-        let message = format!(
-            "a guard of an edge out of `{}` on `{}` reads `{fact}`, which the state does not report there",
-            self.current,
-            C::EVENT
-        );
-        ctx.violation.get_or_insert(message);
     }
 
     /// Transition to the target of the edge [`Machine::decide`] took.
@@ -122,29 +134,31 @@ impl Machine {
         }
     }
 
-    fn select<C: Choice>(&mut self, table: &Table, reported: &Facts) -> Result<C, Selection> {
-        let from = self.current;
-        let event = C::EVENT;
-        for (fact, set) in &self.entered.facts {
-            if let Some(value) = reported.get(fact).filter(|v| *v != set) {
-                return Err(Selection::Broken(format!(
-                    "`{from}` reported `{fact}` = {value}, but `{}`, which entered it, set it to {set}",
-                    self.entered.edge
-                )));
+    /// What the guards can read before the handler is asked anything: `COUNTER_left` for every
+    /// counter (unless a fact has that name), and the facts the entering edge set.
+    fn known_facts(&self, table: &Table) -> Facts {
+        let mut known = Facts::new();
+        for name in self.st.counters.keys() {
+            let atom = format!("{name}_left");
+            if table.fact(&atom).is_none() {
+                known.insert(atom, FactValue::Bool(self.st.left(name) > 0));
             }
         }
-        // What the entering edge set holds here, then what the handler reports, then counters.
-        let mut all = self.entered.facts.clone();
-        all.extend(reported.iter().map(|(k, v)| (k.clone(), v.clone())));
-        for name in self.st.counters.keys() {
-            all.insert(format!("{name}_left"), FactValue::Bool(self.st.left(name) > 0));
-        }
+        known.extend(self.entered.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
+        known
+    }
+
+    /// Evaluate the guards under `all`; `Needs` names the first fact a guard reads that `all`
+    /// lacks.
+    fn select<C: Choice>(&mut self, table: &Table, all: &Facts) -> Result<C, Selection> {
+        let from = self.current;
+        let event = C::EVENT;
         let candidates = table.edges_from(from, event);
         let mut enabled = Vec::new();
         for edge in &candidates {
             let on = match &edge.guard {
                 None => true,
-                Some(guard) => match guard.eval(&all) {
+                Some(guard) => match guard.eval(all) {
                     Ok(on) => on,
                     Err(GuardError::Missing(fact)) if !all.contains_key(&fact) => return Err(Selection::Needs(fact)),
                     Err(e) => return Err(Selection::Broken(format!("edge `{}`: {e}", edge.id))),
@@ -159,7 +173,7 @@ impl Machine {
             [] => {
                 return Err(Selection::Broken(format!(
                     "no edge out of `{from}` on `{event}` is enabled (facts: {})",
-                    show(&all)
+                    show(all)
                 )));
             }
             [a, b, ..] => {
@@ -218,9 +232,21 @@ mod tests {
     use super::*;
     use crate::engine::generated::choice::{checkpoint::TurnChecked, recover::RecoveryChecked};
     use crate::engine::generated::fact;
-    use crate::engine::machine::{Entered, facts, value, yes};
+    use crate::engine::machine::Entered;
     use crate::engine::reason::TerminalReason;
     use crate::engine::state::{LoopState, counter};
+
+    fn facts<const N: usize>(pairs: [(&str, FactValue); N]) -> Facts {
+        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    fn yes(b: bool) -> FactValue {
+        FactValue::Bool(b)
+    }
+
+    fn value(v: &str) -> FactValue {
+        FactValue::Value(v.to_owned())
+    }
 
     fn machine_in(state: &'static str, entered_by: &str) -> Machine {
         let table = crate::engine::table::shipped();
@@ -232,7 +258,10 @@ mod tests {
     }
 
     fn select<C: Choice>(m: &mut Machine, f: Facts) -> Result<C, String> {
-        m.select::<C>(crate::engine::table::shipped(), &f).map_err(|e| match e {
+        let table = crate::engine::table::shipped();
+        let mut all = m.known_facts(table);
+        all.extend(f);
+        m.select::<C>(table, &all).map_err(|e| match e {
             Selection::Needs(fact) => format!("needs {fact}"),
             Selection::Broken(message) => message,
         })
@@ -277,19 +306,36 @@ mod tests {
         assert_eq!(select::<TurnChecked>(&mut m, f), Ok(TurnChecked::MaxTurns));
     }
 
-    /// A handler must not report a fact otherwise than the edge into its state set it.
+    /// A fact the entering edge sets is read from that edge: the handler is never asked for it.
     #[test]
-    fn reported_facts_must_agree_with_the_entering_edge() {
+    fn set_facts_come_from_the_entering_edge() {
         let mut m = machine_in("Recover", "request.prompt_too_long");
-        let truncated = facts([(fact::CAUSE, value(fact::cause::TRUNCATED))]);
-        assert_eq!(
-            select::<RecoveryChecked>(&mut m, truncated),
-            Err("`Recover` reported `cause` = truncated, but `request.prompt_too_long`, which entered it, \
-                 set it to prompt_too_long"
-                .into())
-        );
+        assert_eq!(select::<RecoveryChecked>(&mut m, facts([])), Err("needs staged_collapses".into()));
         let staged = facts([(fact::STAGED_COLLAPSES, yes(true))]);
         assert_eq!(select::<RecoveryChecked>(&mut m, staged), Ok(RecoveryChecked::CollapseDrainRetry));
+        let mut m = machine_in("Recover", "consume.truncated");
+        assert_eq!(select::<RecoveryChecked>(&mut m, facts([])), Ok(RecoveryChecked::MaxOutputTokensEscalate));
+    }
+
+    /// The generated traits ask a handler for exactly what its guards read and no edge into
+    /// the state sets.
+    #[test]
+    fn each_pair_supplies_what_its_guards_read_and_no_entering_edge_sets() {
+        use crate::engine::generated::SUPPLIED;
+        let of = |state: &str, event: &str| {
+            SUPPLIED.iter().find(|(s, e, _)| *s == state && *e == event).map(|(_, _, facts)| facts.to_vec())
+        };
+        assert_eq!(of("Prepare", "context_ready"), Some(vec!["over_blocking_limit"]));
+        assert_eq!(of("Request", "request_failed"), Some(vec!["error", "over_budget", "fallback_due"]));
+        assert_eq!(of("Consume", "message_complete"), Some(vec!["has_tool_use", "truncated", "paused"]));
+        assert_eq!(of("Consume", "stream_failed"), Some(vec!["error"]));
+        assert_eq!(
+            of("Checkpoint", "turn_checked"),
+            Some(vec!["structured_output", "hook_stop", "stop_hook", "budget_wants_more"])
+        );
+        assert_eq!(of("Recover", "recovery_checked"), Some(vec!["staged_collapses", "compacted"]));
+        assert_eq!(of("Sampling", "abort"), Some(vec![]));
+        assert_eq!(of("ExecuteTools", "tools_finished"), Some(vec![]));
     }
 
     /// The choice type must hold the edge the table picked: an abort handler cannot be handed
