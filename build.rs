@@ -19,6 +19,10 @@ mod table;
 use table::format::{RawEdge, RawReasonKind, RawTable, StateKind};
 
 const TABLE: &str = "transitions/loop.toml";
+/// Where the built-in scenarios are.
+const SCENARIOS: &str = "examples/scenarios";
+/// The scenario `agentloop demo` runs when no name is given.
+const DEFAULT_DEMO: &str = "read-greeting";
 
 fn main() {
     println!("cargo::rerun-if-changed={TABLE}");
@@ -27,8 +31,38 @@ fn main() {
     let text = std::fs::read_to_string(TABLE).unwrap_or_else(|e| fail(&format!("{TABLE}: {e}")));
     let raw = checked(&text).unwrap_or_else(|problems| fail(&problems));
     let code = generate(&raw);
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("loop_table.rs");
+    let dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let out = dir.join("loop_table.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+    println!("cargo::rerun-if-changed={SCENARIOS}");
+    let out = dir.join("scenarios.rs");
+    std::fs::write(&out, scenarios()).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
+}
+
+/// `SCENARIOS`: every `*.json` in `examples/scenarios/`, embedded, the default demo first and
+/// the rest by name. A scenario is added by adding its file.
+fn scenarios() -> String {
+    let entries = std::fs::read_dir(SCENARIOS).unwrap_or_else(|e| fail(&format!("{SCENARIOS}: {e}")));
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap_or_else(|e| fail(&format!("{SCENARIOS}: {e}"))).file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+        .collect();
+    names.sort_by_key(|n| (n != DEFAULT_DEMO, n.clone()));
+    if names.first().map(String::as_str) != Some(DEFAULT_DEMO) {
+        fail(&format!("{SCENARIOS}: the default demo `{DEFAULT_DEMO}.json` is missing"));
+    }
+    let mut out = String::new();
+    writeln!(out, "/// The scenario `agentloop demo` runs when no name is given.").unwrap();
+    writeln!(out, "pub const DEFAULT_DEMO: &str = {DEFAULT_DEMO:?};\n").unwrap();
+    writeln!(out, "/// Every built-in scenario: (name, JSON text), from `examples/scenarios/` (the default").unwrap();
+    writeln!(out, "/// demo first, then by name).").unwrap();
+    writeln!(out, "pub const SCENARIOS: &[(&str, &str)] = &[").unwrap();
+    for name in &names {
+        writeln!(out, "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{SCENARIOS}/{name}.json\"))),")
+            .unwrap();
+    }
+    writeln!(out, "];").unwrap();
+    out
 }
 
 /// The table, parsed and checked by the format's rules; `Err` with every finding, one per

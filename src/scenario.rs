@@ -52,6 +52,20 @@ pub struct Scenario {
     /// Replies to side requests (compaction summaries), in order.
     #[serde(default)]
     pub aux: Vec<ScriptedResponse>,
+    /// What a run of the scenario comes to. The run ignores it; the tests check every
+    /// built-in scenario against its own (`tests/it/transitions.rs`).
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+}
+
+/// The edges a scenario's run takes and the reason it ends with.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    /// The terminal reason.
+    pub reason: String,
+    /// Every edge id the run takes, in order.
+    pub edges: Vec<String>,
 }
 
 /// Engine options a scenario may set; each `None` keeps the engine's default.

@@ -7,55 +7,8 @@ use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::scenario::Scenario;
 use tokio_util::sync::CancellationToken;
 
-/// The scenario `agentloop demo` runs when no name is given.
-pub const DEFAULT_DEMO: &str = "read-greeting";
 
-macro_rules! scenarios {
-    ($($name:literal),* $(,)?) => {
-        /// Every built-in scenario: (name, JSON text), from `examples/scenarios/`.
-        pub const SCENARIOS: &[(&str, &str)] = &[
-            $(($name, include_str!(concat!("../../examples/scenarios/", $name, ".json"))),)*
-        ];
-    };
-}
-
-scenarios!(
-    "read-greeting",
-    "bad-tool-calls",
-    "max-turns",
-    "abort-streaming",
-    "abort-tools",
-    "abort-stop-hook",
-    "model-error",
-    "flaky-network",
-    "fallback-model",
-    "retries-exhausted",
-    "stream-cut-exhausted",
-    "stream-error",
-    "stream-prompt-too-long",
-    "collapse-drain",
-    "reactive-compact",
-    "prompt-too-long",
-    "max-output-escalate",
-    "max-output-recovery",
-    "max-output-exhausted",
-    "stop-hook-blocking",
-    "stop-hook-prevented",
-    "stop-hook-cap",
-    "hook-stopped",
-    "token-budget",
-    "blocking-limit",
-    "edit-file",
-    "run-command",
-    "parallel-bash-failure",
-    "plan-mode",
-    "search-tree",
-    "pause-turn",
-    "autocompact",
-    "budget-exhausted",
-    "structured-output",
-    "structured-output-exhausted",
-);
+include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
 
 /// Parse a built-in scenario by name.
 ///

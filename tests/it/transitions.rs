@@ -1,5 +1,5 @@
 //! The table, edge by edge: every scenario in `examples/scenarios/` takes exactly its
-//! expected edges to exactly its terminal reason, and together they take every edge of
+//! `outcome` (its exact edges and terminal reason), and together they take every edge of
 //! `transitions/loop.toml`. A new edge without a scenario fails here, by name.
 
 use std::collections::BTreeSet;
@@ -13,241 +13,7 @@ use agentloop::engine::state::pairing_violation;
 use agentloop::engine::table::shipped;
 use agentloop::harness::{ScenarioRun, run_scenario, scenario_options};
 use agentloop::protocol::{ContentBlock, Role};
-use agentloop::scenario::Scenario;
-
-/// One turn whose reply calls tools.
-const TOOL_TURN: &[&str] = &["prepare.request", "request.stream_opened", "consume.tools", "tools.done"];
-const ESCALATE_THEN_RECOVER: &[&str] = &[
-    "prepare.request",
-    "request.stream_opened",
-    "consume.truncated",
-    "recover.max_output_tokens_escalate",
-    "request.stream_opened",
-    "consume.truncated",
-    "recover.max_output_tokens_recovery",
-];
-const ANSWER: &[&str] = &["prepare.request", "request.stream_opened", "consume.end_turn"];
-
-fn seq(parts: &[&[&'static str]]) -> Vec<&'static str> {
-    parts.iter().flat_map(|p| p.iter().copied()).collect()
-}
-
-/// `turns` turns whose replies call tools, then a final answer that completes the run.
-fn tool_turns_then_answer(turns: usize) -> Vec<&'static str> {
-    let mut edges = Vec::new();
-    for _ in 0..turns {
-        edges.extend_from_slice(TOOL_TURN);
-        edges.push("checkpoint.next_turn");
-    }
-    edges.extend_from_slice(ANSWER);
-    edges.push("checkpoint.completed");
-    edges
-}
-
-/// (scenario, exact edge ids, terminal reason).
-fn cases() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
-    let stop_hook_round: &[&'static str] =
-        &["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.stop_hook_blocking"];
-    let mut cap = Vec::new();
-    for _ in 0..8 {
-        cap.push(stop_hook_round);
-    }
-    cap.push(ANSWER);
-    cap.push(&["checkpoint.stop_hook_cap"]);
-    let truncated_retry: &[&'static str] =
-        &["prepare.request", "request.stream_opened", "consume.truncated", "recover.max_output_tokens_recovery"];
-    vec![
-        ("read-greeting", tool_turns_then_answer(1), "completed"),
-        ("bad-tool-calls", tool_turns_then_answer(1), "completed"),
-        ("max-turns", seq(&[TOOL_TURN, &["checkpoint.max_turns"]]), "max_turns"),
-        (
-            "abort-streaming",
-            seq(&[&["prepare.request", "request.stream_opened", "sampling.abort"]]),
-            "aborted_streaming",
-        ),
-        (
-            "abort-tools",
-            seq(&[&["prepare.request", "request.stream_opened", "consume.tools", "acting.abort"]]),
-            "aborted_tools",
-        ),
-        (
-            "abort-stop-hook",
-            seq(&[&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.abort"]]),
-            "aborted_tools",
-        ),
-        ("model-error", seq(&[&["prepare.request", "request.model_error"]]), "model_error"),
-        (
-            "flaky-network",
-            seq(&[
-                &["prepare.request", "request.retry", "request.retry", "request.stream_opened", "consume.retry"],
-                &["request.stream_opened", "consume.end_turn", "checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "fallback-model",
-            seq(&[
-                &["prepare.request", "request.retry", "request.retry", "request.fallback"],
-                &["request.stream_opened", "consume.end_turn", "checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "retries-exhausted",
-            seq(&[&["prepare.request", "request.retry", "request.retry", "request.retries_exhausted"]]),
-            "model_error",
-        ),
-        (
-            "stream-cut-exhausted",
-            seq(&[&[
-                "prepare.request",
-                "request.stream_opened",
-                "consume.retry",
-                "request.stream_opened",
-                "consume.retries_exhausted",
-            ]]),
-            "model_error",
-        ),
-        ("stream-error", seq(&[&["prepare.request", "request.stream_opened", "consume.model_error"]]), "model_error"),
-        (
-            "stream-prompt-too-long",
-            seq(&[
-                &[
-                    "prepare.request",
-                    "request.stream_opened",
-                    "consume.prompt_too_long",
-                    "recover.reactive_compact_retry",
-                ],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "collapse-drain",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                TOOL_TURN,
-                &["checkpoint.next_turn", "prepare.request", "request.prompt_too_long", "recover.collapse_drain_retry"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "reactive-compact",
-            seq(&[
-                &["prepare.request", "request.prompt_too_long", "recover.reactive_compact_retry"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        (
-            "prompt-too-long",
-            seq(&[
-                &["prepare.request", "request.prompt_too_long", "recover.reactive_compact_retry"],
-                &["prepare.request", "request.prompt_too_long", "recover.prompt_too_long"],
-            ]),
-            "prompt_too_long",
-        ),
-        (
-            "max-output-escalate",
-            seq(&[
-                &[
-                    "prepare.request",
-                    "request.stream_opened",
-                    "consume.truncated",
-                    "recover.max_output_tokens_escalate",
-                ],
-                &["request.stream_opened", "consume.end_turn", "checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        ("max-output-recovery", seq(&[ESCALATE_THEN_RECOVER, ANSWER, &["checkpoint.completed"]]), "completed"),
-        (
-            "max-output-exhausted",
-            seq(&[
-                ESCALATE_THEN_RECOVER,
-                truncated_retry,
-                truncated_retry,
-                &["prepare.request", "request.stream_opened", "consume.truncated", "recover.output_exhausted"],
-            ]),
-            "model_error",
-        ),
-        ("stop-hook-blocking", seq(&[stop_hook_round, ANSWER, &["checkpoint.completed"]]), "completed"),
-        ("stop-hook-prevented", seq(&[ANSWER, &["checkpoint.stop_hook_prevented"]]), "stop_hook_prevented"),
-        ("stop-hook-cap", seq(&cap), "completed"),
-        ("hook-stopped", seq(&[TOOL_TURN, &["checkpoint.hook_stopped"]]), "hook_stopped"),
-        (
-            "token-budget",
-            seq(&[
-                ANSWER,
-                &["checkpoint.token_budget_continuation"],
-                ANSWER,
-                &["checkpoint.token_budget_continuation"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        ("blocking-limit", seq(&[&["prepare.blocking_limit"]]), "blocking_limit"),
-        ("edit-file", tool_turns_then_answer(2), "completed"),
-        ("run-command", tool_turns_then_answer(2), "completed"),
-        ("parallel-bash-failure", tool_turns_then_answer(1), "completed"),
-        ("search-tree", tool_turns_then_answer(2), "completed"),
-        (
-            "pause-turn",
-            seq(&[
-                &["prepare.request", "request.stream_opened", "consume.pause_turn"],
-                ANSWER,
-                &["checkpoint.completed"],
-            ]),
-            "completed",
-        ),
-        ("autocompact", tool_turns_then_answer(1), "completed"),
-        ("plan-mode", tool_turns_then_answer(1), "completed"),
-        (
-            "budget-exhausted",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.next_turn"],
-                TOOL_TURN,
-                &["checkpoint.next_turn", "prepare.request", "request.budget_exhausted"],
-            ]),
-            "budget_exhausted",
-        ),
-        (
-            "structured-output",
-            seq(&[
-                ANSWER,
-                &["checkpoint.stop_hook_blocking"],
-                TOOL_TURN,
-                &["checkpoint.structured_output_retry"],
-                TOOL_TURN,
-                &["checkpoint.structured_output"],
-            ]),
-            "completed",
-        ),
-        (
-            "structured-output-exhausted",
-            seq(&[
-                TOOL_TURN,
-                &["checkpoint.structured_output_retry"],
-                TOOL_TURN,
-                &["checkpoint.structured_output_retry"],
-                TOOL_TURN,
-                &["checkpoint.structured_output_retry"],
-                TOOL_TURN,
-                &["checkpoint.structured_output_retry"],
-                TOOL_TURN,
-                &["checkpoint.structured_output_retries_exhausted"],
-            ]),
-            "structured_output_retry_exhausted",
-        ),
-    ]
-}
+use agentloop::scenario::{Outcome, Scenario};
 
 fn scenario(name: &str) -> Scenario {
     let (_, text) = SCENARIOS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no scenario {name}"));
@@ -261,12 +27,23 @@ async fn run(name: &str) -> ScenarioRun {
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// Each scenario's `outcome`: the edges its run takes and the reason it ends with.
+fn outcome(name: &str) -> Outcome {
+    scenario(name).outcome.unwrap_or_else(|| panic!("{name}: the scenario has no `outcome`"))
+}
+
 #[tokio::test]
 async fn each_scenario_takes_exactly_its_edges() {
-    for (name, edges, terminal) in cases() {
+    for (name, _) in SCENARIOS {
+        let expected = outcome(name);
         let run = run(name).await;
-        assert_eq!(run.outcome.edge_ids(), edges, "{name}: edge sequence");
-        assert_eq!(run.outcome.terminal.as_str(), terminal, "{name}: terminal reason ({:?})", run.outcome.error);
+        assert_eq!(run.outcome.edge_ids(), expected.edges, "{name}: edge sequence");
+        assert_eq!(
+            run.outcome.terminal.as_str(),
+            expected.reason,
+            "{name}: terminal reason ({:?})",
+            run.outcome.error
+        );
         let terminals = run.outcome.trace.iter().filter(|r| r.kind == "terminal").count();
         assert_eq!(terminals, 1, "{name}: exactly one terminal record");
         assert_eq!(run.outcome.trace.last().unwrap().kind, "terminal", "{name}: the terminal record is last");
@@ -279,28 +56,32 @@ async fn each_scenario_takes_exactly_its_edges() {
     }
 }
 
+/// Together the scenarios' outcomes take every edge of the table (each outcome is checked
+/// against its run above).
 #[test]
 fn every_table_edge_is_taken_by_some_scenario() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let mut taken = BTreeSet::new();
-    for (name, _, _) in cases() {
-        let run = rt.block_on(run(name));
-        taken.extend(run.outcome.trace.iter().map(|r| r.edge.clone()));
+    for (name, _) in SCENARIOS {
+        taken.extend(outcome(name).edges);
     }
     let missing: Vec<&str> = shipped().edges.iter().map(|e| e.id.as_str()).filter(|id| !taken.contains(*id)).collect();
     assert!(missing.is_empty(), "edges no scenario takes: {missing:?}");
 }
 
+/// Every file in `examples/scenarios/` is a built-in scenario (`build.rs` embeds them all),
+/// named after its file.
 #[test]
-fn every_shipped_scenario_has_expectations() {
-    let expected: BTreeSet<&str> = cases().iter().map(|(n, _, _)| *n).collect();
-    let shipped: BTreeSet<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
-    assert_eq!(shipped, expected);
+fn every_scenario_file_is_built_in_under_its_name() {
     let on_disk: BTreeSet<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".json").to_owned())
         .collect();
-    assert_eq!(on_disk, shipped.iter().map(|s| s.to_string()).collect(), "examples/scenarios and the demo list differ");
+    let shipped: BTreeSet<String> = SCENARIOS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(on_disk, shipped);
+    for (name, _) in SCENARIOS {
+        assert_eq!(scenario(name).name, *name, "the scenario's `name` is its file's");
+    }
+    assert_eq!(SCENARIOS[0].0, agentloop::cli::demo::DEFAULT_DEMO);
 }
 
 #[tokio::test]
@@ -362,7 +143,8 @@ async fn retries_note_their_delay_and_cause() {
 /// `--trace=jsonl` writes it) replays against the table without a finding.
 #[tokio::test]
 async fn every_scenario_trace_replays_clean() {
-    for (name, _, terminal) in cases() {
+    for (name, _) in SCENARIOS {
+        let terminal = outcome(name).reason;
         let run = run(name).await;
         let mut text = serde_json::to_string(&header(&scenario_options(&scenario(name)))).unwrap();
         for record in &run.outcome.trace {
@@ -372,7 +154,7 @@ async fn every_scenario_trace_replays_clean() {
         let report = replay(shipped(), &format!("{name}.jsonl"), &text);
         assert_eq!(report.findings, vec![], "{name}");
         assert_eq!(report.records, run.outcome.trace.len(), "{name}");
-        assert_eq!(report.terminal.as_deref(), Some(terminal), "{name}");
+        assert_eq!(report.terminal.as_deref(), Some(terminal.as_str()), "{name}");
     }
 }
 
@@ -392,3 +174,4 @@ async fn autocompact_replaces_the_history_before_the_call() {
     assert!(last.messages[0].all_text().contains("service.log was read: 400 requests"));
     assert_eq!(pairing_violation(&last.messages), None);
 }
+
