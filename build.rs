@@ -58,8 +58,11 @@ fn scenarios() -> String {
     writeln!(out, "/// demo first, then by name).").unwrap();
     writeln!(out, "pub const SCENARIOS: &[(&str, &str)] = &[").unwrap();
     for name in &names {
-        writeln!(out, "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{SCENARIOS}/{name}.json\"))),")
-            .unwrap();
+        writeln!(
+            out,
+            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/{SCENARIOS}/{name}.json\"))),"
+        )
+        .unwrap();
     }
     writeln!(out, "];").unwrap();
     out
@@ -165,6 +168,22 @@ fn generate(table: &RawTable) -> String {
     per_edge(&mut out, "from", "The state the shipped table says the edge leaves.", |e| &e.from);
     per_edge(&mut out, "event", "The event the shipped table says the edge fires on.", |e| &e.on);
     per_edge(&mut out, "to", "The state the shipped table says the edge enters.", |e| &e.to);
+    writeln!(out, "    /// The note a front end shows while the edge's target works (the table's `status`):").unwrap();
+    writeln!(out, "    /// `Some(\"\")` clears the note shown, `None` keeps it.").unwrap();
+    writeln!(out, "    pub fn status(self) -> Option<&'static str> {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for e in &edges {
+        writeln!(out, "            Edge::{} => {:?},", camel(&e.id), e.status.as_deref()).unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
+    writeln!(out, "    /// Whether taking the edge drops the reply attempt streamed so far, so a front end").unwrap();
+    writeln!(out, "    /// erases its text (the table's `abandons_reply`).").unwrap();
+    writeln!(out, "    pub fn abandons_attempt(self) -> bool {{").unwrap();
+    writeln!(out, "        match self {{").unwrap();
+    for e in &edges {
+        writeln!(out, "            Edge::{} => {},", camel(&e.id), e.abandons_reply).unwrap();
+    }
+    writeln!(out, "        }}\n    }}\n").unwrap();
     writeln!(out, "    /// The edge with this id.").unwrap();
     writeln!(out, "    pub fn from_id(id: &str) -> Option<Edge> {{").unwrap();
     writeln!(out, "        Edge::ALL.into_iter().find(|e| e.id() == id)").unwrap();

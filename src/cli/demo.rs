@@ -7,7 +7,6 @@ use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
 use crate::scenario::Scenario;
 use tokio_util::sync::CancellationToken;
 
-
 include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
 
 /// Parse a built-in scenario by name.

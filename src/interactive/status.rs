@@ -94,54 +94,13 @@ fn short_error(error: &str) -> String {
 }
 
 /// What an edge means to someone waiting: `Some(Some(note))` to show, `Some(None)` to clear
-/// the note, `None` to keep the one shown. Every edge of the table is named here: an edge added
-/// to it does not compile until the status line says what it shows.
-#[deny(clippy::wildcard_enum_match_arm)]
+/// the note, `None` to keep the one shown — the edge's `status` in the table.
 pub fn edge_meaning(record: &TraceRecord) -> Option<Option<String>> {
-    let detail = record.detail.as_deref().map(short_error);
     // An edited table's edge that the engine does not know: nothing to say about it.
-    let edge = Edge::from_id(&record.edge)?;
-    let note = match edge {
-        // The retry's numbers come with the Retrying event.
-        Edge::RequestRetry | Edge::ConsumeRetry => return None,
-        Edge::RequestFallback => format!("switching to {}", detail.unwrap_or_else(|| "the fallback model".into())),
-        Edge::RequestPromptTooLong | Edge::ConsumePromptTooLong => "prompt too long".into(),
-        Edge::ConsumeTruncated => "reply hit the output cap".into(),
-        Edge::ConsumePauseTurn => "the server paused the turn; continuing".into(),
-        Edge::RecoverCollapseDrainRetry => "collapsing old tool results".into(),
-        Edge::RecoverReactiveCompactRetry => "compacting history".into(),
-        Edge::RecoverMaxOutputTokensEscalate => "escalating output cap to 64K".into(),
-        Edge::RecoverMaxOutputTokensRecovery => "asking the model to resume in smaller pieces".into(),
-        Edge::CheckpointTokenBudgetContinuation => "under the token budget; continuing".into(),
-        Edge::CheckpointStopHookBlocking => "a Stop hook asked to continue".into(),
-        Edge::CheckpointStructuredOutputRetry => "asking for the structured output again".into(),
-        Edge::RequestStreamOpened
-        | Edge::CheckpointNextTurn
-        | Edge::ToolsDone
-        | Edge::ConsumeTools
-        | Edge::ConsumeEndTurn => return Some(None),
-        // The run ends on these (the line goes with it) or they change nothing to wait on.
-        Edge::PrepareRequest
-        | Edge::PrepareBlockingLimit
-        | Edge::RequestRetriesExhausted
-        | Edge::RequestModelError
-        | Edge::RequestBudgetExhausted
-        | Edge::ConsumeRetriesExhausted
-        | Edge::ConsumeModelError
-        | Edge::SamplingAbort
-        | Edge::ActingAbort
-        | Edge::CheckpointAbort
-        | Edge::CheckpointHookStopped
-        | Edge::CheckpointMaxTurns
-        | Edge::CheckpointStructuredOutput
-        | Edge::CheckpointStructuredOutputRetriesExhausted
-        | Edge::CheckpointStopHookPrevented
-        | Edge::CheckpointStopHookCap
-        | Edge::CheckpointCompleted
-        | Edge::RecoverPromptTooLong
-        | Edge::RecoverOutputExhausted => return None,
-    };
-    Some(Some(note))
+    match Edge::from_id(&record.edge)?.status()? {
+        "" => Some(None),
+        note => Some(Some(note.to_owned())),
+    }
 }
 
 #[cfg(test)]

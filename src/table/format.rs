@@ -175,6 +175,13 @@ pub struct RawEdge {
     /// Facts it establishes for the state it enters.
     #[serde(default)]
     pub sets: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    /// The note a front end shows while the edge's target works: `""` clears the one shown,
+    /// none keeps it.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Taking the edge drops the reply attempt streamed so far, so a front end erases its text.
+    #[serde(default)]
+    pub abandons_reply: bool,
     /// What it means.
     #[serde(default)]
     pub doc: String,

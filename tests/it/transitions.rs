@@ -38,12 +38,7 @@ async fn each_scenario_takes_exactly_its_edges() {
         let expected = outcome(name);
         let run = run(name).await;
         assert_eq!(run.outcome.edge_ids(), expected.edges, "{name}: edge sequence");
-        assert_eq!(
-            run.outcome.terminal.as_str(),
-            expected.reason,
-            "{name}: terminal reason ({:?})",
-            run.outcome.error
-        );
+        assert_eq!(run.outcome.terminal.as_str(), expected.reason, "{name}: terminal reason ({:?})", run.outcome.error);
         let terminals = run.outcome.trace.iter().filter(|r| r.kind == "terminal").count();
         assert_eq!(terminals, 1, "{name}: exactly one terminal record");
         assert_eq!(run.outcome.trace.last().unwrap().kind, "terminal", "{name}: the terminal record is last");
@@ -174,4 +169,3 @@ async fn autocompact_replaces_the_history_before_the_call() {
     assert!(last.messages[0].all_text().contains("service.log was read: 400 requests"));
     assert_eq!(pairing_violation(&last.messages), None);
 }
-
