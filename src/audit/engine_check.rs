@@ -73,8 +73,8 @@ pub fn engine_findings(table: &Table, path: &str) -> Vec<Finding> {
         if e.to != known.to {
             changed.push(format!("enter `{}`", known.to));
         }
-        if e.kind != known.kind {
-            changed.push(match known.kind.reason() {
+        if (e.kind, &e.reason) != (known.kind, &known.reason) {
+            changed.push(match known.reason.as_deref() {
                 Some(reason) => format!("carry the {} reason `{reason}`", known.kind.as_str()),
                 None => "stay internal".to_owned(),
             });
@@ -84,6 +84,22 @@ pub fn engine_findings(table: &Table, path: &str) -> Vec<Finding> {
         }
         if !changed.is_empty() {
             push(format!("edge `{}` must {}: its effect depends on it", e.id, changed.join(", ")), at);
+        }
+    }
+    for r in &table.reasons {
+        let kind = if r.terminal { "terminal" } else { "continue" };
+        match engine.reasons.iter().find(|k| k.name == r.name && k.terminal == r.terminal) {
+            None => push(format!("the engine has no {kind} reason `{}`", r.name), whole()),
+            Some(known) if known.exit_code != r.exit_code => push(
+                format!(
+                    "terminal reason `{}` has exit_code {}, but the engine exits {} with it",
+                    r.name,
+                    r.exit_code.unwrap_or_default(),
+                    known.exit_code.unwrap_or_default()
+                ),
+                whole(),
+            ),
+            Some(_) => {}
         }
     }
     for e in &table.edges {
@@ -152,6 +168,27 @@ mod tests {
         );
         let renamed = SHIPPED_TABLE.replacen("id = \"checkpoint.completed\"", "id = \"checkpoint.finished\"", 1);
         assert_eq!(findings(&renamed), vec!["the engine has no effect for edge `checkpoint.finished`"]);
+    }
+
+    /// A reason is the engine's business: the format accepts any declared one, the engine check
+    /// only its own, with its own exit code.
+    #[test]
+    fn reasons_must_be_the_engines() {
+        let renamed = SHIPPED_TABLE
+            .replacen("name = \"completed\"", "name = \"finished\"", 1)
+            .replace("terminal = \"completed\"", "terminal = \"finished\"");
+        let found = findings(&renamed);
+        assert!(found.contains(&"the engine has no terminal reason `finished`".to_owned()), "{found:?}");
+        let recoded = SHIPPED_TABLE.replacen(
+            "name = \"max_turns\"\nkind = \"terminal\"\nexit_code = 3",
+            "name = \"max_turns\"\nkind = \"terminal\"\nexit_code = 9",
+            1,
+        );
+        assert_ne!(recoded, SHIPPED_TABLE);
+        assert_eq!(
+            findings(&recoded),
+            vec!["terminal reason `max_turns` has exit_code 9, but the engine exits 3 with it"]
+        );
     }
 
     /// A guard may read only what the engine finds out in the edge's state on its event, a

@@ -80,11 +80,11 @@ pub fn mermaid(table: &Table) -> String {
     for (i, e) in table.edges.iter().enumerate() {
         let arrow = match e.kind {
             EdgeKind::Internal => "-->",
-            EdgeKind::Continue(_) => {
+            EdgeKind::Continue => {
                 continues.push((i + 1).to_string());
                 "-.->"
             }
-            EdgeKind::Terminal(_) => {
+            EdgeKind::Terminal => {
                 terminals.push((i + 1).to_string());
                 "==>"
             }
@@ -138,10 +138,10 @@ pub fn dot(table: &Table) -> String {
         };
         let style = match e.kind {
             EdgeKind::Internal => String::new(),
-            EdgeKind::Continue(_) => {
+            EdgeKind::Continue => {
                 format!(", style=dashed, color=\"{CONTINUE_COLOR}\", fontcolor=\"{CONTINUE_COLOR}\"")
             }
-            EdgeKind::Terminal(_) => {
+            EdgeKind::Terminal => {
                 format!(", style=bold, color=\"{TERMINAL_COLOR}\", fontcolor=\"{TERMINAL_COLOR}\"")
             }
         };
@@ -162,8 +162,8 @@ fn code(text: &str) -> String {
 fn reason(e: &EdgeDecl) -> String {
     match e.kind {
         EdgeKind::Internal => String::new(),
-        EdgeKind::Continue(r) => format!("continue `{r}`"),
-        EdgeKind::Terminal(r) => format!("terminal `{r}`"),
+        EdgeKind::Continue => format!("continue `{}`", e.reason.as_deref().unwrap_or_default()),
+        EdgeKind::Terminal => format!("terminal `{}`", e.reason.as_deref().unwrap_or_default()),
     }
 }
 
@@ -184,8 +184,8 @@ pub fn markdown(table: &Table, source: &str) -> String {
         table.states.len(),
         table.edges.len(),
         count(|k| *k == EdgeKind::Internal),
-        count(|k| matches!(k, EdgeKind::Continue(_))),
-        count(|k| matches!(k, EdgeKind::Terminal(_))),
+        count(|k| *k == EdgeKind::Continue),
+        count(|k| *k == EdgeKind::Terminal),
         table.initial
     );
     let _ = writeln!(out, "```mermaid\n{}```\n", mermaid(table));

@@ -108,8 +108,8 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
         "  edges: {} ({} internal, {} continue, {} terminal)",
         table.edges.len(),
         count(|k| *k == EdgeKind::Internal),
-        count(|k| matches!(k, EdgeKind::Continue(_))),
-        count(|k| matches!(k, EdgeKind::Terminal(_)))
+        count(|k| *k == EdgeKind::Continue),
+        count(|k| *k == EdgeKind::Terminal)
     );
     if let Some(ex) = ex {
         out.push_str("  counters, in ranking order (highest first):\n");
@@ -140,7 +140,7 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
     let reasons = |terminal: bool| {
         let declared: Vec<&str> =
             table.reasons.iter().filter(|r| r.terminal == terminal).map(|r| r.name.as_str()).collect();
-        let used = declared.iter().filter(|r| table.edges.iter().any(|e| e.kind.reason() == Some(**r))).count();
+        let used = declared.iter().filter(|r| table.edges.iter().any(|e| e.reason.as_deref() == Some(**r))).count();
         format!("{used}/{}", declared.len())
     };
     line(

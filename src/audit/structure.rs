@@ -24,7 +24,7 @@ pub fn table_findings(table: &Table, path: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let edge_loc = |e: &crate::engine::table::EdgeDecl| Location::at(path, Some(e.line)).edge(&e.id);
     for r in &table.reasons {
-        if !table.edges.iter().any(|e| e.kind.reason() == Some(r.name.as_str())) {
+        if !table.edges.iter().any(|e| e.reason.as_deref() == Some(r.name.as_str())) {
             let (code, kind) = if r.terminal {
                 (Code::MissingTerminalReason, "terminal")
             } else {
@@ -41,7 +41,7 @@ pub fn table_findings(table: &Table, path: &str) -> Vec<Finding> {
             let m = format!("edge `{}` targets superstate `{}`; targets must be leaf or terminal states", e.id, e.to);
             out.push(Finding::new(Code::TargetNotLeaf, m, edge_loc(e)));
         }
-        let terminal_edge = matches!(e.kind, EdgeKind::Terminal(_));
+        let terminal_edge = e.kind == EdgeKind::Terminal;
         if terminal_edge != (to == Some(StateKind::Terminal)) {
             let m = if terminal_edge {
                 format!("terminal edge `{}` leads to `{}`, which is not a terminal state", e.id, e.to)

@@ -53,7 +53,7 @@ pub fn termination_findings(table: &Table, path: &str, ranking_line: Option<usiz
                 }
             }
         } else if e.consumes.is_empty() {
-            if matches!(e.kind, EdgeKind::Continue(_)) {
+            if e.kind == EdgeKind::Continue {
                 let m =
                     format!("continue edge `{}` consumes no counter, so the ranking does not decrease along it", e.id);
                 out.push(Finding::new(Code::RankingNotDecreasing, m, loc));

@@ -150,11 +150,11 @@ impl Replay<'_> {
         self.check_counters(edge, guards, counters, line, seq);
         self.resync(Some(text("to").unwrap_or(&edge.to)), counters);
         self.entered = Some((edge.id.clone(), edge.sets.clone()));
-        matches!(edge.kind, EdgeKind::Terminal(_)) || text("kind") == Some("terminal")
+        edge.kind == EdgeKind::Terminal || text("kind") == Some("terminal")
     }
 
     fn compare(&mut self, edge: &EdgeDecl, r: &Map<String, Value>, line: usize, seq: Option<u64>) {
-        let reason = edge.kind.reason().map_or(Value::Null, |s| Value::String(s.to_owned()));
+        let reason = edge.reason.as_deref().map_or(Value::Null, |s| Value::String(s.to_owned()));
         let fields = [
             ("to", Value::String(edge.to.clone())),
             ("event", Value::String(edge.on.clone())),

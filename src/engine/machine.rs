@@ -316,7 +316,7 @@ impl Machine {
             to,
             edge: decl.id.clone(),
             kind: decl.kind.as_str(),
-            reason: decl.kind.reason(),
+            reason: decl.engine_reason(),
             event: decl.on.clone(),
             guards: pending.guards,
             counters: self.st.counters.clone(),

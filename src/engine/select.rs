@@ -87,8 +87,8 @@ fn leaf(name: &str, decl: &EdgeDecl) -> Option<State> {
         StateName::Checkpoint => State::Checkpoint {},
         StateName::Recover => State::Recover {},
         StateName::Done => match decl.kind {
-            EdgeKind::Terminal(reason) => State::Done { reason },
-            EdgeKind::Internal | EdgeKind::Continue(_) => return None,
+            EdgeKind::Terminal => State::Done { reason: decl.terminal_reason()? },
+            EdgeKind::Internal | EdgeKind::Continue => return None,
         },
         StateName::Loop | StateName::Sampling | StateName::Acting => return None,
     })

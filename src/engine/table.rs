@@ -124,15 +124,15 @@ impl ReasonDecl {
     }
 }
 
-/// What taking an edge means for the run.
+/// What taking an edge means for the run; the reason it names is [`EdgeDecl::reason`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdgeKind {
     /// A step inside one turn (stream opened, retry, fallback, tools done, ...).
     Internal,
-    /// One of the seven named continue transitions.
-    Continue(ContinueReason),
+    /// A named continue transition.
+    Continue,
     /// The end of the run.
-    Terminal(TerminalReason),
+    Terminal,
 }
 
 impl EdgeKind {
@@ -140,17 +140,8 @@ impl EdgeKind {
     pub fn as_str(self) -> &'static str {
         match self {
             EdgeKind::Internal => "internal",
-            EdgeKind::Continue(_) => "continue",
-            EdgeKind::Terminal(_) => "terminal",
-        }
-    }
-
-    /// The continue or terminal reason, if any.
-    pub fn reason(self) -> Option<&'static str> {
-        match self {
-            EdgeKind::Internal => None,
-            EdgeKind::Continue(r) => Some(r.as_str()),
-            EdgeKind::Terminal(r) => Some(r.as_str()),
+            EdgeKind::Continue => "continue",
+            EdgeKind::Terminal => "terminal",
         }
     }
 }
@@ -172,6 +163,9 @@ pub struct EdgeDecl {
     pub to: String,
     /// Internal, continue or terminal.
     pub kind: EdgeKind,
+    /// The continue or terminal reason it names (any declared one: whether this engine knows
+    /// it is the engine check's business).
+    pub reason: Option<String>,
     /// Counters decremented.
     pub consumes: Vec<String>,
     /// Counters restored to their bound.
@@ -183,6 +177,24 @@ pub struct EdgeDecl {
     pub doc: String,
     /// Line in the table file.
     pub line: usize,
+}
+
+impl EdgeDecl {
+    /// The terminal reason of a terminal edge, if this engine knows it.
+    pub fn terminal_reason(&self) -> Option<TerminalReason> {
+        (self.kind == EdgeKind::Terminal).then(|| self.reason.as_deref().and_then(TerminalReason::parse)).flatten()
+    }
+
+    /// The reason's name as this engine spells it (for the trace); `None` for an internal edge
+    /// or a reason this engine does not know.
+    pub fn engine_reason(&self) -> Option<&'static str> {
+        let name = self.reason.as_deref()?;
+        match self.kind {
+            EdgeKind::Internal => None,
+            EdgeKind::Continue => ContinueReason::parse(name).map(ContinueReason::as_str),
+            EdgeKind::Terminal => TerminalReason::parse(name).map(TerminalReason::as_str),
+        }
+    }
 }
 
 /// The whole table.
@@ -315,10 +327,10 @@ impl Table {
             .map(|spanned| {
                 let line = line_of(text, spanned.span().start);
                 let e = spanned.into_inner();
-                let kind = match (&e.continue_reason, &e.terminal) {
-                    (Some(r), _) => ContinueReason::parse(r).map_or(EdgeKind::Internal, EdgeKind::Continue),
-                    (None, Some(r)) => TerminalReason::parse(r).map_or(EdgeKind::Internal, EdgeKind::Terminal),
-                    (None, None) => EdgeKind::Internal,
+                let (kind, reason) = match (&e.continue_reason, &e.terminal) {
+                    (Some(r), _) => (EdgeKind::Continue, Some(r.clone())),
+                    (None, Some(r)) => (EdgeKind::Terminal, Some(r.clone())),
+                    (None, None) => (EdgeKind::Internal, None),
                 };
                 let guard = e.guard.as_deref().and_then(|g| Guard::parse(g).ok());
                 let sets = e
@@ -343,6 +355,7 @@ impl Table {
                     guard,
                     to: e.to,
                     kind,
+                    reason,
                     consumes: e.consumes,
                     resets: e.resets,
                     sets,
@@ -428,18 +441,10 @@ mod tests {
     #[test]
     fn shipped_table_loads_with_every_reason() {
         let t = shipped();
-        let continues: BTreeSet<&str> = t
-            .edges
-            .iter()
-            .filter(|e| matches!(e.kind, EdgeKind::Continue(_)))
-            .filter_map(|e| e.kind.reason())
-            .collect();
-        let terminals: BTreeSet<&str> = t
-            .edges
-            .iter()
-            .filter(|e| matches!(e.kind, EdgeKind::Terminal(_)))
-            .filter_map(|e| e.kind.reason())
-            .collect();
+        let continues: BTreeSet<&str> =
+            t.edges.iter().filter(|e| e.kind == EdgeKind::Continue).filter_map(|e| e.reason.as_deref()).collect();
+        let terminals: BTreeSet<&str> =
+            t.edges.iter().filter(|e| e.kind == EdgeKind::Terminal).filter_map(|e| e.reason.as_deref()).collect();
         assert_eq!(continues, ContinueReason::ALL.iter().map(|r| r.as_str()).collect());
         assert_eq!(terminals, TerminalReason::ALL.iter().map(|r| r.as_str()).collect());
         assert_eq!(t.ancestry("Request"), vec!["Request", "Sampling", "Loop"]);

@@ -203,8 +203,9 @@ pub fn check_raw(
         }
     }
 
-    // The reasons edges may name: those declared (checked against the reasons the caller
-    // knows, if it knows any), or every reason it knows.
+    // The reasons edges may name: those declared, or, in a table that declares none, every
+    // reason the caller knows. Whether an engine knows a declared reason is the engine
+    // check's business, not the format's.
     let mut reasons: BTreeMap<&str, bool> = BTreeMap::new();
     for r in &raw.reason {
         let decl = r.get_ref();
@@ -217,7 +218,6 @@ pub fn check_raw(
                 at.clone(),
             ));
         }
-        let kind = if terminal { "terminal" } else { "continue" };
         if terminal && decl.exit_code.is_none() {
             let m = format!("terminal reason `{}` needs an exit_code", decl.name);
             out.push(Finding::new(Code::BadReason, m, at));
@@ -227,24 +227,6 @@ pub fn check_raw(
             let m = format!("continue reason `{}` cannot have an exit_code", decl.name);
             out.push(Finding::new(Code::BadReason, m, at));
             continue;
-        }
-        let Some(known) = known else { continue };
-        match known.iter().find(|k| k.name == decl.name && k.terminal == terminal) {
-            None => {
-                let m = format!("the engine has no {kind} reason `{}`", decl.name);
-                out.push(Finding::new(Code::UnknownReason, m, at));
-            }
-            Some(engine) => {
-                if let (Some(engine), Some(code)) = (engine.exit_code, decl.exit_code)
-                    && engine != code
-                {
-                    let m = format!(
-                        "terminal reason `{}` has exit_code {code}, but the engine exits {engine} with it",
-                        decl.name
-                    );
-                    out.push(Finding::new(Code::BadReason, m, at));
-                }
-            }
         }
     }
     if raw.reason.is_empty() {

@@ -73,7 +73,8 @@ fn the_shipped_table_passes_with_its_worst_case() {
 #[test]
 fn the_shipped_table_has_a_witness_for_every_reason() {
     let ex = shipped_report().exploration.as_ref().unwrap();
-    let summary: Vec<(&str, &str, usize)> = ex.witnesses.iter().map(|w| (w.kind, w.reason, w.path.len())).collect();
+    let summary: Vec<(&str, &str, usize)> =
+        ex.witnesses.iter().map(|w| (w.kind, w.reason.as_str(), w.path.len())).collect();
     assert_eq!(
         summary,
         vec![
@@ -270,7 +271,11 @@ fn bad_sets_are_caught_with_their_line() {
         1,
     );
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
-    assert_eq!(codes(&r.findings), vec![("E_BAD_SETS", Some(468)), ("E_BAD_SETS", Some(532))]);
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).map(|i| i + 1);
+    assert_eq!(
+        codes(&r.findings),
+        vec![("E_BAD_SETS", line_of("cause = \"cut\"")), ("E_BAD_SETS", line_of("tools_run = true"))]
+    );
     assert_eq!(
         r.findings[0].message,
         "edge `consume.truncated`: `sets` gives `cause` the value \"cut\", which is not one of its values \
@@ -521,23 +526,141 @@ fn an_empty_or_unreadable_trace_is_unusable_input() {
     assert!(out.contains("missing.jsonl"), "{out}");
 }
 
+/// A file `cargo test` keeps in step with the table: rewritten when stale, except under CI
+/// (`CI` set), where a stale file fails, naming the first line that differs.
+fn keep_current(rel: &str, want: &str) {
+    let path: PathBuf = root().join(rel);
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    if have == want {
+        return;
+    }
+    let first_diff = have.lines().zip(want.lines()).position(|(a, b)| a != b);
+    let line = first_diff.map_or(have.lines().count().min(want.lines().count()) + 1, |i| i + 1);
+    if std::env::var_os("CI").is_some() {
+        panic!("{rel} is stale (first difference at line {line}): run `cargo test` once outside CI and commit it");
+    }
+    std::fs::write(&path, want).unwrap();
+    eprintln!("{rel} was stale (from line {line}) and is rewritten from transitions/loop.toml");
+}
+
 #[test]
 fn docs_transitions_md_is_current() {
     let want = render(shipped(), "transitions/loop.toml", DiagramFormat::Markdown);
-    let path: PathBuf = root().join("docs/transitions.md");
-    if std::env::var_os("UPDATE").is_some() {
-        std::fs::write(&path, &want).unwrap();
-    }
-    let have = std::fs::read_to_string(&path).unwrap_or_default();
-    let first_diff = have.lines().zip(want.lines()).position(|(a, b)| a != b);
-    assert!(
-        have == want,
-        "docs/transitions.md is stale (first difference at line {}): regenerate it with \
-         `UPDATE=1 cargo test --test it audit::docs_transitions_md_is_current` \
-         or `cargo run -- table --format markdown > docs/transitions.md`",
-        first_diff.map_or(have.lines().count().min(want.lines().count()) + 1, |i| i + 1)
-    );
+    keep_current("docs/transitions.md", &want);
     let mut out = Vec::new();
     assert_eq!(run_table(&TableArgs { format: DiagramFormat::Markdown, table: None }, &mut out), 0);
     assert_eq!(String::from_utf8(out).unwrap(), want);
+}
+
+/// The README's list of reasons, between its `<!-- reasons -->` markers.
+#[test]
+fn the_readme_lists_the_tables_reasons() {
+    const OPEN: &str = "<!-- reasons: generated from transitions/loop.toml (cargo test rewrites it) -->\n";
+    const CLOSE: &str = "<!-- /reasons -->\n";
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find(OPEN).expect("README.md has the reasons marker") + OPEN.len();
+    let end = start + readme[start..].find(CLOSE).expect("README.md closes the reasons marker");
+    let table = shipped();
+    let names = |continues: bool| -> Vec<String> {
+        table.reasons.iter().filter(|r| r.terminal != continues).map(|r| format!("`{}`", r.name)).collect()
+    };
+    let mut list = String::new();
+    for (continues, what) in [(true, "continue"), (false, "terminal")] {
+        let names = names(continues);
+        list.push_str(&wrap(&format!("- **{} {what} reasons**: {};", names.len(), names.join(", ")), 96));
+    }
+    let want = format!("{}{list}{}", &readme[..start], &readme[end..]);
+    keep_current("README.md", &want);
+}
+
+/// `text` cut at spaces into lines of at most `width` characters, continued with two spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = "  ".to_owned();
+        } else if !line.is_empty() && line != "  " {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// The fenced blocks of `lang` in the worked example of docs/architecture.md, each without
+/// the list item's indentation.
+fn worked_example_blocks(lang: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let start = doc.find("### Worked example: adding a continue reason").expect("the worked example");
+    let section = &doc[start..];
+    let section = &section[..section[4..].find("\n## ").map_or(section.len(), |i| i + 4)];
+    let mut blocks = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(indent) = line.find(&format!("```{lang}")) else { continue };
+        let mut block = String::new();
+        for line in lines.by_ref() {
+            if line.trim_start() == "```" {
+                break;
+            }
+            block.push_str(line.get(indent..).unwrap_or(""));
+            block.push('\n');
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+/// Apply a diff block: its context and `-` lines must occur once in `text`, and become its
+/// context and `+` lines.
+fn apply_diff(text: &str, diff: &str) -> String {
+    let (mut before, mut after) = (String::new(), String::new());
+    for line in diff.lines() {
+        let (mark, rest) = line.split_at(1.min(line.len()));
+        match mark {
+            "-" => before.push_str(rest),
+            "+" => after.push_str(rest),
+            _ => {
+                before.push_str(rest);
+                after.push_str(rest);
+            }
+        }
+        match mark {
+            "-" => before.push('\n'),
+            "+" => after.push('\n'),
+            _ => {
+                before.push('\n');
+                after.push('\n');
+            }
+        }
+    }
+    assert_eq!(text.matches(&before).count(), 1, "the diff's lines occur once in the table:\n{before}");
+    text.replacen(&before, &after, 1)
+}
+
+/// The worked example of docs/architecture.md, applied to the shipped table, passes the audit
+/// and reaches its new reason.
+#[test]
+#[ignore = "the exploration stops at its node limit on one more counter until the explorer splits adaptively"]
+fn the_worked_example_passes_the_audit() {
+    let additions = worked_example_blocks("toml");
+    let diffs = worked_example_blocks("diff");
+    assert_eq!((additions.len(), diffs.len()), (1, 2), "the example's blocks");
+    let mut table = SHIPPED_TABLE.to_owned();
+    for diff in &diffs {
+        table = apply_diff(&table, diff);
+    }
+    table.push('\n');
+    table.push_str(&additions[0]);
+    let r = audit_table("refusal.toml", &table, &AuditOptions::default()).unwrap();
+    assert_eq!(r.findings, vec![], "{}", report::text(&r));
+    let ex = r.exploration.as_ref().unwrap();
+    assert!(ex.worst.is_some(), "the worst case is proven");
+    let witness = ex.witnesses.iter().find(|w| w.reason == "refusal_retry").expect("a witness for refusal_retry");
+    assert_eq!(witness.path.last().map(String::as_str), Some("consume.refusal_retry"));
 }

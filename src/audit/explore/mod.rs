@@ -46,7 +46,7 @@ pub struct Witness {
     /// `continue` or `terminal`.
     pub kind: &'static str,
     /// The reason's name.
-    pub reason: &'static str,
+    pub reason: String,
     /// Edge ids, the last one carrying the reason.
     pub path: Vec<String>,
 }

@@ -222,7 +222,8 @@ impl<'t> Model<'t> {
                 let call = u64::from(e.to == CALL_STATE);
                 let resend = e.kind == EdgeKind::Internal && !consumes.is_empty();
                 let terminal = table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal);
-                let next_turn = e.kind == EdgeKind::Continue(ContinueReason::NextTurn);
+                let next_turn =
+                    e.kind == EdgeKind::Continue && e.reason.as_deref() == Some(ContinueReason::NextTurn.as_str());
                 let touches_outer = consumes.iter().chain(&resets).any(|c| outer.counters.contains(c));
                 EdgeInfo {
                     to,

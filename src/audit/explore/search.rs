@@ -5,8 +5,7 @@
 use crate::audit::explore::model::{FastMap, Model};
 use crate::audit::explore::segment::{Cycle, Segment};
 use crate::audit::explore::{Calls, Exploration, Size, Witness, WorstCase};
-use crate::engine::reason::{ContinueReason, TerminalReason};
-use crate::engine::table::{EdgeKind, Table};
+use crate::engine::table::Table;
 use crate::table::finding::{Code, Finding, Location};
 
 /// Most outer nodes the search visits before giving up.
@@ -275,20 +274,19 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
             p
         })
     };
-    let mut witness = |kind: &'static str, reason: &'static str, has: &dyn Fn(EdgeKind) -> bool| {
-        let pick = (0..table.edges.len())
-            .filter(|&k| has(table.edges[k].kind))
-            .filter_map(|k| best[k].map(|b| (b.0, k)))
-            .min();
-        if let Some((_, k)) = pick {
-            result.witnesses.push(Witness { kind, reason, path: ids(&path_to_edge(k).unwrap_or_default()) });
+    // Continue reasons first, then terminal ones, each in declaration order.
+    for terminal in [false, true] {
+        for r in table.reasons.iter().filter(|r| r.terminal == terminal) {
+            let pick = (0..table.edges.len())
+                .filter(|&k| table.edges[k].reason.as_deref() == Some(r.name.as_str()))
+                .filter_map(|k| best[k].map(|b| (b.0, k)))
+                .min();
+            if let Some((_, k)) = pick {
+                let kind = if terminal { "terminal" } else { "continue" };
+                let path = ids(&path_to_edge(k).unwrap_or_default());
+                result.witnesses.push(Witness { kind, reason: r.name.clone(), path });
+            }
         }
-    };
-    for r in ContinueReason::ALL {
-        witness("continue", r.as_str(), &|k| k == EdgeKind::Continue(r));
-    }
-    for r in TerminalReason::ALL {
-        witness("terminal", r.as_str(), &|k| k == EdgeKind::Terminal(r));
     }
     result.taken = best.iter().map(Option::is_some).collect();
 
