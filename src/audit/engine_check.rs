@@ -195,19 +195,19 @@ mod tests {
     /// counter, or a fact every way into the state sets.
     #[test]
     fn a_guard_reads_only_what_its_state_finds_out() {
-        let prepare = "guard = \"!over_blocking_limit\"\nto = \"Request\"";
-        assert!(SHIPPED_TABLE.contains(prepare));
-        let paused =
-            SHIPPED_TABLE.replacen(prepare, "guard = \"!over_blocking_limit && !paused\"\nto = \"Request\"", 1);
-        let blocked =
-            paused.replacen("guard = \"over_blocking_limit\"", "guard = \"over_blocking_limit || paused\"", 1);
+        let retry = "guard = \"error == retryable && retries_left\"";
+        let exhausted = "guard = \"error == retryable && !retries_left\"";
+        assert_eq!((SHIPPED_TABLE.matches(retry).count(), SHIPPED_TABLE.matches(exhausted).count()), (1, 1));
+        let edited = SHIPPED_TABLE
+            .replacen(retry, "guard = \"error == retryable && retries_left && !paused\"", 1)
+            .replacen(exhausted, "guard = \"error == retryable && (!retries_left || paused)\"", 1);
         assert_eq!(
-            findings(&blocked),
+            findings(&edited),
             vec![
-                "edge `prepare.request` reads `paused`, which the engine finds out in `Prepare` on `context_ready` only \
-                 for `over_blocking_limit`",
-                "edge `prepare.blocking_limit` reads `paused`, which the engine finds out in `Prepare` on \
-                 `context_ready` only for `over_blocking_limit`",
+                "edge `consume.retry` reads `paused`, which the engine finds out in `Consume` on `stream_failed` only \
+                 for `error`",
+                "edge `consume.retries_exhausted` reads `paused`, which the engine finds out in `Consume` on \
+                 `stream_failed` only for `error`",
             ]
         );
         // `tools_ran` is set by both edges into Checkpoint, so its guards may read it anywhere.

@@ -238,13 +238,19 @@ mod tests {
         let m = mermaid(shipped());
         assert!(m.starts_with("flowchart TD\n    start_((start)) --> Prepare\n    subgraph Loop\n"), "{m}");
         assert!(
-            m.contains("        subgraph Sampling\n            Request\n            Consume\n        end\n"),
+            m.contains("        subgraph Sampling\n            Request\n            Consume\n            Compact\n        end\n"),
             "{m}"
         );
         assert!(m.contains("    Done(((Done)))\n"), "{m}");
         assert!(m.contains("    Sampling ==>|\"sampling.abort\"| Done\n"), "{m}");
         assert!(m.contains("    Checkpoint -.->|\"checkpoint.next_turn\"| Prepare\n"), "{m}");
-        assert!(m.contains("    linkStyle 24,26,29,31,33,34,36,37 stroke:#1f6feb,color:#1f6feb\n"), "{m}");
+        let continues: Vec<String> = (shipped().edges.iter().enumerate())
+            .filter(|(_, e)| e.kind == EdgeKind::Continue)
+            .map(|(i, _)| (i + 1).to_string())
+            .collect();
+        assert_eq!(continues.len(), 8);
+        let style = format!("    linkStyle {} stroke:#1f6feb,color:#1f6feb\n", continues.join(","));
+        assert!(m.contains(&style), "{m}");
     }
 
     #[test]

@@ -221,7 +221,7 @@ impl Machine {
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            result = self.compact(ctx) => Some(result),
+            result = self.compact_history(ctx) => Some(result),
         };
         match result {
             None => {

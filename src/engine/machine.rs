@@ -224,6 +224,15 @@ impl Machine {
         }
     }
 
+    /// `Compact`. Edges: `compact.done`, `compact.failed`.
+    #[state(superstate = "sampling")]
+    async fn compact(&mut self, event: &Event, context: &mut Ctx) -> Outcome<State> {
+        match event {
+            Event::Step => self.compact_step(context).await,
+            Event::Abort => Super,
+        }
+    }
+
     /// `Checkpoint`. Edges: `checkpoint.*` (next_turn, max_turns, hook_stopped, stop hooks, budget, completed,
     /// abort while Stop hooks run).
     #[state(superstate = "running")]
@@ -260,6 +269,7 @@ pub fn leaf_state(state: &State) -> StateName {
         State::ExecuteTools { .. } => StateName::ExecuteTools,
         State::Checkpoint { .. } => StateName::Checkpoint,
         State::Recover { .. } => StateName::Recover,
+        State::Compact { .. } => StateName::Compact,
         State::Done { .. } => StateName::Done,
     }
 }
@@ -346,6 +356,7 @@ mod tests {
             State::ExecuteTools {},
             State::Checkpoint {},
             State::Recover {},
+            State::Compact {},
             State::Done { reason: TerminalReason::Completed },
         ];
         let count = leaves.len();

@@ -9,6 +9,7 @@ use crate::context::{self, Thresholds};
 use crate::engine::budget::{self, Admission, CachedPrefix, OverBudget};
 use crate::engine::compact;
 use crate::engine::events::{EngineEvent, human_duration};
+use crate::engine::generated::choice::compact::{CompactionDone, CompactionDoneFacts};
 use crate::engine::generated::choice::consume::{
     MessageComplete, MessageCompleteFacts, StreamFailed, StreamFailedFacts,
 };
@@ -35,41 +36,21 @@ pub const COMPACTION_INTERRUPTED: &str = "compaction interrupted";
 pub const INTERRUPTED: &str = "[Request interrupted by user]";
 
 impl Machine {
-    /// Prepare: autocompact when over the threshold, then the blocking-limit check.
+    /// Prepare: measure the request against the autocompact threshold and the blocking limit;
+    /// the table decides whether to compact first (`prepare.autocompact`), refuse
+    /// (`prepare.blocking_limit`) or send.
     pub(crate) async fn prepare_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
         let thresholds = Thresholds::for_window(self.st.options.context_window);
-        let mut tokens = self.estimate();
+        let tokens = self.estimate();
         let has_history = self.st.messages.iter().any(|m| m.role == Role::Assistant);
-        if tokens > thresholds.autocompact
-            && has_history
-            && self.st.autocompact_failures < 3
-            && !ctx.deps.cancel.is_cancelled()
-        {
-            // An interrupt stops the summary request; Request then ends the run as aborted_streaming.
-            let cancel = ctx.deps.cancel.clone();
-            let compacted = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                compacted = self.compact(ctx) => Some(compacted),
-            };
-            match compacted {
-                None => ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into())),
-                Some(Ok(())) => {
-                    let after = self.estimate();
-                    ctx.emit(EngineEvent::Warning(format!("autocompact: about {tokens} → {after} tokens")));
-                    tokens = after;
-                    self.st.autocompact_failures = 0;
-                }
-                Some(Err(e)) => {
-                    self.st.autocompact_failures += 1;
-                    ctx.emit(EngineEvent::Warning(format!("autocompact failed: {e}")));
-                }
-            }
-        }
-        let mut measured = Measured { over_blocking_limit: tokens > thresholds.blocking };
+        let mut measured = Measured {
+            over_autocompact: tokens > thresholds.autocompact && has_history,
+            over_blocking_limit: tokens > thresholds.blocking,
+        };
         let Some(edge) = self.decide::<ContextReady>(ctx, &mut measured).await else { return Handled };
         match edge {
             ContextReady::Request => self.st.request = Some(self.st.build_request()),
+            ContextReady::Autocompact => {}
             ContextReady::BlockingLimit => {
                 self.st.error = Some(format!(
                     "Prompt is too long: about {tokens} tokens, over the blocking limit of {} for a {}-token window, \
@@ -81,6 +62,39 @@ and nothing is left to compact",
         self.proceed()
     }
 
+    /// Compact: replace the history with a summary (an aux request). An interrupt stops the
+    /// request and the state settles without an edge, so the abort takes `sampling.abort`.
+    pub(crate) async fn compact_step(&mut self, ctx: &mut Ctx) -> Outcome<State> {
+        let before = self.estimate();
+        let cancel = ctx.deps.cancel.clone();
+        let compacted = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            compacted = self.compact_history(ctx) => Some(compacted),
+        };
+        let compacted = match compacted {
+            None => {
+                ctx.emit(EngineEvent::Warning(COMPACTION_INTERRUPTED.into()));
+                return Handled;
+            }
+            Some(Ok(())) => {
+                let after = self.estimate();
+                ctx.emit(EngineEvent::Warning(format!("autocompact: about {before} → {after} tokens")));
+                true
+            }
+            Some(Err(e)) => {
+                ctx.emit(EngineEvent::Warning(format!("autocompact failed: {e}")));
+                false
+            }
+        };
+        let Some(edge) = self.decide::<CompactionDone>(ctx, &mut Summarised { compacted }).await else { return Handled };
+        match edge {
+            // Prepare measures the new history (or the old one) again.
+            CompactionDone::Done | CompactionDone::Failed => {}
+        }
+        self.proceed()
+    }
+
     fn estimate(&self) -> u64 {
         context::estimate_tokens_of_chars(self.st.prompt_chars())
     }
@@ -88,7 +102,7 @@ and nothing is left to compact",
     /// Replace the history with a summary written by an aux request (the request and the
     /// new history are shared with `/compact`: [`crate::engine::compact`]). Under a spend cap
     /// the summary request is priced first, like a main one, and not sent if it cannot fit.
-    pub(crate) async fn compact(&mut self, ctx: &mut Ctx) -> Result<(), CompactFailed> {
+    pub(crate) async fn compact_history(&mut self, ctx: &mut Ctx) -> Result<(), CompactFailed> {
         let mut max_tokens = crate::model::DEFAULT_MAX_TOKENS;
         if let (Some(left), Some(price)) = (self.st.budget_left(), pricing::price(self.st.model())) {
             let chars = context::COMPACT_SYSTEM.len() + context::COMPACT_INSTRUCTION.len() + self.st.messages.chars();
@@ -193,6 +207,8 @@ and nothing is left to compact",
                     }
                     other @ (RequestFailed::Fallback
                     | RequestFailed::Retry
+                    | RequestFailed::OverloadRetry
+                    | RequestFailed::WaitOverCap
                     | RequestFailed::RetriesExhausted
                     | RequestFailed::PromptTooLong
                     | RequestFailed::ModelError) => {
@@ -204,20 +220,33 @@ and nothing is left to compact",
                 return self.proceed();
             }
         };
-        let (class, refusal) = self.classify(&error);
-        self.note_overload(&error);
-        let fallback_due = self.st.overload_streak >= 3 && self.st.options.fallback_model.is_some();
-        let mut failed = Failed { over_budget: false, error: error_fact(class), fallback_due };
+        let class = error.class();
+        let cap = self.st.options.retry_max_delay;
+        let wait_over_cap = error.retry_after().filter(|wait| class == ErrorClass::Retryable && *wait > cap);
+        let mut failed = Failed {
+            over_budget: false,
+            error: error_fact(class),
+            overloaded: error.is_overloaded(),
+            fallback_configured: self.st.options.fallback_model.is_some(),
+            wait_over_cap: wait_over_cap.is_some(),
+        };
         let Some(edge) = self.decide::<RequestFailed>(ctx, &mut failed).await else { return Handled };
         match edge {
             RequestFailed::Fallback => {
-                self.st.overload_streak = 0;
                 let to = self.st.options.fallback_model.clone().unwrap_or_default();
                 let from = self.st.options.model.clone();
                 ctx.emit(EngineEvent::Warning(format!("switched to {to} due to high demand for {from}")));
                 self.annotate(None, Some(format!("{error}; switching to {to}")));
             }
-            RequestFailed::Retry => self.schedule_retry(ctx, &error),
+            RequestFailed::Retry | RequestFailed::OverloadRetry => self.schedule_retry(ctx, &error),
+            RequestFailed::WaitOverCap => {
+                self.st.api_failure = Some(error.api_failure());
+                self.st.error = Some(format!(
+                    "the server asked to wait {} before retrying, more than the cap of {} (--retry-max-delay-ms): {error}",
+                    human_duration(wait_over_cap.unwrap_or_default()),
+                    human_duration(cap)
+                ));
+            }
             RequestFailed::RetriesExhausted => {
                 self.st.api_failure = Some(error.api_failure());
                 self.st.error = Some(format!("retries exhausted: {error}"));
@@ -228,7 +257,7 @@ and nothing is left to compact",
             }
             RequestFailed::ModelError => {
                 self.st.api_failure = Some(error.api_failure());
-                self.st.error = Some(refusal.unwrap_or_else(|| error.to_string()));
+                self.st.error = Some(error.to_string());
             }
             RequestFailed::BudgetExhausted => {
                 ctx.violation.get_or_insert("`request.budget_exhausted` was taken for a request that was sent".into());
@@ -236,33 +265,6 @@ and nothing is left to compact",
             }
         }
         self.proceed()
-    }
-
-    fn note_overload(&mut self, error: &ModelError) {
-        if error.is_overloaded() {
-            self.st.overload_streak += 1;
-        } else {
-            self.st.overload_streak = 0;
-        }
-    }
-
-    /// The class the edges are chosen by. A retryable error whose `retry-after` is longer than
-    /// `--retry-max-delay-ms` counts as fatal, with the message returned: the server said not
-    /// to send again before then, and waiting that long unannounced would look like a hang.
-    fn classify(&self, error: &ModelError) -> (ErrorClass, Option<String>) {
-        let class = error.class();
-        let cap = self.st.options.retry_max_delay;
-        match error.retry_after() {
-            Some(wait) if class == ErrorClass::Retryable && wait > cap => (
-                ErrorClass::Fatal,
-                Some(format!(
-                    "the server asked to wait {} before retrying, more than the cap of {} (--retry-max-delay-ms): {error}",
-                    human_duration(wait),
-                    human_duration(cap)
-                )),
-            ),
-            _ => (class, None),
-        }
     }
 
     /// Set the backoff of the retry just taken (its edge consumed one retry), note it in its
@@ -353,7 +355,6 @@ and nothing is left to compact",
         if !asm.is_complete() {
             return self.stream_failed(ctx, asm, executor, ModelError::Incomplete).await;
         }
-        self.st.overload_streak = 0;
         let done = asm.finish();
         self.account(ctx, &done.usage);
         let info = Box::new(reply_info(&done, stream.request_id()));
@@ -415,8 +416,7 @@ and nothing is left to compact",
         executor: Executor,
         error: ModelError,
     ) -> Outcome<State> {
-        let (class, refusal) = self.classify(&error);
-        self.note_overload(&error);
+        let class = error.class();
         let started = executor.started();
         if started > 0 {
             ctx.emit(EngineEvent::Warning(format!(
@@ -441,7 +441,7 @@ and nothing is left to compact",
             }
             StreamFailed::ModelError => {
                 self.st.api_failure = Some(error.api_failure());
-                let message = refusal.unwrap_or_else(|| error.to_string());
+                let message = error.to_string();
                 self.st.partial_results = results;
                 self.keep_partial(ctx, partial, &format!("Error: {message}"));
                 self.st.error = Some(message);
@@ -565,12 +565,28 @@ fn error_fact(class: ErrorClass) -> fact::Error {
 
 /// What Prepare measured, for the guards out of it on `context_ready`.
 struct Measured {
+    over_autocompact: bool,
     over_blocking_limit: bool,
 }
 
 impl ContextReadyFacts for Measured {
+    async fn over_autocompact(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.over_autocompact)
+    }
+
     async fn over_blocking_limit(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
         Some(self.over_blocking_limit)
+    }
+}
+
+/// How the autocompaction went, for the guards out of Compact on `compaction_done`.
+struct Summarised {
+    compacted: bool,
+}
+
+impl CompactionDoneFacts for Summarised {
+    async fn compacted(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.compacted)
     }
 }
 
@@ -578,13 +594,21 @@ impl ContextReadyFacts for Measured {
 struct Failed {
     over_budget: bool,
     error: fact::Error,
-    fallback_due: bool,
+    overloaded: bool,
+    fallback_configured: bool,
+    wait_over_cap: bool,
 }
 
 impl Failed {
     /// A request the spend cap kept from being sent: it failed for good, with no overload to
-    /// fall back from.
-    const NOT_SENT: Failed = Failed { over_budget: true, error: fact::Error::Fatal, fallback_due: false };
+    /// fall back from and no server to wait for.
+    const NOT_SENT: Failed = Failed {
+        over_budget: true,
+        error: fact::Error::Fatal,
+        overloaded: false,
+        fallback_configured: false,
+        wait_over_cap: false,
+    };
 }
 
 impl RequestFailedFacts for Failed {
@@ -596,8 +620,16 @@ impl RequestFailedFacts for Failed {
         Some(self.over_budget)
     }
 
-    async fn fallback_due(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
-        Some(self.fallback_due)
+    async fn overloaded(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.overloaded)
+    }
+
+    async fn fallback_configured(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.fallback_configured)
+    }
+
+    async fn wait_over_cap(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.wait_over_cap)
     }
 }
 

@@ -86,6 +86,7 @@ fn leaf(name: &str, decl: &EdgeDecl) -> Option<State> {
         StateName::ExecuteTools => State::ExecuteTools {},
         StateName::Checkpoint => State::Checkpoint {},
         StateName::Recover => State::Recover {},
+        StateName::Compact => State::Compact {},
         StateName::Done => match decl.kind {
             EdgeKind::Terminal => State::Done { reason: decl.terminal_reason()? },
             EdgeKind::Internal | EdgeKind::Continue => return None,
@@ -325,8 +326,12 @@ mod tests {
         let of = |state: &str, event: &str| {
             SUPPLIED.iter().find(|(s, e, _)| *s == state && *e == event).map(|(_, _, facts)| facts.to_vec())
         };
-        assert_eq!(of("Prepare", "context_ready"), Some(vec!["over_blocking_limit"]));
-        assert_eq!(of("Request", "request_failed"), Some(vec!["error", "over_budget", "fallback_due"]));
+        assert_eq!(of("Prepare", "context_ready"), Some(vec!["over_autocompact", "over_blocking_limit"]));
+        assert_eq!(
+            of("Request", "request_failed"),
+            Some(vec!["error", "over_budget", "overloaded", "fallback_configured", "wait_over_cap"])
+        );
+        assert_eq!(of("Compact", "compaction_done"), Some(vec!["compacted"]));
         assert_eq!(of("Consume", "message_complete"), Some(vec!["has_tool_use", "truncated", "paused"]));
         assert_eq!(of("Consume", "stream_failed"), Some(vec!["error"]));
         assert_eq!(

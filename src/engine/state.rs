@@ -90,10 +90,6 @@ pub struct LoopState {
     pub hook_stop: Option<String>,
     /// Wait before the next attempt (set by retry edges).
     pub backoff: Option<Duration>,
-    /// Overloaded errors in a row.
-    pub overload_streak: u32,
-    /// Consecutive autocompact failures (circuit breaker at 3).
-    pub autocompact_failures: u32,
     /// Output tokens at the last budget check.
     pub budget_last_used: u64,
     /// Output tokens added between the last two budget checks.
@@ -177,8 +173,6 @@ impl LoopState {
             withheld: None,
             hook_stop: None,
             backoff: None,
-            overload_streak: 0,
-            autocompact_failures: 0,
             budget_last_used: 0,
             budget_last_delta: 0,
             error: None,
