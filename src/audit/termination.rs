@@ -35,16 +35,19 @@ pub fn termination_findings(table: &Table, path: &str, ranking_line: Option<usiz
     let graph = StateGraph::new(table);
     let consuming = |e: usize| !table.edges[e].consumes.is_empty();
     // Whether edge `e` lies on a cycle of edges `allow` lets through (`e` itself included).
-    let on_cycle_of = |e: usize, allow: &dyn Fn(usize) -> bool| {
-        graph.succ.iter().enumerate().any(|(s, succ)| {
-            succ.iter().any(|&(x, t)| x == e && (t == s || graph.search(t, |x| allow(x)).reached[s]))
-        })
-    };
+    let on_cycle_of =
+        |e: usize, allow: &dyn Fn(usize) -> bool| {
+            graph.succ.iter().enumerate().any(|(s, succ)| {
+                succ.iter().any(|&(x, t)| x == e && (t == s || graph.search(t, |x| allow(x)).reached[s]))
+            })
+        };
     // Whether edge `x` consumes a counter ranked above every counter in `resets`.
     let outranks = |x: usize, resets: &[String]| {
-        table.edges[x].consumes.iter().filter_map(|c| rank.get(c.as_str())).any(|&c| {
-            resets.iter().all(|r| rank.get(r.as_str()).is_some_and(|&r| c < r))
-        })
+        table.edges[x]
+            .consumes
+            .iter()
+            .filter_map(|c| rank.get(c.as_str()))
+            .any(|&c| resets.iter().all(|r| rank.get(r.as_str()).is_some_and(|&r| c < r)))
     };
     for (i, e) in table.edges.iter().enumerate() {
         let loc = Location::at(path, Some(e.line)).edge(&e.id);

@@ -87,7 +87,9 @@ and nothing is left to compact",
                 false
             }
         };
-        let Some(edge) = self.decide::<CompactionDone>(ctx, &mut Summarised { compacted }).await else { return Handled };
+        let Some(edge) = self.decide::<CompactionDone>(ctx, &mut Summarised { compacted }).await else {
+            return Handled;
+        };
         match edge {
             // Prepare measures the new history (or the old one) again.
             CompactionDone::Done | CompactionDone::Failed => {}
