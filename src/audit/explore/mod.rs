@@ -13,9 +13,11 @@
 pub(crate) mod model;
 mod search;
 pub(crate) mod segment;
+mod split;
 
 pub use model::{CALL_STATE, CounterBound};
-pub use search::explore;
+pub use search::{explore, explore_within};
+pub use split::{DEFAULT_MEMORY_CAP, Estimate};
 
 use serde::Serialize;
 
@@ -63,6 +65,9 @@ pub struct Size {
     /// Product nodes visited, a node counted once per segment that reaches it: the sum over
     /// outer nodes of their segment's nodes.
     pub node_visits: u64,
+    /// Bytes the exploration held at its end (nodes and tables, as it counts them against
+    /// its memory cap).
+    pub bytes: u64,
 }
 
 /// What the exploration found.
@@ -74,6 +79,8 @@ pub struct Exploration {
     pub outer_counters: Vec<String>,
     /// Size of what was explored.
     pub size: Size,
+    /// The cost model's upper bounds for the chosen split.
+    pub estimate: Estimate,
     /// Worst-case model calls; `None` when the exploration found a cycle or hit its limit.
     pub worst: Option<WorstCase>,
     /// One shortest witness per continue and terminal reason that some edge reaches.

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
+use crate::audit::explore::split::{self, Estimate};
 use crate::audit::guards::{assignments, domains, enabled, events_of, facts_read};
 use crate::engine::reason::ContinueReason;
 use crate::engine::table::{EdgeKind, StateKind, Table};
@@ -15,9 +16,6 @@ use crate::table::guard::{FactValue, Facts};
 
 /// The state whose entries count as model calls.
 pub const CALL_STATE: &str = crate::engine::machine::StateName::Request.as_str();
-
-/// Above this many (state x inner counter values), counters stay outer.
-const INNER_SPACE_LIMIT: u64 = 1 << 16;
 
 /// A multiply-rotate hasher for the integer keys of the exploration (SipHash dominates otherwise).
 #[derive(Default)]
@@ -50,8 +48,8 @@ impl Hasher for KeyHasher {
 /// A hash map keyed by integers, with [`KeyHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
-/// Enabled edges by (state, `COUNTER_left` mask).
-type EnabledCache = RefCell<FastMap<(usize, u64), Rc<[usize]>>>;
+/// Enabled edges per place, by the `COUNTER_left` bits its guards read.
+type EnabledCache = RefCell<Vec<FastMap<u64, Rc<[usize]>>>>;
 
 /// One counter's bound for the exploration.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -84,16 +82,16 @@ pub(crate) struct EdgeInfo {
     pub to: usize,
     /// The target is a terminal state.
     pub terminal: bool,
-    /// Counter indices consumed.
-    pub consumes: Vec<usize>,
-    /// Counter indices reset.
-    pub resets: Vec<usize>,
     /// Model calls the edge makes: `[excluding re-sends, including re-sends]`.
     pub calls: [u64; 2],
     /// The edge is a `next_turn` continue edge.
     pub next_turn: bool,
     /// The edge ends a segment: terminal, `next_turn`, or touches an outer counter.
     pub exit: bool,
+    /// What the edge does to the outer counters' code.
+    pub on_outer: Effect,
+    /// What the edge does to the inner counters' code.
+    pub on_inner: Effect,
 }
 
 /// Mixed-radix encoding of a subset of the counters.
@@ -131,6 +129,57 @@ impl Radix {
             values[c] = ((code / m) % b) as u32;
         }
     }
+
+    /// Bit `c` set when counter `c` of this radix is left (above zero) in `code`.
+    pub fn mask(&self, code: u64) -> u64 {
+        let mut mask = 0;
+        for ((&c, &m), &b) in self.counters.iter().zip(&self.mult).zip(&self.base) {
+            if !(code / m).is_multiple_of(b) {
+                mask |= 1 << c;
+            }
+        }
+        mask
+    }
+
+    /// What `consumes` and `resets` (counter indices) do to the digits of this radix.
+    fn effect(&self, consumes: &[usize], resets: &[usize]) -> Effect {
+        let digits = |list: &[usize]| -> Vec<(u64, u64)> {
+            list.iter()
+                .filter_map(|c| self.counters.iter().position(|x| x == c))
+                .map(|i| (self.mult[i], self.base[i]))
+                .collect()
+        };
+        Effect { consumes: digits(consumes), resets: digits(resets) }
+    }
+}
+
+/// An edge's change to one radix's code, as (digit multiplier, digit base) pairs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Effect {
+    consumes: Vec<(u64, u64)>,
+    resets: Vec<(u64, u64)>,
+}
+
+impl Effect {
+    /// The code after the edge: consumed digits one lower (never below zero), then reset
+    /// digits at their bound.
+    pub fn apply(&self, mut code: u64) -> u64 {
+        for &(m, b) in &self.consumes {
+            if !(code / m).is_multiple_of(b) {
+                code -= m;
+            }
+        }
+        for &(m, b) in &self.resets {
+            let digit = (code / m) % b;
+            code += (b - 1 - digit) * m;
+        }
+        code
+    }
+
+    /// Whether the edge changes no digit of this radix.
+    pub fn is_empty(&self) -> bool {
+        self.consumes.is_empty() && self.resets.is_empty()
+    }
 }
 
 /// The table prepared for exploration.
@@ -145,15 +194,20 @@ pub(crate) struct Model<'t> {
     pub outer: Radix,
     /// Counters explored inside segments.
     pub inner: Radix,
+    /// The split's cost estimate ([`split::choose`]).
+    pub estimate: Estimate,
     /// Per edge, in table order.
     pub edges: Vec<EdgeInfo>,
     /// Index of the initial place (the initial state, nothing fixed).
     pub initial: usize,
+    /// Per place, the bits of the counters whose `COUNTER_left` its guards read.
+    read: Vec<u64>,
     cache: EnabledCache,
 }
 
 impl<'t> Model<'t> {
-    /// Prepare `table`, with the bound of counters whose option is `max_turns` set to `max_turns`.
+    /// Prepare `table`, with the bound of counters whose option is `max_turns` set to `max_turns`,
+    /// and the counters split into outer and inner ones by [`split::choose`].
     /// `None` when the counter values cannot be encoded in 64 bits.
     pub fn new(table: &'t Table, max_turns: Option<u32>) -> Option<Model<'t>> {
         let bounds: Vec<CounterBound> = table
@@ -198,20 +252,23 @@ impl<'t> Model<'t> {
                 })
             })
             .collect();
-        // The longest lowest-ranked suffix whose product with the places stays small is inner.
-        let mut split = order.len();
-        let mut space = places.len() as u64;
-        while split > 0 {
-            match space.checked_mul(u64::from(bounds[order[split - 1]].bound) + 1) {
-                Some(s) if s <= INNER_SPACE_LIMIT => {
-                    space = s;
-                    split -= 1;
-                }
-                _ => break,
-            }
-        }
-        let outer = Radix::new(order[..split].to_vec(), &bounds)?;
-        let inner = Radix::new(order[split..].to_vec(), &bounds)?;
+        let uses: Vec<split::EdgeUse> = table
+            .edges
+            .iter()
+            .map(|e| split::EdgeUse {
+                consumes: e.consumes.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
+                resets: e.resets.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
+                exit: (e.kind == EdgeKind::Continue && e.reason.as_deref() == Some(ContinueReason::NextTurn.as_str()))
+                    || table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
+                terminal: table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
+            })
+            .collect();
+        let choice = split::choose(&order, &bounds, places.len() as u64, &uses);
+        let in_order = |set: u64| order.iter().copied().filter(|c| set & (1 << c) != 0).collect::<Vec<_>>();
+        let all = order.iter().fold(0u64, |m, c| m | 1 << c);
+        let outer = Radix::new(in_order(choice.outer), &bounds)?;
+        let inner = Radix::new(in_order(all & !choice.outer), &bounds)?;
+        (places.len() as u64).checked_mul(inner.space)?;
         let edges = table
             .edges
             .iter()
@@ -224,19 +281,37 @@ impl<'t> Model<'t> {
                 let terminal = table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal);
                 let next_turn =
                     e.kind == EdgeKind::Continue && e.reason.as_deref() == Some(ContinueReason::NextTurn.as_str());
-                let touches_outer = consumes.iter().chain(&resets).any(|c| outer.counters.contains(c));
+                let on_outer = outer.effect(&consumes, &resets);
+                let on_inner = inner.effect(&consumes, &resets);
                 EdgeInfo {
                     to,
                     terminal,
-                    consumes,
-                    resets,
                     calls: [if resend { 0 } else { call }, call],
                     next_turn,
-                    exit: terminal || next_turn || touches_outer,
+                    exit: terminal || next_turn || !on_outer.is_empty(),
+                    on_outer,
+                    on_inner,
                 }
             })
             .collect();
-        Some(Model { table, places, bounds, outer, inner, edges, initial: 0, cache: RefCell::new(FastMap::default()) })
+        let read = places
+            .iter()
+            .map(|p| {
+                let ancestry = table.ancestry(&table.states[p.state].name);
+                let mut bits = 0u64;
+                for e in table.edges.iter().filter(|e| ancestry.contains(&e.from.as_str())) {
+                    for atom in e.guard.iter().flat_map(|g| g.atoms().into_keys()) {
+                        let counter = atom.strip_suffix("_left").and_then(&index);
+                        if let (Some(c), None) = (counter, table.fact(&atom)) {
+                            bits |= 1 << c;
+                        }
+                    }
+                }
+                bits
+            })
+            .collect();
+        let cache = RefCell::new((0..places.len()).map(|_| FastMap::default()).collect());
+        Some(Model { table, places, bounds, outer, inner, estimate: choice.estimate, edges, initial: 0, read, cache })
     }
 
     /// Initial counter values, in table order.
@@ -244,26 +319,11 @@ impl<'t> Model<'t> {
         self.bounds.iter().map(|b| b.initial).collect()
     }
 
-    /// Bit `c` set when counter `c` is left (above zero), for the counters of `radix`.
-    pub fn mask(radix: &Radix, values: &[u32]) -> u64 {
-        radix.counters.iter().filter(|&&c| values[c] > 0).fold(0, |m, &c| m | (1 << c))
-    }
-
-    /// Take edge `e`: consumed counters go down by one, reset counters back to their bound.
-    pub fn apply(&self, e: usize, values: &mut [u32]) {
-        let info = &self.edges[e];
-        for &c in &info.consumes {
-            values[c] = values[c].saturating_sub(1);
-        }
-        for &c in &info.resets {
-            values[c] = self.bounds[c].bound;
-        }
-    }
-
     /// Edges out of `place` that some assignment of its free facts enables when exactly the
     /// counters in `mask` are left, sorted by table order.
     pub fn enabled(&self, place: usize, mask: u64) -> Rc<[usize]> {
-        if let Some(hit) = self.cache.borrow().get(&(place, mask)) {
+        let mask = mask & self.read[place];
+        if let Some(hit) = self.cache.borrow()[place].get(&mask) {
             return Rc::clone(hit);
         }
         let table = self.table;
@@ -298,7 +358,7 @@ impl<'t> Model<'t> {
             }
         }
         let edges: Rc<[usize]> = out.into_iter().collect();
-        self.cache.borrow_mut().insert((place, mask), Rc::clone(&edges));
+        self.cache.borrow_mut()[place].insert(mask, Rc::clone(&edges));
         edges
     }
 }

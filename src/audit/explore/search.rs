@@ -3,62 +3,135 @@
 //! (witnesses, edges taken) in topological order.
 
 use crate::audit::explore::model::{FastMap, Model};
-use crate::audit::explore::segment::{Cycle, Segment};
+use crate::audit::explore::segment::{self, Cycle, NodeIndex, Segment};
+use crate::audit::explore::split::{DEFAULT_MEMORY_CAP, Estimate, OUTER_NODE_BYTES, SEGMENT_NODE_BYTES};
 use crate::audit::explore::{Calls, Exploration, Size, Witness, WorstCase};
 use crate::engine::table::Table;
 use crate::table::finding::{Code, Finding, Location};
 
-/// Most outer nodes the search visits before giving up.
-const OUTER_LIMIT: usize = 4_000_000;
-/// Most nodes one segment may have.
-const SEGMENT_LIMIT: usize = 1_000_000;
+/// Most outer codes per segment start for which the search keeps a dense table of outer
+/// nodes (16 MiB of `u32` per start) instead of a hash map.
+const DENSE_OUTER: u64 = 1 << 22;
 
+/// An outer node: a segment start and outer counter values, and its segment.
 struct Outer {
     seg: u32,
     code: u64,
-    succ: Vec<u32>,
+}
+
+/// The outer nodes of one segment start, by outer code.
+enum OuterIndex {
+    Dense(Vec<u32>),
+    Sparse(FastMap<u64, u32>),
+}
+
+impl OuterIndex {
+    fn get(&self, code: u64) -> Option<u32> {
+        match self {
+            OuterIndex::Dense(d) => Some(d[code as usize]).filter(|&n| n != u32::MAX),
+            OuterIndex::Sparse(m) => m.get(&code).copied(),
+        }
+    }
+
+    fn insert(&mut self, code: u64, n: u32) {
+        match self {
+            OuterIndex::Dense(d) => d[code as usize] = n,
+            OuterIndex::Sparse(m) => {
+                m.insert(code, n);
+            }
+        }
+    }
+}
+
+/// A segment start (place and inner counters): its outer nodes and its segments by outer mask.
+struct Start {
+    key: u64,
+    index: OuterIndex,
+    segs: FastMap<u64, u32>,
 }
 
 enum Stop {
     Cycle(Vec<usize>, Vec<usize>),
-    Limit(String),
+    /// The memory cap was reached while doing what the text says.
+    Limit(&'static str),
 }
 
 struct Search<'m, 't> {
     model: &'m Model<'t>,
     segs: Vec<Segment>,
-    seg_index: FastMap<(u64, u64), u32>,
+    starts: Vec<Start>,
+    start_index: FastMap<u64, u32>,
     nodes: Vec<Outer>,
-    index: FastMap<(u64, u64), u32>,
-    buf: Vec<u32>,
+    scratch: NodeIndex,
+    /// Bytes held: segments, outer nodes, dense tables.
+    held: u64,
+    cap: u64,
+    /// Segment nodes over all segments built.
+    segment_nodes: u64,
 }
 
 impl Search<'_, '_> {
+    /// The index of segment start `key`, new if unseen.
+    fn start_of(&mut self, key: u64) -> u32 {
+        if let Some(&s) = self.start_index.get(&key) {
+            return s;
+        }
+        let space = self.model.outer.space;
+        let dense_bytes = space * 4;
+        let index = if space <= DENSE_OUTER && self.held + dense_bytes <= self.cap / 4 {
+            self.held += dense_bytes;
+            OuterIndex::Dense(vec![u32::MAX; space as usize])
+        } else {
+            OuterIndex::Sparse(FastMap::default())
+        };
+        self.starts.push(Start { key, index, segs: FastMap::default() });
+        self.start_index.insert(key, self.starts.len() as u32 - 1);
+        self.starts.len() as u32 - 1
+    }
+
     /// The outer node for (segment start, outer code), building its segment if new.
-    fn intern(&mut self, start: u64, code: u64) -> Result<u32, Stop> {
-        if let Some(&n) = self.index.get(&(start, code)) {
+    fn intern(&mut self, start: u32, code: u64) -> Result<u32, Stop> {
+        if let Some(n) = self.starts[start as usize].index.get(code) {
             return Ok(n);
         }
-        if self.nodes.len() >= OUTER_LIMIT {
-            return Err(Stop::Limit(format!("more than {OUTER_LIMIT} outer nodes")));
+        if self.held + OUTER_NODE_BYTES > self.cap {
+            return Err(Stop::Limit("adding an outer node"));
         }
-        self.model.outer.decode(code, &mut self.buf);
-        let mask = Model::mask(&self.model.outer, &self.buf);
-        let seg = match self.seg_index.get(&(start, mask)) {
+        let mask = self.model.outer.mask(code);
+        let seg = match self.starts[start as usize].segs.get(&mask) {
             Some(&s) => s,
             None => {
-                let seg = Segment::build(self.model, start, mask, SEGMENT_LIMIT).map_err(|e| match e {
-                    Ok(Cycle { prefix, cycle }) => Stop::Cycle(prefix, cycle),
-                    Err(()) => Stop::Limit(format!("a segment with more than {SEGMENT_LIMIT} nodes")),
+                let room = self.cap.saturating_sub(self.held + self.scratch.bytes()) / SEGMENT_NODE_BYTES;
+                let key = self.starts[start as usize].key;
+                let room = usize::try_from(room).unwrap_or(usize::MAX);
+                let mut seg = Segment::build(self.model, key, mask, room, &mut self.scratch).map_err(|e| match e {
+                    segment::Stop::Cycle(Cycle { prefix, cycle }) => Stop::Cycle(prefix, cycle),
+                    segment::Stop::Limit => Stop::Limit("building a segment"),
                 })?;
+                for x in &mut seg.exits {
+                    x.start = self.start_of(x.target);
+                }
+                self.held += seg.bytes();
+                self.segment_nodes += seg.nodes.len() as u64;
                 self.segs.push(seg);
-                self.seg_index.insert((start, mask), self.segs.len() as u32 - 1);
-                self.segs.len() as u32 - 1
+                let s = self.segs.len() as u32 - 1;
+                self.starts[start as usize].segs.insert(mask, s);
+                s
             }
         };
-        self.nodes.push(Outer { seg, code, succ: Vec::new() });
-        self.index.insert((start, code), self.nodes.len() as u32 - 1);
-        Ok(self.nodes.len() as u32 - 1)
+        let n = self.nodes.len() as u32;
+        self.nodes.push(Outer { seg, code });
+        self.starts[start as usize].index.insert(code, n);
+        self.held += OUTER_NODE_BYTES;
+        Ok(n)
+    }
+
+    /// The outer node exit `i` of node `n` leads to, once the search has made it.
+    fn succ(&self, n: usize, i: usize) -> u32 {
+        let node = &self.nodes[n];
+        let x = &self.segs[node.seg as usize].exits[i];
+        let code = self.model.edges[x.edge].on_outer.apply(node.code);
+        self.starts[x.start as usize].index.get(code).unwrap_or(u32::MAX)
     }
 
     /// Edges of the exits the frames took (each frame's last exit).
@@ -79,20 +152,19 @@ impl Search<'_, '_> {
         let mut post = Vec::new();
         let mut stack: Vec<(u32, usize)> = vec![(0, 0)];
         while let Some(&(n, i)) = stack.last() {
-            let seg = &self.segs[self.nodes[n as usize].seg as usize];
+            let node = &self.nodes[n as usize];
+            let seg = &self.segs[node.seg as usize];
             let Some(x) = seg.exits.get(i) else {
                 color[n as usize] = 2;
                 post.push(n);
                 stack.pop();
                 continue;
             };
-            let (edge, target) = (x.edge, x.target);
+            let (target, code) = (x.start, self.model.edges[x.edge].on_outer.apply(node.code));
             if let Some(top) = stack.last_mut() {
                 top.1 += 1;
             }
-            self.model.outer.decode(self.nodes[n as usize].code, &mut self.buf);
-            self.model.apply(edge, &mut self.buf);
-            let m = match self.intern(target, self.model.outer.encode(&self.buf)) {
+            let m = match self.intern(target, code) {
                 Ok(m) => m,
                 Err(Stop::Cycle(prefix, cycle)) => {
                     let mut full = self.frames_path(&stack);
@@ -101,7 +173,6 @@ impl Search<'_, '_> {
                 }
                 Err(limit) => return Err(limit),
             };
-            self.nodes[n as usize].succ.push(m);
             color.resize(self.nodes.len(), 0);
             match color[m as usize] {
                 0 => {
@@ -119,6 +190,11 @@ impl Search<'_, '_> {
     }
 }
 
+/// Whole MiB, rounded up, for messages.
+fn mib(bytes: u64) -> u64 {
+    bytes.div_ceil(1 << 20)
+}
+
 fn max2(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
     [a[0].max(b[0]), a[1].max(b[1])]
 }
@@ -127,9 +203,16 @@ fn add(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
     [a[0] + b[0], a[1] + b[1]]
 }
 
-/// Explore `table` with the bound of the `max_turns` counter overridden if given.
-/// `path` names the table in findings.
+/// Explore `table` with the bound of the `max_turns` counter overridden if given, under the
+/// default memory cap. `path` names the table in findings.
 pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration {
+    explore_within(table, path, max_turns, DEFAULT_MEMORY_CAP)
+}
+
+/// [`explore`] holding at most `cap` bytes (as the exploration counts them: its nodes and
+/// tables, not the allocator's overhead). Past the cap it stops with `W_EXPLORATION_LIMIT`,
+/// saying what it held and its estimate of what the whole exploration needs.
+pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u64) -> Exploration {
     let ids = |p: &[usize]| p.iter().map(|&e| table.edges[e].id.clone()).collect::<Vec<_>>();
     let Some(model) = Model::new(table, max_turns) else {
         let f =
@@ -138,6 +221,7 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
             bounds: Vec::new(),
             outer_counters: Vec::new(),
             size: Size::default(),
+            estimate: Estimate::default(),
             worst: None,
             witnesses: Vec::new(),
             taken: vec![false; table.edges.len()],
@@ -148,22 +232,36 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
         bounds: model.bounds.clone(),
         outer_counters: model.outer.counters.iter().map(|&c| model.bounds[c].name.clone()).collect(),
         size: Size::default(),
+        estimate: model.estimate,
         worst: None,
         witnesses: Vec::new(),
         taken: vec![false; table.edges.len()],
         findings: Vec::new(),
     };
     let values = model.initial_values();
+    let scratch = NodeIndex::new(model.places.len() as u64 * model.inner.space);
+    let held = scratch.bytes();
     let mut search = Search {
         model: &model,
         segs: Vec::new(),
-        seg_index: FastMap::default(),
+        starts: Vec::new(),
+        start_index: FastMap::default(),
         nodes: Vec::new(),
-        index: FastMap::default(),
-        buf: values.clone(),
+        scratch,
+        held,
+        cap,
+        segment_nodes: 0,
     };
     let start = model.initial as u64 * model.inner.space + model.inner.encode(&values);
-    let post = search.intern(start, model.outer.encode(&values)).and_then(|_| search.dfs());
+    let first = search.start_of(start);
+    let post = search.intern(first, model.outer.encode(&values)).and_then(|_| search.dfs());
+    let size = |s: &Search<'_, '_>| Size {
+        outer_nodes: s.nodes.len(),
+        segments: s.segs.len(),
+        segment_nodes: s.segment_nodes as usize,
+        node_visits: s.nodes.iter().map(|n| s.segs[n.seg as usize].nodes.len() as u64).sum(),
+        bytes: s.held,
+    };
     let post = match post {
         Ok(post) => post,
         Err(Stop::Cycle(prefix, cycle)) => {
@@ -179,84 +277,116 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
             return result;
         }
         Err(Stop::Limit(what)) => {
-            let m = format!("the exploration stopped at {what}; no worst case or witnesses");
+            let s = size(&search);
+            let e = model.estimate;
+            let outer = if result.outer_counters.is_empty() { "none".into() } else { result.outer_counters.join(", ") };
+            let m = format!(
+                "the exploration reached its memory cap of {} MiB while {what}, holding {} MiB ({} outer nodes, \
+                 {} segments with {} nodes), so it proves no worst case and gives no witnesses. With these outer \
+                 counters ({outer}) it needs at most about {} MiB ({} outer nodes, {} segment nodes): audit with \
+                 `--audit-memory {}`, or a smaller `--max-turns`",
+                mib(cap),
+                mib(s.bytes),
+                s.outer_nodes,
+                s.segments,
+                s.segment_nodes,
+                mib(e.bytes),
+                e.outer_nodes,
+                e.segment_nodes,
+                mib(e.bytes).max(mib(cap) * 2),
+            );
+            result.size = s;
             result.findings.push(Finding::new(Code::ExplorationLimit, m, Location::at(path, None)));
             return result;
         }
     };
-    let Search { segs, nodes, .. } = search;
-    result.size = Size {
-        outer_nodes: nodes.len(),
-        segments: segs.len(),
-        segment_nodes: segs.iter().map(|s| s.nodes.len()).sum(),
-        node_visits: nodes.iter().map(|n| segs[n.seg as usize].nodes.len() as u64).sum(),
-    };
+    result.size = size(&search);
+    let succ = |n: usize, i: usize| search.succ(n, i) as usize;
+    let Search { ref segs, ref nodes, .. } = search;
 
     // Longest paths, children before parents.
     let mut run = vec![[0u64; 2]; nodes.len()];
     let mut turn = vec![[0u64; 2]; nodes.len()];
     for &n in &post {
-        let node = &nodes[n as usize];
-        let seg = &segs[node.seg as usize];
+        let n = n as usize;
+        let seg = &segs[nodes[n].seg as usize];
         let mut r = seg.terminal.unwrap_or([0, 0]);
         let mut t = r;
-        for (x, &m) in seg.exits.iter().zip(&node.succ) {
+        for (i, x) in seg.exits.iter().enumerate() {
+            let m = succ(n, i);
             let w = model.edges[x.edge].calls;
-            r = max2(r, add(add(x.long, w), run[m as usize]));
-            t = max2(t, if model.edges[x.edge].next_turn { x.long } else { add(add(x.long, w), turn[m as usize]) });
+            r = max2(r, add(add(x.long, w), run[m]));
+            t = max2(t, if model.edges[x.edge].next_turn { x.long } else { add(add(x.long, w), turn[m]) });
         }
-        run[n as usize] = r;
-        turn[n as usize] = t;
+        run[n] = r;
+        turn[n] = t;
     }
     let mut per_turn = turn[0];
-    for node in &nodes {
-        for (x, &m) in segs[node.seg as usize].exits.iter().zip(&node.succ) {
+    for (n, node) in nodes.iter().enumerate() {
+        for (i, x) in segs[node.seg as usize].exits.iter().enumerate() {
             if model.edges[x.edge].next_turn {
-                per_turn = max2(per_turn, add(model.edges[x.edge].calls, turn[m as usize]));
+                per_turn = max2(per_turn, add(model.edges[x.edge].calls, turn[succ(n, i)]));
             }
         }
     }
     let calls = |c: [u64; 2]| Calls { excluding_resends: c[0], including_resends: c[1] };
     result.worst = Some(WorstCase { per_turn: calls(per_turn), per_run: calls(run[0]) });
+    drop(run);
+    drop(turn);
 
-    // Shortest paths, parents before children.
+    // Shortest paths, parents before children. A segment's first edges, states and dead ends
+    // are reached soonest from its outer node with the fewest edges from the start (the first
+    // such in this order), its representative.
     let mut dist = vec![u64::MAX; nodes.len()];
-    let mut pred: Vec<Option<(u32, usize)>> = vec![None; nodes.len()];
+    let mut pred: Vec<(u32, u32)> = vec![(u32::MAX, 0); nodes.len()];
     dist[0] = 0;
-    let mut best: Vec<Option<(u64, u32, u32)>> = vec![None; table.edges.len()];
-    let mut best_state: Vec<Option<(u64, u32, u32)>> = vec![None; table.states.len()];
-    let closer = |slot: &mut Option<(u64, u32, u32)>, d: u64, n: u32, u: u32| {
-        if slot.is_none_or(|b| d < b.0) {
-            *slot = Some((d, n, u));
+    let mut rep: Vec<Option<(u64, u32, u32)>> = vec![None; segs.len()];
+    for (pos, &n) in post.iter().rev().enumerate() {
+        let n = n as usize;
+        let s = nodes[n].seg as usize;
+        if rep[s].is_none_or(|r| dist[n] < r.0) {
+            rep[s] = Some((dist[n], pos as u32, n as u32));
+        }
+        for (i, x) in segs[s].exits.iter().enumerate() {
+            let m = succ(n, i);
+            let cand = dist[n] + u64::from(x.short) + 1;
+            if cand < dist[m] {
+                dist[m] = cand;
+                pred[m] = (n as u32, i as u32);
+            }
+        }
+    }
+    // (distance, representative's position, outer node, segment node), the least wins.
+    type Best = Option<(u64, u32, u32, u32)>;
+    let closer = |slot: &mut Best, cand: (u64, u32, u32, u32)| {
+        if slot.is_none_or(|b| (cand.0, cand.1) < (b.0, b.1)) {
+            *slot = Some(cand);
         }
     };
-    for &n in post.iter().rev() {
-        let node = &nodes[n as usize];
-        let seg = &segs[node.seg as usize];
-        for (k, first) in seg.first.iter().enumerate() {
-            if let Some((d, u)) = *first {
-                closer(&mut best[k], dist[n as usize] + u64::from(d), n, u);
-            }
+    let mut best: Vec<Best> = vec![None; table.edges.len()];
+    let mut best_state: Vec<Best> = vec![None; table.states.len()];
+    let mut dead: Vec<Best> = vec![None; table.states.len()];
+    for (seg, r) in segs.iter().zip(&rep) {
+        let Some((d0, pos, n)) = *r else { continue };
+        for &(k, d, u) in &seg.first {
+            closer(&mut best[k as usize], (d0 + u64::from(d), pos, n, u));
         }
-        for (s, reach) in seg.reach.iter().enumerate() {
-            if let Some((d, u)) = *reach {
-                closer(&mut best_state[s], dist[n as usize] + u64::from(d), n, u);
-            }
+        for &(st, d, u) in &seg.reach {
+            closer(&mut best_state[st as usize], (d0 + u64::from(d), pos, n, u));
         }
-        for (i, (x, &m)) in seg.exits.iter().zip(&node.succ).enumerate() {
-            let cand = dist[n as usize] + u64::from(x.short) + 1;
-            if cand < dist[m as usize] {
-                dist[m as usize] = cand;
-                pred[m as usize] = Some((n, i));
-            }
+        for &(u, d) in &seg.dead_ends {
+            let st = model.places[seg.nodes[u as usize].0 as usize].state;
+            closer(&mut dead[st], (d0 + u64::from(d), pos, n, u));
         }
     }
     let outer_path = |mut n: u32| {
         let mut parts = Vec::new();
-        while let Some((p, i)) = pred[n as usize] {
+        while pred[n as usize].0 != u32::MAX {
+            let (p, i) = pred[n as usize];
             let seg = &segs[nodes[p as usize].seg as usize];
-            let mut part = seg.path_to(seg.exits[i].node);
-            part.push(seg.exits[i].edge);
+            let x = &seg.exits[i as usize];
+            let mut part = seg.path_to(x.node);
+            part.push(x.edge);
             parts.push(part);
             n = p;
         }
@@ -268,7 +398,7 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
         p
     };
     let path_to_edge = |k: usize| {
-        best[k].map(|(_, n, u)| {
+        best[k].map(|(_, _, n, u)| {
             let mut p = path_within(n, u);
             p.push(k);
             p
@@ -290,15 +420,8 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
     }
     result.taken = best.iter().map(Option::is_some).collect();
 
-    let mut dead: Vec<Option<(u64, u32, u32)>> = vec![None; table.states.len()];
-    for &n in post.iter().rev() {
-        let seg = &segs[nodes[n as usize].seg as usize];
-        for &(u, d) in &seg.dead_ends {
-            closer(&mut dead[model.places[seg.nodes[u as usize].0].state], dist[n as usize] + u64::from(d), n, u);
-        }
-    }
     let mut values = values;
-    for (state, (_, n, u)) in dead.iter().enumerate().filter_map(|(s, d)| d.map(|d| (s, d))) {
+    for (state, (_, _, n, u)) in dead.iter().enumerate().filter_map(|(s, d)| d.map(|d| (s, d))) {
         let seg = &segs[nodes[n as usize].seg as usize];
         model.inner.decode(seg.nodes[u as usize].1, &mut values);
         model.outer.decode(nodes[n as usize].code, &mut values);
@@ -313,9 +436,9 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
         let nearest = (0..table.states.len())
             .filter(|&s| table.ancestry(&table.states[s].name).contains(&e.from.as_str()))
             .filter_map(|s| best_state[s].map(|b| (b, s)))
-            .min();
+            .min_by_key(|&((d, _, n, u), s)| (d, n, u, s));
         let finding = match nearest {
-            Some(((_, n, u), s)) => {
+            Some(((_, _, n, u), s)) => {
                 let guard = e.guard_text.as_deref().unwrap_or("true");
                 let m = format!(
                     "edge `{}` is never taken in the exploration of (state x counters x facts): `{}` is reached, \
