@@ -667,7 +667,6 @@ fn apply_diff(text: &str, diff: &str) -> String {
 /// The worked example of docs/architecture.md, applied to the shipped table, passes the audit
 /// and reaches its new reason.
 #[test]
-#[ignore = "the exploration stops at its node limit on one more counter until the explorer splits adaptively"]
 fn the_worked_example_passes_the_audit() {
     let additions = worked_example_blocks("toml");
     let diffs = worked_example_blocks("diff");

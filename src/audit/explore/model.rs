@@ -378,11 +378,22 @@ mod tests {
         );
         assert_eq!(
             names(&m.inner),
-            vec!["collapse_drains", "reactive_compacts", "escalations", "recoveries", "pauses", "fallbacks", "retries"]
+            vec![
+                "autocompacts",
+                "autocompact_failures",
+                "collapse_drains",
+                "reactive_compacts",
+                "escalations",
+                "recoveries",
+                "pauses",
+                "fallbacks",
+                "retries",
+                "overloads"
+            ]
         );
-        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101 * 5, 2 * 2 * 2 * 4 * 6 * 2 * 11));
+        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101 * 5, 2 * 4 * 2 * 2 * 2 * 4 * 6 * 2 * 11 * 3));
         let v = m.initial_values();
-        assert_eq!(v, vec![20, 8, 99, 4, 1, 1, 1, 3, 5, 1, 10]);
+        assert_eq!(v, vec![20, 8, 99, 4, 1, 3, 1, 1, 1, 3, 5, 1, 2, 10]);
         let mut back = vec![0; v.len()];
         m.inner.decode(m.inner.encode(&v), &mut back);
         m.outer.decode(m.outer.encode(&v), &mut back);
@@ -405,6 +416,7 @@ mod tests {
                 "Prepare ",
                 "Request ",
                 "Done ",
+                "Compact ",
                 "Consume ",
                 "Recover cause=prompt_too_long",
                 "ExecuteTools ",
@@ -418,16 +430,18 @@ mod tests {
         assert_eq!(into("tools.done"), "Checkpoint tools_ran=true");
         assert_eq!(into("checkpoint.next_turn"), "Prepare ");
         // Each place enables only the edges its fixed facts allow.
-        let everything = (1 << 11) - 1;
-        let ids =
-            |place: usize| m.enabled(place, everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
-        assert_eq!(ids(7), vec!["recover.max_output_tokens_escalate"]);
+        let everything = (1 << t.counters.len()) - 1;
+        let at = |label: &str| places.iter().position(|p| p == label).unwrap();
+        let ids = |label: &str| {
+            m.enabled(at(label), everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids("Recover cause=truncated"), vec!["recover.max_output_tokens_escalate"]);
         assert_eq!(
-            ids(4),
+            ids("Recover cause=prompt_too_long"),
             vec!["recover.collapse_drain_retry", "recover.reactive_compact_retry", "recover.prompt_too_long"]
         );
         assert_eq!(
-            ids(8),
+            ids("Checkpoint tools_ran=true"),
             vec![
                 "checkpoint.abort",
                 "checkpoint.hook_stopped",
@@ -437,7 +451,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            ids(6),
+            ids("Checkpoint tools_ran=false"),
             vec![
                 "checkpoint.abort",
                 "checkpoint.stop_hook_prevented",
@@ -455,13 +469,14 @@ mod tests {
         assert_eq!(m.bounds[2].initial, 2);
         let request = m.places.iter().position(|p| t.states[p.state].name == "Request").unwrap();
         let ids = |mask: u64| m.enabled(request, mask).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
-        let everything = (1 << 11) - 1;
+        let everything = (1 << t.counters.len()) - 1;
         assert_eq!(
             ids(everything),
             vec![
                 "request.stream_opened",
                 "request.retry",
-                "request.fallback",
+                "request.overload_retry",
+                "request.wait_over_cap",
                 "request.prompt_too_long",
                 "request.model_error",
                 "request.budget_exhausted",
@@ -473,6 +488,7 @@ mod tests {
             vec![
                 "request.stream_opened",
                 "request.retries_exhausted",
+                "request.wait_over_cap",
                 "request.prompt_too_long",
                 "request.model_error",
                 "request.budget_exhausted",

@@ -362,11 +362,12 @@ mod tests {
         let path: Vec<&str> = seg.path_to(node).into_iter().map(id).collect();
         assert_eq!(path, vec!["prepare.request", "request.stream_opened", "consume.end_turn"]);
         // Exits are grouped by edge and by the inner counters they leave behind: `next_turn` and
-        // the budget continuation reset all per-turn counters but keep `fallbacks` (2 targets
-        // each), and so does a structured-output retry; a stop-hook block also keeps collapse,
-        // compaction and escalation (16 targets).
+        // the budget continuation reset all per-turn counters but keep `fallbacks` and
+        // `autocompact_failures` (an autocompaction that failed, or none: 4 targets each), and so
+        // does a structured-output retry; a stop-hook block also keeps collapse, compaction and
+        // escalation (32 targets).
         let count = |edge: &str| seg.exits.iter().filter(|x| id(x.edge) == edge).count();
-        assert_eq!(seg.exits.len(), 22);
+        assert_eq!(seg.exits.len(), 44);
         assert_eq!(
             (
                 count("checkpoint.next_turn"),
@@ -374,7 +375,7 @@ mod tests {
                 count("checkpoint.token_budget_continuation"),
                 count("checkpoint.stop_hook_blocking")
             ),
-            (2, 2, 2, 16)
+            (4, 4, 4, 32)
         );
         // 12 calls before a terminal edge (the request, a collapse drain, a reactive compaction,
         // an escalation, 3 recoveries, 5 pause_turn continuations); each with 10 retries, plus
