@@ -1,14 +1,20 @@
-//! The auditor against the shipped table, the broken tables under `tests/tables/`, the traces
-//! under `tests/traces/`, and `docs/transitions.md`.
+//! The auditor against the shipped table, the broken tables under `tests/tables/`, a recorded
+//! trace and edits of it, and the files kept in step with the table.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
 use agentloop::audit::export::{DiagramFormat, render};
 use agentloop::audit::{AuditOptions, Report, audit_table, audit_table_unexplored, report, trace};
+use agentloop::cli::demo::SCENARIOS;
+use agentloop::engine::clock::VirtualClock;
+use agentloop::engine::run::header;
 use agentloop::engine::table::{SHIPPED_TABLE, shipped};
+use agentloop::harness::{run_scenario, scenario_options};
+use agentloop::scenario::Scenario;
 use agentloop::table::finding::Finding;
+use serde_json::Value;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,17 +24,48 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-/// A trace fixture as recorded against the shipped table: the fixtures under `tests/traces/`
-/// say `@SHIPPED_TABLE_SHA256@` where a run writes the table's hash, so an edit of the table
-/// changes no fixture (`wrong_hash.jsonl` keeps a hash of its own, on purpose).
-fn read_trace(rel: &str) -> String {
-    read(rel).replace("@SHIPPED_TABLE_SHA256@", &shipped().sha256)
+/// The JSONL trace of a real run of the `read-greeting` scenario (a turn that reads a file,
+/// then the answer: 9 records) against the shipped table, as `--trace=jsonl` writes it. The
+/// broken traces below are this one edited, so a change of the table changes no fixture.
+fn recorded_trace() -> &'static str {
+    static TRACE: OnceLock<String> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let (_, text) = SCENARIOS.iter().find(|(n, _)| *n == "read-greeting").unwrap();
+        let scenario = Scenario::parse("read-greeting", text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let run = rt.block_on(run_scenario(&scenario, dir.path(), Arc::new(VirtualClock::new()))).unwrap();
+        let mut text = serde_json::to_string(&header(&scenario_options(&scenario))).unwrap();
+        for record in &run.outcome.trace {
+            text.push('\n');
+            text.push_str(&serde_json::to_string(record).unwrap());
+        }
+        text.push('\n');
+        text
+    })
 }
 
-/// [`read_trace`], written to a file for the commands that read one.
-fn trace_file(rel: &str) -> tempfile::NamedTempFile {
+/// The recorded trace's lines as JSON, for editing.
+fn trace_lines() -> Vec<Value> {
+    recorded_trace().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Lines back to JSONL.
+fn jsonl(lines: &[Value]) -> String {
+    lines.iter().map(|l| l.to_string() + "\n").collect()
+}
+
+/// The recorded trace with record `seq` (line `seq + 1`) edited by `edit`.
+fn edited(seq: usize, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
+    let mut lines = trace_lines();
+    edit(lines[seq].as_object_mut().unwrap());
+    jsonl(&lines)
+}
+
+/// The recorded trace, written to a file for the commands that read one.
+fn trace_file() -> tempfile::NamedTempFile {
     let file = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
-    std::fs::write(file.path(), read_trace(rel)).unwrap();
+    std::fs::write(file.path(), recorded_trace()).unwrap();
     file
 }
 
@@ -361,8 +398,8 @@ fn a_duplicated_edge_id_is_caught() {
     assert!(r.table.is_none());
 }
 
-fn replay(rel: &str) -> trace::TraceReport {
-    trace::replay(shipped(), rel, &read_trace(rel))
+fn replay(text: &str) -> trace::TraceReport {
+    trace::replay(shipped(), "t.jsonl", text)
 }
 
 /// (code, line, seq) of every finding.
@@ -371,76 +408,86 @@ fn trace_codes(r: &trace::TraceReport) -> Vec<(&'static str, Option<usize>, Opti
 }
 
 #[test]
-fn a_valid_two_turn_trace_replays() {
-    let r = replay("tests/traces/valid_two_turns.jsonl");
+fn a_recorded_trace_replays() {
+    let r = replay(recorded_trace());
     assert_eq!(r.findings, vec![]);
     assert_eq!((r.records, r.terminal.as_deref()), (9, Some("completed")));
 }
 
 #[test]
 fn broken_traces_are_caught() {
-    assert_eq!(
-        trace_codes(&replay("tests/traces/undeclared_edge.jsonl")),
-        vec![("E_TRACE_UNDECLARED_EDGE", Some(3), Some(2))]
-    );
-    assert_eq!(
-        trace_codes(&replay("tests/traces/after_terminal.jsonl")),
-        vec![("E_TRACE_AFTER_TERMINAL", Some(11), Some(10))]
-    );
-    assert_eq!(trace_codes(&replay("tests/traces/no_terminal.jsonl")), vec![("E_TRACE_NO_TERMINAL", Some(9), None)]);
-    let wrong = replay("tests/traces/wrong_hash.jsonl");
+    let undeclared = edited(2, |r| {
+        r.insert("edge".into(), "request.teleport".into());
+    });
+    assert_eq!(trace_codes(&replay(&undeclared)), vec![("E_TRACE_UNDECLARED_EDGE", Some(3), Some(2))]);
+    let mut lines = trace_lines();
+    let mut after = lines[1].clone();
+    after["seq"] = 10.into();
+    after["from"] = "Done".into();
+    lines.push(after);
+    assert_eq!(trace_codes(&replay(&jsonl(&lines))), vec![("E_TRACE_AFTER_TERMINAL", Some(11), Some(10))]);
+    let mut lines = trace_lines();
+    lines.pop();
+    assert_eq!(trace_codes(&replay(&jsonl(&lines))), vec![("E_TRACE_NO_TERMINAL", Some(9), None)]);
+    let wrong = replay(&recorded_trace().replacen(&shipped().sha256, &"0".repeat(64), 1));
     assert_eq!(trace_codes(&wrong), vec![("E_TRACE_HASH", Some(1), None)]);
     assert!(wrong.findings[0].message.starts_with("the trace was recorded against table sha256 0000"));
 }
 
 #[test]
 fn record_mismatches_name_their_seq() {
-    let valid = read_trace("tests/traces/valid_two_turns.jsonl");
-    let check = |from: &str, to: &str| {
-        assert_eq!(valid.matches(from).count(), 1, "{from}");
-        trace_codes(&trace::replay(shipped(), "t.jsonl", &valid.replacen(from, to, 1)))
-    };
-    assert_eq!(
-        check("\"seq\":4,", "\"seq\":5,"),
-        vec![("E_TRACE_SEQ", Some(5), Some(5)), ("E_TRACE_SEQ", Some(6), Some(5))]
-    );
-    assert_eq!(
-        check("\"from\":\"ExecuteTools\"", "\"from\":\"Consume\""),
-        vec![("E_TRACE_WRONG_STATE", Some(5), Some(4))]
-    );
-    assert_eq!(
-        check("\"edge\":\"consume.tools\",\"kind\":\"internal\"", "\"edge\":\"consume.tools\",\"kind\":\"continue\""),
-        vec![("E_TRACE_EDGE_MISMATCH", Some(4), Some(3))]
-    );
-    assert_eq!(check("\"has_tool_use\":true", "\"has_tool_use\":false"), vec![("E_TRACE_GUARD", Some(4), Some(3))]);
+    let codes = |text: String| trace_codes(&replay(&text));
+    let seq = edited(4, |r| {
+        r.insert("seq".into(), 5.into());
+    });
+    assert_eq!(codes(seq), vec![("E_TRACE_SEQ", Some(5), Some(5)), ("E_TRACE_SEQ", Some(6), Some(5))]);
+    let from = edited(4, |r| {
+        r.insert("from".into(), "Consume".into());
+    });
+    assert_eq!(codes(from), vec![("E_TRACE_WRONG_STATE", Some(5), Some(4))]);
+    let kind = edited(3, |r| {
+        r.insert("kind".into(), "continue".into());
+    });
+    assert_eq!(codes(kind), vec![("E_TRACE_EDGE_MISMATCH", Some(4), Some(3))]);
+    let guard = edited(3, |r| {
+        r["guards"]["has_tool_use"] = false.into();
+    });
+    assert_eq!(codes(guard), vec![("E_TRACE_GUARD", Some(4), Some(3))]);
     // A fact recorded otherwise than the edge into the state set it.
-    let contradicted = valid.replacen("\"tools_ran\":false", "\"tools_ran\":true", 1);
-    let r = trace::replay(shipped(), "t.jsonl", &contradicted);
+    let contradicted = edited(9, |r| {
+        r["guards"]["tools_ran"] = true.into();
+    });
+    let r = replay(&contradicted);
     assert_eq!(trace_codes(&r), vec![("E_TRACE_GUARD", Some(10), Some(9))]);
+    let completed = shipped().edge("checkpoint.completed").unwrap().guard_text.clone().unwrap();
     assert_eq!(
         r.findings[0].message,
-        "`tools_ran` is recorded as true, but `consume.end_turn`, which entered `Checkpoint`, set it to false; guard \
-         `!tools_ran && stop_hook == pass && !(budget_wants_more && budget_continuations_left)` of \
-         `checkpoint.completed` is false under the recorded guards"
+        format!(
+            "`tools_ran` is recorded as true, but `consume.end_turn`, which entered `Checkpoint`, set it to false; \
+             guard `{completed}` of `checkpoint.completed` is false under the recorded guards"
+        )
     );
     // A fact left out of the record is read from what the entering edge set.
-    let omitted = valid.replacen("\"tools_ran\":false,", "", 1);
-    assert_eq!(trace_codes(&trace::replay(shipped(), "t.jsonl", &omitted)), vec![]);
-    assert_eq!(check("\"t_ms\":918.3,", ""), vec![("E_TRACE_RECORD", Some(5), Some(4))]);
-    assert_eq!(
-        check(
-            "\"turns_left\":true},\"counters\":{\"budget_continuations\":20,\"stop_hook_blocks\":8,\"turns\":98",
-            "\"turns_left\":true},\"counters\":{\"budget_continuations\":20,\"stop_hook_blocks\":8,\"turns\":99"
-        ),
-        // The replay resynchronises on the record's 99, so seq 6's 98 is a second mismatch.
-        vec![("E_TRACE_COUNTERS", Some(6), Some(5)), ("E_TRACE_COUNTERS", Some(7), Some(6))]
-    );
+    let omitted = edited(9, |r| {
+        r["guards"].as_object_mut().unwrap().remove("tools_ran");
+    });
+    assert_eq!(codes(omitted), vec![]);
+    let untimed = edited(4, |r| {
+        r.remove("t_ms");
+    });
+    assert_eq!(codes(untimed), vec![("E_TRACE_RECORD", Some(5), Some(4))]);
+    let turns = trace_lines()[4]["counters"]["turns"].as_u64().unwrap();
+    let counted = edited(5, |r| {
+        r["counters"]["turns"] = (turns + 1).into();
+    });
+    // The replay resynchronises on the record's count, so seq 6's is a second mismatch.
+    assert_eq!(codes(counted), vec![("E_TRACE_COUNTERS", Some(6), Some(5)), ("E_TRACE_COUNTERS", Some(7), Some(6))]);
 }
 
 #[test]
 fn the_audit_command_exits_by_its_findings() {
     let mut out = Vec::new();
-    let valid = trace_file("tests/traces/valid_two_turns.jsonl");
+    let valid = trace_file();
     let args = AuditArgs {
         table: None,
         trace: Some(valid.path().to_owned()),

@@ -432,9 +432,8 @@ mod tests {
         // Each place enables only the edges its fixed facts allow.
         let everything = (1 << t.counters.len()) - 1;
         let at = |label: &str| places.iter().position(|p| p == label).unwrap();
-        let ids = |label: &str| {
-            m.enabled(at(label), everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>()
-        };
+        let ids =
+            |label: &str| m.enabled(at(label), everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
         assert_eq!(ids("Recover cause=truncated"), vec!["recover.max_output_tokens_escalate"]);
         assert_eq!(
             ids("Recover cause=prompt_too_long"),
