@@ -570,7 +570,9 @@ fn an_unknown_schema_version_is_unusable_input() {
 
 #[test]
 fn an_empty_or_unreadable_trace_is_unusable_input() {
-    let empty = root().join("tests/traces/empty.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
     let (code, out) = audit_command(None, Some(empty.clone()));
     assert_eq!(code, 2);
     assert_eq!(
@@ -580,7 +582,6 @@ fn an_empty_or_unreadable_trace_is_unusable_input() {
             empty.display()
         )
     );
-    let dir = tempfile::tempdir().unwrap();
     let blank = dir.path().join("blank.jsonl");
     std::fs::write(&blank, "\n  \n").unwrap();
     assert_eq!(audit_command(None, Some(blank)).0, 2);
