@@ -207,6 +207,30 @@ mod block {
     }
 }
 
+/// The credential the model client would use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// `ANTHROPIC_API_KEY` (preferred when both are set).
+    ApiKey,
+    /// `ANTHROPIC_AUTH_TOKEN`.
+    AuthToken,
+    /// Neither.
+    None,
+}
+
+impl Credential {
+    /// The credential the variables `lookup` gives would select, as the model client
+    /// chooses: a non-blank `ANTHROPIC_API_KEY`, else a non-blank `ANTHROPIC_AUTH_TOKEN`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Credential {
+        let set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
+        match (set("ANTHROPIC_API_KEY"), set("ANTHROPIC_AUTH_TOKEN")) {
+            (true, _) => Credential::ApiKey,
+            (false, true) => Credential::AuthToken,
+            (false, false) => Credential::None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

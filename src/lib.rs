@@ -19,6 +19,9 @@
 //! - [`session`]: the on-disk session store: JSONL transcripts, loading, repair, listing.
 //! - [`harness`]: runs a scenario end to end (demo, tests, benchmarks).
 //! - [`commands`]: custom slash commands (`.claude/commands/*.md`).
+//! - [`launch`]: what a front end needs to start a run: the run spec, its output, signals,
+//!   the session, the exit status.
+//! - [`interactive`], [`sdk`]: the terminal session and the Claude Agent SDK's protocol.
 //! - [`cli`]: the `agentloop` command line.
 #![warn(missing_docs)]
 
@@ -34,6 +37,7 @@ pub mod hooks;
 pub mod interactive;
 mod json_path;
 pub mod json_schema;
+pub mod launch;
 pub mod mcp;
 pub mod model;
 pub mod permissions;
@@ -45,5 +49,6 @@ pub mod sdk;
 pub mod session;
 pub mod settings;
 pub mod shell;
+mod stderr;
 pub mod table;
 pub mod tools;

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agentloop: cannot start the async runtime: {e}");
-            return ExitCode::from(agentloop::cli::EXIT_INTERNAL);
+            return agentloop::launch::ExitStatus::Internal.into();
         }
     };
     let code = runtime.block_on(agentloop::cli::main(cli));

@@ -7,6 +7,7 @@
 //! written by hand and a vague error costs more than the scenario.
 
 mod block;
+pub mod builtin;
 mod validate;
 
 use std::collections::BTreeMap;

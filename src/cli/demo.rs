@@ -1,73 +1,16 @@
 //! `agentloop demo`: built-in scenarios run with the scripted model in a fresh temporary
 //! directory, so anyone can watch every continue and terminal reason without an API key.
 
-use crate::cli::interrupt::Stdout;
-use crate::cli::run::{execute, spec_for_scenario};
-use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
-use crate::scenario::Scenario;
+use crate::cli::run::execute;
+use crate::cli::{OutputFormatArg, TraceArgs};
+use crate::launch::ExitStatus;
+use crate::launch::spec::spec_for_scenario;
+use crate::launch::stdio::Stdout;
+use crate::scenario::builtin::{self, SCENARIOS};
 use tokio_util::sync::CancellationToken;
 
 /// The scenario `agentloop demo` runs when no name is given.
 pub const DEFAULT_DEMO: &str = "read-greeting";
-
-macro_rules! scenarios {
-    ($($name:literal),* $(,)?) => {
-        /// Every built-in scenario: (name, JSON text), from `examples/scenarios/`.
-        pub const SCENARIOS: &[(&str, &str)] = &[
-            $(($name, include_str!(concat!("../../examples/scenarios/", $name, ".json"))),)*
-        ];
-    };
-}
-
-scenarios!(
-    "read-greeting",
-    "bad-tool-calls",
-    "max-turns",
-    "abort-streaming",
-    "abort-tools",
-    "abort-stop-hook",
-    "model-error",
-    "flaky-network",
-    "fallback-model",
-    "retries-exhausted",
-    "stream-cut-exhausted",
-    "stream-error",
-    "stream-prompt-too-long",
-    "collapse-drain",
-    "reactive-compact",
-    "prompt-too-long",
-    "max-output-escalate",
-    "max-output-recovery",
-    "max-output-exhausted",
-    "stop-hook-blocking",
-    "stop-hook-prevented",
-    "stop-hook-cap",
-    "hook-stopped",
-    "token-budget",
-    "blocking-limit",
-    "edit-file",
-    "run-command",
-    "parallel-bash-failure",
-    "plan-mode",
-    "search-tree",
-    "pause-turn",
-    "autocompact",
-    "budget-exhausted",
-    "structured-output",
-    "structured-output-exhausted",
-);
-
-/// Parse a built-in scenario by name.
-///
-/// # Errors
-/// A message naming the unknown scenario, or the parse error of a broken one.
-pub fn scenario(name: &str) -> Result<Scenario, String> {
-    let (_, text) = SCENARIOS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| format!("no demo named `{name}`; `agentloop demo --list` shows them"))?;
-    Scenario::parse(&format!("examples/scenarios/{name}.json"), text).map_err(|e| e.to_string())
-}
 
 /// `agentloop demo` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -81,8 +24,8 @@ pub struct DemoArgs {
     #[arg(long, conflicts_with_all = ["name", "list"])]
     pub all: bool,
     /// How the result is printed.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormatArg::Text)]
+    pub output_format: OutputFormatArg,
     /// Run the scenario under this transition table instead of the shipped one. It is audited
     /// first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "all"])]
@@ -93,16 +36,16 @@ pub struct DemoArgs {
 }
 
 /// Run `agentloop demo`.
-pub async fn command(args: DemoArgs) -> u8 {
+pub async fn command(args: DemoArgs) -> ExitStatus {
     if args.list {
         let stdout = Stdout::new();
         for (name, _) in SCENARIOS {
-            let description = scenario(name).map(|s| s.description).unwrap_or_else(|e| e);
+            let description = builtin::load(name).map(|s| s.description).unwrap_or_else(|e| e);
             if !stdout.line(&format!("{name:<24} {description}")) {
-                return stdout.closed_exit_code();
+                return stdout.closed_exit_status();
             }
         }
-        return 0;
+        return ExitStatus::Success;
     }
     if args.all {
         return run_all().await;
@@ -112,38 +55,38 @@ pub async fn command(args: DemoArgs) -> u8 {
         Ok(table) => table,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
-    let scenario = match scenario(name) {
+    let scenario = match builtin::load(name) {
         Ok(s) => s,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     let dir = match tempfile::Builder::new().prefix("agentloop-demo-").tempdir() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("agentloop: cannot create a temporary directory: {e}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     if let Err(e) = scenario.write_files(dir.path()) {
         eprintln!("agentloop: cannot write the scenario's files: {e}");
-        return EXIT_USAGE;
+        return ExitStatus::Usage;
     }
     let mut spec = match spec_for_scenario(
         &scenario,
         dir.path().to_path_buf(),
         CancellationToken::new(),
-        args.trace,
-        args.output_format,
+        args.trace.options(),
+        args.output_format.into(),
     ) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     spec.options.table = table;
@@ -152,10 +95,10 @@ pub async fn command(args: DemoArgs) -> u8 {
         Ok(sandbox) => spec.sandbox = std::sync::Arc::new(sandbox),
         Err(e) => {
             eprintln!("agentloop: {e}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     }
-    if args.output_format == OutputFormat::Text {
+    if args.output_format == OutputFormatArg::Text {
         eprintln!("demo {name}: {}", scenario.description);
         eprintln!("prompt: {}", spec.prompt);
     }
@@ -164,14 +107,13 @@ pub async fn command(args: DemoArgs) -> u8 {
 
 /// Run every scenario in its own temporary directory and summarise how each ended.
 /// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all;
-/// [`crate::cli::interrupt::EXIT_CLOSED_STDOUT`] when stdout was closed,
-/// [`crate::cli::interrupt::EXIT_OUTPUT_FAILED`] when it could not be written (the remaining
-/// scenarios are not run either way).
-async fn run_all() -> u8 {
+/// 141 when stdout was closed, 74 when it could not be written (the remaining scenarios are
+/// not run either way; [`Stdout::closed_exit_status`]).
+async fn run_all() -> ExitStatus {
     let stdout = Stdout::new();
     let mut failed = false;
     for (name, _) in SCENARIOS {
-        let outcome = match (scenario(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
+        let outcome = match (builtin::load(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
             (Ok(s), Ok(dir)) => {
                 let clock = std::sync::Arc::new(crate::engine::clock::SystemClock::new());
                 crate::harness::run_scenario(&s, dir.path(), clock).await.map_err(|e| e.to_string())
@@ -192,8 +134,8 @@ async fn run_all() -> u8 {
             }
         };
         if !stdout.line(&line) {
-            return stdout.closed_exit_code();
+            return stdout.closed_exit_status();
         }
     }
-    u8::from(failed)
+    ExitStatus::failure_if(failed)
 }

@@ -10,11 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::EXIT_USAGE;
+use crate::launch::ExitStatus;
 use crate::mcp::{Connection, ServerConfig};
-
-/// Exit status when the server failed or the tool answered with an error.
-pub const EXIT_FAILED: u8 = 1;
 
 /// `agentloop mcp`.
 #[derive(Debug, clap::Args)]
@@ -105,7 +102,7 @@ impl OAuthArgs {
 }
 
 /// Run `agentloop mcp`: print the server's tools, or the result of `--call`.
-pub async fn command(args: McpArgs) -> u8 {
+pub async fn command(args: McpArgs) -> ExitStatus {
     let headers = match parse_headers(&args.headers) {
         Ok(headers) => headers,
         Err(message) => return usage(&message),
@@ -132,7 +129,7 @@ pub async fn command(args: McpArgs) -> u8 {
         (Err(message), _) => failed(&message),
         (Ok(tools), None) => {
             print_tools(&connection, &tools);
-            0
+            ExitStatus::Success
         }
         (Ok(_), Some(tool)) => call(&connection, tool, arguments).await,
     };
@@ -175,7 +172,7 @@ fn print_tools(connection: &Connection, tools: &[rmcp::model::Tool]) {
 }
 
 /// Call `tool` and print what the model would read; an `isError` result exits 1.
-async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<String, Value>) -> u8 {
+async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<String, Value>) -> ExitStatus {
     let request = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
     let timeout = crate::mcp::tool_timeout();
     let result = match tokio::time::timeout(timeout, connection.peer().call_tool(request)).await {
@@ -186,17 +183,18 @@ async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<St
         }
     };
     println!("{}", crate::mcp::tool::render(&result).text);
-    if result.is_error == Some(true) { EXIT_FAILED } else { 0 }
+    ExitStatus::failure_if(result.is_error == Some(true))
 }
 
-fn usage(message: &str) -> u8 {
+fn usage(message: &str) -> ExitStatus {
     eprintln!("agentloop mcp: {message}");
-    EXIT_USAGE
+    ExitStatus::Usage
 }
 
-fn failed(message: &str) -> u8 {
+/// The server failed, or the tool answered with an error.
+fn failed(message: &str) -> ExitStatus {
     eprintln!("agentloop mcp: {message}");
-    EXIT_FAILED
+    ExitStatus::Failure
 }
 
 #[cfg(test)]

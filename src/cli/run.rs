@@ -4,29 +4,31 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{
-    CliSink, WithCommands, WithSandbox, result_object, stderr_is_terminal, system_init, with_structured_output,
-};
-use crate::cli::session_args::{self, SessionArgs};
-use crate::cli::table_file;
-use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
+use crate::cli::session_args::SessionArgs;
+use crate::cli::{OutputFormatArg, TraceArgs, table_file};
 use crate::context::output_style::{self, ChosenStyle, OutputStyles};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run_prompt};
 use crate::engine::session::Session;
-use crate::engine::trace::{TraceFormat, TraceHeader, TraceWriter};
-use crate::harness::{new_run_id, policy, scenario_options, scenario_settings};
+use crate::engine::trace::{TraceFormat, TraceHeader};
+use crate::harness::{new_run_id, policy};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
-use crate::model::Model;
+use crate::launch::ExitStatus;
+use crate::launch::output::{
+    OutputSink, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
+};
+use crate::launch::session;
+use crate::launch::signals::{Stop, supervise};
+use crate::launch::spec::{DEFAULT_MODEL, OutputFormat, RunSpec, spec_for_scenario};
+use crate::launch::stdio::Stdout;
 use crate::model::ModelError;
 use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
-use crate::model::scripted::ScriptedModel;
 use crate::permissions::Policy;
 use crate::scenario::Scenario;
+use crate::stderr;
 use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use tokio_util::sync::CancellationToken;
@@ -105,8 +107,8 @@ pub struct RunFlags {
     #[arg(long, value_name = "SECS")]
     pub stream_idle_timeout: Option<f64>,
     /// How the result is printed.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormatArg::Text)]
+    pub output_format: OutputFormatArg,
     /// Run the loop under this transition table instead of the shipped one (an edited copy of
     /// transitions/loop.toml). It is audited first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE")]
@@ -269,56 +271,24 @@ impl UnsupportedFlags {
     }
 }
 
-/// A resolved run, ready for the engine.
-pub struct RunSpec {
-    /// The prompt.
-    pub prompt: String,
-    /// Working directory.
-    pub cwd: PathBuf,
-    /// Engine options.
-    pub options: EngineOptions,
-    /// The model.
-    pub model: Arc<dyn Model>,
-    /// The scripted model, when that is the model (for `abort.phase = tools`).
-    pub scripted: Option<Arc<ScriptedModel>>,
-    /// Hook settings.
-    pub settings: Settings,
-    /// Permission policy.
-    pub policy: Policy,
-    /// Trace options.
-    pub trace: TraceArgs,
-    /// Output format.
-    pub format: OutputFormat,
-    /// Cancelled on Ctrl+C, SIGTERM, SIGHUP or a closed stdout (and by a scenario's abort).
-    pub cancel: CancellationToken,
-    /// The session the prompt runs on (its id is `options.run_id`).
-    pub session: Session,
-    /// The tools offered to the model.
-    pub tools: Registry,
-    /// `--include-partial-messages`.
-    pub partial_messages: bool,
-    /// The MCP servers (`--mcp-config`, `.mcp.json`), started in the background as soon as
-    /// they are known; the run waits for them where it first needs its tools.
-    pub mcp: crate::mcp::startup::Startup,
-    /// How the session's commands are confined (from the settings' `sandbox` block).
-    pub sandbox: Arc<crate::sandbox::Sandbox>,
-    /// The settings sources read (`--setting-sources`); agents load from the same ones.
-    pub setting_sources: crate::settings::SettingSources,
-    /// The custom slash commands of those sources.
-    pub commands: Arc<crate::commands::Commands>,
-    /// The output styles there are, and the one the settings choose.
-    pub output_styles: OutputStyles,
-    /// The output style in force (`outputStyle`).
-    pub output_style: ChosenStyle,
+impl RunFlags {
+    /// What the SDK mode takes from these flags besides the run ([`crate::sdk::SdkOptions`]).
+    pub fn sdk_options(&self) -> crate::sdk::SdkOptions {
+        crate::sdk::SdkOptions {
+            session_mirror: self.unsupported.session_mirror,
+            permission_prompt_tool: self.permission_prompt_tool.clone(),
+            replay_user_messages: self.replay_user_messages,
+        }
+    }
 }
 
 /// Run `agentloop run`.
-pub async fn command(args: RunArgs) -> u8 {
+pub async fn command(args: RunArgs) -> ExitStatus {
     match resolve(args.prompt, &args.flags) {
         Ok(spec) => execute(spec).await,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            EXIT_USAGE
+            ExitStatus::Usage
         }
     }
 }
@@ -357,7 +327,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         Some(file) => {
             let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
             scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
-            spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?
+            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())?
         }
         None => spec_for_api(args, cwd, cancel)?,
     };
@@ -393,15 +363,15 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &spec.cwd,
     )?;
     let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session_args::open(&args.session, &cwd).inspect_err(|message| {
+    spec.session = session::open(&args.session.options(), &cwd).inspect_err(|message| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
-        if matches!(args.output_format, OutputFormat::Json | OutputFormat::StreamJson) {
-            println!("{}", session_args::open_failure_result(message));
+        if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
+            println!("{}", session::open_failure_result(message));
         }
     })?;
     spec.options.run_id = spec.session.id.to_string();
     let table_sha256 = spec.options.table().sha256.clone();
-    session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
+    session::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
     Ok(spec)
 }
 
@@ -475,14 +445,11 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         scripted: None,
         settings: Settings::default(),
         policy: Policy::default(),
-        trace: args.trace.clone(),
-        format: args.output_format,
+        trace: args.trace.options(),
+        format: args.output_format.into(),
         cancel,
     })
 }
-
-/// The model `run` uses when `--model` is not given and an API key is set.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 /// The settings of `--setting-sources` and `--settings` ([`crate::settings::load`]), and the
 /// commands and output styles of those sources; warnings go to stderr. A scripted scenario
@@ -623,94 +590,40 @@ pub fn split_rules(values: &[String]) -> Vec<String> {
     rules
 }
 
-/// A run of `scenario` with the scripted model in `cwd`.
-///
-/// # Errors
-/// A message when the scenario's settings are malformed.
-pub fn spec_for_scenario(
-    scenario: &Scenario,
-    cwd: PathBuf,
-    cancel: CancellationToken,
-    trace: TraceArgs,
-    format: OutputFormat,
-) -> Result<RunSpec, String> {
-    let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()).forgetting_requests());
-    let settings = scenario_settings(scenario)?;
-    let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
-    let options = scenario_options(scenario);
-    let id = crate::session::Uuid::parse(&options.run_id).unwrap_or_else(|_| crate::session::Uuid::new_v4());
-    Ok(RunSpec {
-        prompt: scenario.prompt.clone(),
-        session: Session::in_memory(id, cwd.clone()),
-        tools: Registry::standard(),
-        partial_messages: false,
-        mcp: crate::mcp::startup::Startup::default(),
-        sandbox: crate::sandbox::Sandbox::none(),
-        setting_sources: crate::settings::SettingSources::none(),
-        commands: Arc::default(),
-        output_styles: OutputStyles::built_in(),
-        output_style: ChosenStyle::default(),
-        cwd,
-        options,
-        model: scripted.clone(),
-        scripted: Some(scripted),
-        settings,
-        policy,
-        trace,
-        format,
-        cancel,
-    })
-}
-
-fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {
-    let format = match (args.trace, &args.trace_file) {
-        (Some(f), _) => TraceFormat::from(f),
-        (None, Some(_)) => TraceFormat::Jsonl,
-        (None, None) => return Ok(None),
-    };
-    Ok(Some(match &args.trace_file {
-        Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            TraceWriter::new(Box::new(std::io::BufWriter::new(file)), format, false)
-        }
-        None => TraceWriter::new(Box::new(std::io::stderr()), format, stderr_is_terminal()),
-    }))
-}
-
 /// Execute a resolved run; returns the exit status. A prompt `/NAME ARGUMENTS` naming a custom
 /// command runs that command's prompt, on its model, with its `allowed-tools`.
-pub async fn execute(mut spec: RunSpec) -> u8 {
+pub async fn execute(mut spec: RunSpec) -> ExitStatus {
     let started = Instant::now();
     let invocation = spec.commands.find(&spec.prompt).map(|(command, arguments)| command.invoke(arguments));
     if let Some(invocation) = &invocation {
         let (policy, warnings) = invocation.apply(&mut spec.options, &spec.policy);
         spec.policy = policy;
         for warning in warnings {
-            stderr_line(&format!("agentloop: warning: {warning}"));
+            stderr::line(&format!("agentloop: warning: {warning}"));
         }
     }
-    let mut trace = match trace_writer(&spec.trace) {
+    let mut trace = match spec.trace.writer() {
         Ok(t) => t,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     if let Some(t) = &mut trace
         && let Err(e) = t.header(&TraceHeader { sandbox: Some(spec.sandbox.status()), ..header(&spec.options) })
     {
         eprintln!("agentloop: cannot write the trace: {e}");
-        return EXIT_USAGE;
+        return ExitStatus::Usage;
     }
     let session_id = spec.options.run_id.clone();
-    let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
+    let trace_on_stderr = trace.is_some() && spec.trace.file.is_none();
     let stdout = Stdout::cancelling(spec.cancel.clone());
-    let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
+    let mut sink = OutputSink::new(trace, spec.format, session_id.clone(), stdout.clone());
     sink.model = spec.options.model.clone();
     sink.partial_messages = spec.format == OutputFormat::StreamJson && spec.partial_messages;
     let api_ms = sink.api_ms.clone();
     // The pretty trace already shows each tool's start and end; don't print them twice.
-    sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
+    sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.format != Some(TraceFormat::Jsonl);
     sink.show_tools &= !sink.pretty_trace_on_stderr;
     if let Some(scripted) = spec.scripted.clone() {
         let at_stop_hooks = scripted.clone();
@@ -732,7 +645,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
         };
         let (statuses, stop) = supervise(guarded, &spec.cancel, &stdout).await;
         if let Some(stop) = stop {
-            return stop.exit_code();
+            return stop.exit_status();
         }
         mcp_status = statuses;
     }
@@ -762,7 +675,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
             Some(invocation) => {
                 let prompt = invocation.resolve(&deps, &session).await;
                 for warning in prompt.warnings {
-                    stderr_line(&format!("agentloop: warning: {warning}"));
+                    stderr::line(&format!("agentloop: warning: {warning}"));
                 }
                 prompt.text
             }
@@ -774,8 +687,8 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => {
-            stderr_line(&format!("agentloop: internal error: {e}"));
-            return EXIT_INTERNAL;
+            stderr::line(&format!("agentloop: internal error: {e}"));
+            return ExitStatus::Internal;
         }
     };
     match spec.format {
@@ -791,77 +704,12 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     if let Some(error) = &outcome.error
         && stop != Some(Stop::ClosedStdout)
     {
-        stderr_line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
+        stderr::line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
     }
     match stop {
-        Some(Stop::ClosedStdout) => stdout.closed_exit_code(),
-        Some(stop) => stop.exit_code(),
-        None => outcome.terminal.exit_code(),
-    }
-}
-
-/// How long a second signal lets the run write its terminal record, once every tool and
-/// hook process group is killed, before the process exits without it.
-const QUIT_GRACE: Duration = Duration::from_secs(1);
-
-/// Drive `run` while watching for signals and a closed stdout. The first one cancels the run
-/// (it ends as `aborted_*`, or as it was ending anyway); a second signal kills every tool and
-/// hook process group at once, and exits the process if the run still has not ended
-/// [`QUIT_GRACE`] later. Returns the run's result and what stopped it, if anything did.
-async fn supervise<T>(run: impl Future<Output = T>, cancel: &CancellationToken, stdout: &Stdout) -> (T, Option<Stop>) {
-    let mut signals = match Signals::install() {
-        Ok(signals) => Some(signals),
-        Err(e) => {
-            stderr_line(&format!("agentloop: warning: cannot catch signals: {e}"));
-            None
-        }
-    };
-    tokio::pin!(run);
-    let mut stop: Option<Stop> = None;
-    let quit = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(quit);
-    let mut quitting = false;
-    let result = loop {
-        tokio::select! {
-            biased;
-            result = &mut run => break result,
-            signal = next_signal(&mut signals) => match stop {
-                None => {
-                    stop = Some(signal);
-                    let hint = if signal == Stop::Interrupt { " (Ctrl+C again to quit at once)" } else { "" };
-                    stderr_line(&format!("\nagentloop: {}{hint}", signal.describe()));
-                    cancel.cancel();
-                }
-                Some(_) => {
-                    crate::process_group::kill_all();
-                    if !quitting {
-                        stderr_line("agentloop: quitting");
-                        quitting = true;
-                        quit.as_mut().reset(tokio::time::Instant::now() + QUIT_GRACE);
-                    }
-                }
-            },
-            () = stdout.closed(), if stop.is_none() => {
-                stop = Some(Stop::ClosedStdout);
-                cancel.cancel();
-            }
-            () = &mut quit, if quitting => {
-                crate::process_group::kill_all();
-                std::process::exit(i32::from(stop.map_or(EXIT_SIGINT, Stop::exit_code)));
-            }
-        }
-    };
-    if stop.is_some() {
-        // Every group is normally gone with the calls that owned it; make sure.
-        crate::process_group::kill_all();
-    }
-    (result, stop)
-}
-
-async fn next_signal(signals: &mut Option<Signals>) -> Stop {
-    match signals {
-        Some(signals) => signals.next().await,
-        None => std::future::pending().await,
+        Some(Stop::ClosedStdout) => stdout.closed_exit_status(),
+        Some(stop) => stop.exit_status(),
+        None => ExitStatus::of(outcome.terminal),
     }
 }
 

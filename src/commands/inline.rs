@@ -298,7 +298,7 @@ impl CallTool for ToolboxCaller {
             let call = ToolCall { id: format!("toolu_command_{n:02}"), name: tool.to_owned(), input };
             let result = self.toolbox.run_call(&call, self.ctx.clone()).await;
             for warning in result.warnings {
-                crate::cli::interrupt::stderr_line(&format!("agentloop: warning: {warning}"));
+                crate::stderr::line(&format!("agentloop: warning: {warning}"));
             }
             result.output
         })

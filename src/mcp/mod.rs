@@ -96,14 +96,14 @@ impl ServerStatus {
     /// [`ServerStatus::failed`], said as a warning on stderr naming the server: how every
     /// failure of a server's start is reported.
     pub fn warn_failed(name: &str, message: &str) -> Self {
-        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
+        crate::stderr::line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
         ServerStatus::failed(name, message)
     }
 
     /// The remote server `name` needs a sign-in the run cannot do (`needs-auth`, as Claude
     /// Code reports it), said as a warning on stderr with how to sign in.
     pub fn warn_needs_auth(name: &str, message: &str) -> Self {
-        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` {message}"));
+        crate::stderr::line(&format!("agentloop: warning: MCP server `{name}` {message}"));
         ServerStatus { name: name.to_owned(), status: "needs-auth", error: Some(message.to_owned()), server_info: None }
     }
 }
@@ -255,7 +255,7 @@ pub async fn connect(
     let keys: Vec<&str> = servers.keys().map(String::as_str).collect();
     let parts = names::server_parts(&keys);
     for warning in parts.iter().filter_map(|part| part.warning.as_deref()) {
-        crate::cli::interrupt::stderr_line(warning);
+        crate::stderr::line(warning);
     }
     let attempts = servers.iter().zip(parts).map(|((name, config), part)| async move {
         let connecting = connect_one(name, &part.name, config, cwd, sandbox, sdk);
@@ -348,7 +348,7 @@ async fn connect_one(
         .zip(named)
         .map(|(t, named)| {
             if let Some(warning) = &named.warning {
-                crate::cli::interrupt::stderr_line(warning);
+                crate::stderr::line(warning);
             }
             Arc::new(tool::McpTool::new(name, t, connection.clone(), timeout).with_name(named.name)) as Arc<dyn Tool>
         })

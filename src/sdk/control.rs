@@ -13,8 +13,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::cli::interrupt::Stdout;
 use crate::hooks::command::HookCallbacks;
+use crate::launch::stdio::Stdout;
 
 /// Sends control requests on stdout and matches the answers read from stdin.
 pub struct Controller {

@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use agentloop::audit::trace::replay;
-use agentloop::cli::demo::SCENARIOS;
 use agentloop::engine::clock::VirtualClock;
 use agentloop::engine::run::header;
 use agentloop::engine::state::pairing_violation;
@@ -14,6 +13,7 @@ use agentloop::engine::table::shipped;
 use agentloop::harness::{ScenarioRun, run_scenario, scenario_options};
 use agentloop::protocol::{ContentBlock, Role};
 use agentloop::scenario::Scenario;
+use agentloop::scenario::builtin::SCENARIOS;
 
 /// One turn whose reply calls tools.
 const TOOL_TURN: &[&str] = &["prepare.request", "request.stream_opened", "consume.tools", "tools.done"];
