@@ -94,7 +94,7 @@ pub enum PermissionError {
         /// The rule text.
         rule: String,
         /// What is wrong.
-        reason: String,
+        reason: rule::RuleProblem,
     },
 }
 
