@@ -40,7 +40,7 @@ pub async fn command(args: DemoArgs) -> ExitStatus {
     if args.list {
         let stdout = Stdout::new();
         for (name, _) in SCENARIOS {
-            let description = builtin::load(name).map(|s| s.description).unwrap_or_else(|e| e);
+            let description = builtin::load(name).map_or_else(|e| e.to_string(), |s| s.description);
             if !stdout.line(&format!("{name:<24} {description}")) {
                 return stdout.closed_exit_status();
             }
@@ -118,7 +118,7 @@ async fn run_all() -> ExitStatus {
                 let clock = std::sync::Arc::new(crate::engine::clock::SystemClock::new());
                 crate::harness::run_scenario(&s, dir.path(), clock).await.map_err(|e| e.to_string())
             }
-            (Err(e), _) => Err(e),
+            (Err(e), _) => Err(e.to_string()),
             (_, Err(e)) => Err(e.to_string()),
         };
         let line = match outcome {

@@ -1,7 +1,7 @@
 //! The built-in scenarios, `examples/scenarios/*.json` compiled in: what `agentloop demo`
 //! runs, and what the tests drive every edge of the table with.
 
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ScenarioError};
 
 macro_rules! scenarios {
     ($($name:literal),* $(,)?) => {
@@ -50,14 +50,22 @@ scenarios!(
     "structured-output-exhausted",
 );
 
+/// Why a built-in scenario cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinError {
+    /// No built-in scenario has this name.
+    #[error("no demo named `{0}`; `agentloop demo --list` shows them")]
+    Unknown(String),
+    /// The scenario does not parse (a bug of the build).
+    #[error(transparent)]
+    Broken(#[from] ScenarioError),
+}
+
 /// Parse a built-in scenario by name.
 ///
 /// # Errors
-/// A message naming the unknown scenario, or the parse error of a broken one.
-pub fn load(name: &str) -> Result<Scenario, String> {
-    let (_, text) = SCENARIOS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| format!("no demo named `{name}`; `agentloop demo --list` shows them"))?;
-    Scenario::parse(&format!("examples/scenarios/{name}.json"), text).map_err(|e| e.to_string())
+/// [`BuiltinError`] naming the unknown scenario, or the parse error of a broken one.
+pub fn load(name: &str) -> Result<Scenario, BuiltinError> {
+    let (_, text) = SCENARIOS.iter().find(|(n, _)| *n == name).ok_or_else(|| BuiltinError::Unknown(name.to_owned()))?;
+    Ok(Scenario::parse(&format!("examples/scenarios/{name}.json"), text)?)
 }
