@@ -461,7 +461,7 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
         (_, flag) => SettingSources::parse(flag).map_err(|e| e.to_string())?,
     };
     let dirs = ConfigDirs::from_env(&spec.cwd);
-    let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref())?;
+    let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref()).map_err(|e| e.to_string())?;
     let mut warnings = loaded.warnings;
     if spec.scripted.is_none() || args.settings.is_some() || args.setting_sources.is_some() {
         spec.settings = loaded.settings;
