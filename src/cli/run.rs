@@ -327,7 +327,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         Some(file) => {
             let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
             scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
-            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())?
+            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())
+                .map_err(|e| e.to_string())?
         }
         None => spec_for_api(args, cwd, cancel)?,
     };
@@ -361,9 +362,10 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &split_rules(&args.allowed_tools),
         &split_rules(&args.disallowed_tools),
         &spec.cwd,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session::open(&args.session.options(), &cwd).inspect_err(|message| {
+    spec.session = session::open(&args.session.options(), &cwd).map_err(|e| e.to_string()).inspect_err(|message| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
         if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
             println!("{}", session::open_failure_result(message));

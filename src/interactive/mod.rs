@@ -401,7 +401,7 @@ impl Interactive {
                     self.screen.line(&line);
                 }
             }
-            Err(e) => self.screen.line(&style.paint(RED, &e)),
+            Err(e) => self.screen.line(&style.paint(RED, &e.to_string())),
         }
     }
 

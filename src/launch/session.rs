@@ -1,11 +1,11 @@
 //! The session a run goes on: start one (optionally with a chosen id), resume one by id or the
 //! most recent one of the directory, fork one into a new id, or keep it in memory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::engine::session::Session;
 use crate::protocol::Message;
-use crate::session::{Repair, SessionError, SessionLock, SessionMeta, SessionStore, TranscriptWriter, Uuid};
+use crate::session::{Repair, SessionError, SessionLock, SessionMeta, SessionStore, TranscriptWriter, Uuid, UuidError};
 
 /// The session a run asks for (the command line's session flags, `cli::session_args`):
 /// a new one, a resumed one, a fork, or one kept in memory.
@@ -29,6 +29,51 @@ pub struct SessionOptions {
     pub resume_drops_turn: Option<String>,
 }
 
+/// Why the session a run asks for cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// A fork of nothing.
+    #[error("--fork-session needs --resume ID or --continue")]
+    ForkNeedsResume,
+    /// A turn to drop without a cut.
+    #[error("--resume-drops-turn requires --resume-session-at")]
+    DropsTurnNeedsCut,
+    /// A cut of nothing.
+    #[error("--resume-session-at needs --resume ID or --continue")]
+    CutNeedsResume,
+    /// A session id that is not a version 4 UUID.
+    #[error("`{text}` is not a session id: {error}")]
+    BadId {
+        /// The id as given.
+        text: String,
+        /// Why it is none.
+        error: UuidError,
+    },
+    /// `--continue` in a directory without sessions.
+    #[error("no session to continue in {}", .0.display())]
+    NothingToContinue(PathBuf),
+    /// A new session whose chosen id is taken.
+    #[error("session {0} already exists; resume it with --resume {0}")]
+    Exists(Uuid),
+    /// A chosen id for a resumed session that is not forked.
+    #[error("--session-id names a new session; with --resume or --continue it needs --fork-session")]
+    IdNeedsFork,
+    /// A resumed session that is not in the store.
+    #[error("no session {id} in {}; `agentloop sessions` lists them", .cwd.display())]
+    Unknown {
+        /// The id.
+        id: Uuid,
+        /// The working directory whose sessions were searched.
+        cwd: PathBuf,
+    },
+    /// A resumed session that another process appends to.
+    #[error("{0}; wait for it to end, or add --fork-session to go on in a new session")]
+    InUse(SessionError),
+    /// The store or the transcript failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
 /// Open the session `args` ask for, in `cwd` (absolute). A resumed transcript cut by a
 /// crash is repaired first (tool calls left without results get interrupted results), and
 /// the repair is written to it.
@@ -39,28 +84,28 @@ pub struct SessionOptions {
 /// under a file) leaves the session in memory, with one warning.
 ///
 /// # Errors
-/// A message for the user: a bad or unknown id, a session that already exists or is in use,
-/// an unreadable transcript.
-pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, String> {
+/// [`OpenError`], a message for the user: a bad or unknown id, a session that already exists
+/// or is in use, an unreadable transcript.
+pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
     if args.fork_session && args.resume.is_none() && !args.continue_session {
-        return Err("--fork-session needs --resume ID or --continue".into());
+        return Err(OpenError::ForkNeedsResume);
     }
     if args.resume_drops_turn.is_some() && args.resume_session_at.is_none() {
-        return Err("--resume-drops-turn requires --resume-session-at".into());
+        return Err(OpenError::DropsTurnNeedsCut);
     }
     if args.resume_session_at.is_some() && args.resume.is_none() && !args.continue_session {
-        return Err("--resume-session-at needs --resume ID or --continue".into());
+        return Err(OpenError::CutNeedsResume);
     }
     let chosen = args.session_id.as_deref().map(parse_id).transpose()?;
-    let store = SessionStore::from_env().map_err(|e| e.to_string());
-    let resumed = match (&args.resume, args.continue_session) {
-        (Some(id), _) => Some(parse_id(id)?),
+    let store = SessionStore::from_env();
+    let (resumed, store) = match (&args.resume, args.continue_session) {
+        (Some(id), _) => (Some(parse_id(id)?), store),
         (None, true) => {
-            let store = store.as_ref().map_err(Clone::clone)?;
-            let latest = store.most_recent(cwd).map_err(|e| e.to_string())?;
-            Some(latest.ok_or_else(|| format!("no session to continue in {}", cwd.display()))?.id)
+            let store = store?;
+            let latest = store.most_recent(cwd)?.ok_or_else(|| OpenError::NothingToContinue(cwd.to_path_buf()))?;
+            (Some(latest.id), Ok(store))
         }
-        (None, false) => None,
+        (None, false) => (None, store),
     };
     let Some(id) = resumed else {
         let id = chosen.unwrap_or_else(Uuid::new_v4);
@@ -73,20 +118,20 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, String> {
         };
         let path = store.path(cwd, id);
         if path.exists() {
-            return Err(format!("session {id} already exists; resume it with --resume {id}"));
+            return Err(OpenError::Exists(id));
         }
         return match TranscriptWriter::create(&path, id, cwd) {
             Ok(writer) => Ok(Session::persisted(writer, cwd.to_path_buf(), Vec::new())),
-            Err(e @ SessionError::InUse { .. }) => Err(e.to_string()),
+            Err(e @ SessionError::InUse { .. }) => Err(e.into()),
             Err(e) => Ok(unwritten(id, cwd, Vec::new(), e)),
         };
     };
     if chosen.is_some() && !args.fork_session {
-        return Err("--session-id names a new session; with --resume or --continue it needs --fork-session".into());
+        return Err(OpenError::IdNeedsFork);
     }
     let store = store?;
     let Some(path) = store.find(cwd, id) else {
-        return Err(format!("no session {id} in {}; `agentloop sessions` lists them", cwd.display()));
+        return Err(OpenError::Unknown { id, cwd: cwd.to_path_buf() });
     };
     // The lock is taken before the load, so that nothing is appended between the two. A fork
     // writes a new transcript and leaves this one to whoever holds it.
@@ -95,17 +140,14 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, String> {
     } else {
         match SessionLock::acquire(&path) {
             Ok(lock) => Some(Ok(lock)),
-            Err(e @ SessionError::InUse { .. }) => {
-                return Err(format!("{e}; wait for it to end, or add --fork-session to go on in a new session"));
-            }
+            Err(e @ SessionError::InUse { .. }) => return Err(OpenError::InUse(e)),
             Err(e) => Some(Err(e)),
         }
     };
     let mut loaded = match &args.resume_session_at {
         Some(at) => crate::session::load_cut(&path, at, args.resume_drops_turn.as_deref()),
         None => crate::session::load(&path),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     let report = loaded.repair();
     warn_repairs(id, &loaded.path, &report.repairs);
     if args.fork_session {
@@ -211,6 +253,6 @@ pub fn write_meta(session: &mut Session, model: &str, table_sha256: &str, permis
     }
 }
 
-fn parse_id(text: &str) -> Result<Uuid, String> {
-    Uuid::parse(text).map_err(|e| format!("`{text}` is not a session id: {e}"))
+fn parse_id(text: &str) -> Result<Uuid, OpenError> {
+    Uuid::parse(text).map_err(|error| OpenError::BadId { text: text.to_owned(), error })
 }

@@ -12,7 +12,7 @@ use crate::context::output_style::{ChosenStyle, OutputStyles};
 use crate::engine::options::EngineOptions;
 use crate::engine::session::Session;
 use crate::engine::trace::{TraceFormat, TraceWriter};
-use crate::harness::{policy, scenario_options, scenario_settings};
+use crate::harness::{HarnessError, policy, scenario_options, scenario_settings};
 use crate::hooks::settings::Settings;
 use crate::model::Model;
 use crate::model::scripted::ScriptedModel;
@@ -43,12 +43,22 @@ pub struct TraceOptions {
     pub file: Option<PathBuf>,
 }
 
+/// The trace file cannot be created.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create {}: {error}", .path.display())]
+pub struct TraceFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub error: std::io::Error,
+}
+
 impl TraceOptions {
     /// The trace writer these options ask for, `None` for no trace.
     ///
     /// # Errors
-    /// A message when the trace file cannot be created.
-    pub fn writer(&self) -> Result<Option<TraceWriter>, String> {
+    /// [`TraceFileError`] when the trace file cannot be created.
+    pub fn writer(&self) -> Result<Option<TraceWriter>, TraceFileError> {
         let format = match (self.format, &self.file) {
             (Some(f), _) => f,
             (None, Some(_)) => TraceFormat::Jsonl,
@@ -56,7 +66,7 @@ impl TraceOptions {
         };
         Ok(Some(match &self.file {
             Some(path) => {
-                let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                let file = std::fs::File::create(path).map_err(|error| TraceFileError { path: path.clone(), error })?;
                 TraceWriter::new(Box::new(std::io::BufWriter::new(file)), format, false)
             }
             None => TraceWriter::new(Box::new(std::io::stderr()), format, stderr::is_terminal()),
@@ -113,14 +123,15 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// A run of `scenario` with the scripted model in `cwd`.
 ///
 /// # Errors
-/// A message when the scenario's settings are malformed.
+/// [`HarnessError::Settings`] or [`HarnessError::Policy`] when the scenario's settings are
+/// malformed.
 pub fn spec_for_scenario(
     scenario: &Scenario,
     cwd: PathBuf,
     cancel: CancellationToken,
     trace: TraceOptions,
     format: OutputFormat,
-) -> Result<RunSpec, String> {
+) -> Result<RunSpec, HarnessError> {
     let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()).forgetting_requests());
     let settings = scenario_settings(scenario)?;
     let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
