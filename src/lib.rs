@@ -40,6 +40,7 @@ pub mod json_schema;
 pub mod launch;
 pub mod mcp;
 pub mod model;
+pub mod peer;
 pub mod permissions;
 pub mod process_group;
 pub mod protocol;

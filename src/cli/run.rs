@@ -407,7 +407,7 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
         }
     }
     for value in &args.mcp_config {
-        servers.extend(config::load(value, cwd, &config::env_var)?);
+        servers.extend(config::load(value, cwd, &config::env_var).map_err(|e| e.to_string())?);
     }
     Ok(servers)
 }

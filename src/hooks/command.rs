@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::run::{self, Ending, Ran};
 use super::settings::{HookCommand, HookKind, HookMatcher, HookTable};
 use super::{HookEnv, HookPermission, Hooks, PostToolDecision, PreToolDecision, StopDecision};
+use crate::peer::PeerError;
 
 /// Seconds a hook may run when its entry gives no `timeout`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -29,7 +30,7 @@ pub trait HookCallbacks: Send + Sync {
         id: &'a str,
         input: &'a Value,
         tool_use_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, PeerError>>;
 }
 
 /// Runs the hook commands of a [`HookTable`] as shell processes, and its callbacks through

@@ -125,6 +125,31 @@ impl From<String> for OpenError {
     }
 }
 
+/// Why a server could not be started, or did not answer the handshake.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// A stdio server's program did not start.
+    #[error("cannot start `{command}`: {error}")]
+    Start {
+        /// The command as configured.
+        command: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A stdio server started without the pipes it speaks on.
+    #[error("no pipes to the server")]
+    NoPipes,
+    /// The `initialize` handshake failed.
+    #[error("initialize: {0}")]
+    Initialize(Box<rmcp::service::ClientInitializeError>),
+}
+
+impl From<ConnectError> for OpenError {
+    fn from(error: ConnectError) -> Self {
+        OpenError::Failed(error.to_string())
+    }
+}
+
 /// The client service of one connection.
 pub type Service = RunningService<RoleClient, Client>;
 

@@ -517,7 +517,7 @@ impl Host {
         match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
             "initialize" => match self.initialize(request) {
                 Ok(response) => wire::success(id, response),
-                Err(message) => wire::error(id, &message),
+                Err(e) => wire::error(id, &e.to_string()),
             },
             "interrupt" => {
                 cancel.cancel();
@@ -580,7 +580,7 @@ impl Host {
     /// `appendSystemPrompt`), add the MCP servers it declares here (`mcpServers`, and its
     /// in-process `sdkMcpServers`), and start the SDK servers. The answer says who answers
     /// and what was applied.
-    fn initialize(&mut self, request: &Value) -> Result<Value, String> {
+    fn initialize(&mut self, request: &Value) -> Result<Value, InitializeError> {
         register_callbacks(&mut self.settings.hooks, &request["hooks"], &mut self.model_switch_hooks)?;
         let texts: Vec<&str> = match request.get("systemPrompt") {
             Some(Value::String(text)) => vec![text.as_str()],
@@ -782,12 +782,32 @@ pub const SDK_HOOK_EVENTS: &[&str] = &[
     "PreSkillShellCommand",
 ];
 
+/// Why the SDK's `initialize` is refused (its error answer says it).
+#[derive(Debug, thiserror::Error)]
+enum InitializeError {
+    /// A hook callback's `matcher` that does not compile.
+    #[error("hook matcher `{matcher}`: {error}")]
+    Matcher {
+        /// The matcher as sent.
+        matcher: String,
+        /// The regular expression's error.
+        error: regex::Error,
+    },
+    /// Its `mcpServers` are not a configuration.
+    #[error(transparent)]
+    McpConfig(#[from] crate::mcp::config::ConfigError),
+}
+
 /// Add the hook callbacks `initialize` registers (`{"PreToolUse": [{"matcher": …,
 /// "hookCallbackIds": [...], "timeout": …}]}`) to the hook table, after the settings' hooks.
 /// `PostModelSwitch` callback ids go to `model_switch`; the other events of
 /// [`SDK_HOOK_EVENTS`] are accepted and not run, and an event outside it is named in a
 /// warning.
-fn register_callbacks(table: &mut HookTable, hooks: &Value, model_switch: &mut Vec<String>) -> Result<(), String> {
+fn register_callbacks(
+    table: &mut HookTable,
+    hooks: &Value,
+    model_switch: &mut Vec<String>,
+) -> Result<(), InitializeError> {
     let Some(events) = hooks.as_object() else { return Ok(()) };
     for (event, matchers) in events {
         let groups = match event.as_str() {
@@ -808,7 +828,10 @@ fn register_callbacks(table: &mut HookTable, hooks: &Value, model_switch: &mut V
         };
         for m in matchers.as_array().into_iter().flatten() {
             let matcher = match m.get("matcher").and_then(Value::as_str) {
-                Some(text) => Some(ToolMatcher::new(text).map_err(|e| format!("hook matcher `{text}`: {e}"))?),
+                Some(text) => Some(
+                    ToolMatcher::new(text)
+                        .map_err(|error| InitializeError::Matcher { matcher: text.to_owned(), error })?,
+                ),
                 None => None,
             };
             let timeout = m.get("timeout").and_then(Value::as_u64);
