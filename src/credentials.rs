@@ -44,7 +44,7 @@ static SEALED: OnceLock<Vec<(OsString, OsString)>> = OnceLock::new();
 
 /// Whether [`seal`] takes the variable `name`: what the shell environment removes when the
 /// settings keep nothing ([`shell_env::is_removed`]).
-pub fn is_secret(name: &OsStr) -> bool {
+pub(crate) fn is_secret(name: &OsStr) -> bool {
     shell_env::is_removed(name, &[])
 }
 
@@ -81,19 +81,19 @@ pub unsafe fn seal() -> usize {
 /// The variable `name` of agentloop's environment as it was at startup: the sealed value of
 /// a secret, the process environment's for anything else (and for everything before
 /// [`seal`]). `None` when unset or not UTF-8, like `std::env::var(name).ok()`.
-pub fn var(name: &str) -> Option<String> {
+pub(crate) fn var(name: &str) -> Option<String> {
     var_os(name)?.into_string().ok()
 }
 
 /// [`var`] as an `OsString`.
-pub fn var_os(name: &str) -> Option<OsString> {
+pub(crate) fn var_os(name: &str) -> Option<OsString> {
     let sealed = SEALED.get().map_or(&[][..], Vec::as_slice);
     lookup(sealed, OsStr::new(name)).or_else(|| std::env::var_os(name))
 }
 
 /// agentloop's environment as it was at startup: the process environment, then the sealed
 /// variables.
-pub fn vars_os() -> Vec<(OsString, OsString)> {
+pub(crate) fn vars_os() -> Vec<(OsString, OsString)> {
     let sealed = SEALED.get().map_or(&[][..], Vec::as_slice);
     merged(sealed, std::env::vars_os())
 }
@@ -209,7 +209,7 @@ mod block {
 
 /// The credential the model client would use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Credential {
+pub(crate) enum Credential {
     /// `ANTHROPIC_API_KEY` (preferred when both are set).
     ApiKey,
     /// `ANTHROPIC_AUTH_TOKEN`.

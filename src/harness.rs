@@ -82,7 +82,7 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
 }
 
 /// A fresh run id: a new session id (UUID v4), as the output and the trace header show it.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     crate::session::Uuid::new_v4().to_string()
 }
 
@@ -90,7 +90,7 @@ pub fn new_run_id() -> String {
 ///
 /// # Errors
 /// [`SettingsError`] naming the scenario and the bad field.
-pub fn scenario_settings(scenario: &Scenario) -> Result<Settings, SettingsError> {
+pub(crate) fn scenario_settings(scenario: &Scenario) -> Result<Settings, SettingsError> {
     Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
 }
 

@@ -22,7 +22,7 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
 /// Calls the hooks that live in another process: the Claude Agent SDK's callbacks, sent as
 /// `hook_callback` control requests. The reply is the JSON a command hook would print.
-pub trait HookCallbacks: Send + Sync {
+pub(crate) trait HookCallbacks: Send + Sync {
     /// Call callback `id` with the hook's JSON input; the callback's JSON output, or why there
     /// is none.
     fn call<'a>(
@@ -58,7 +58,7 @@ impl CommandHooks {
 
     /// Hooks whose [`HookKind::Callback`](super::settings::HookKind::Callback) entries are
     /// answered by `callbacks`.
-    pub fn with_callbacks(settings: HookTable, callbacks: std::sync::Arc<dyn HookCallbacks>) -> Self {
+    pub(crate) fn with_callbacks(settings: HookTable, callbacks: std::sync::Arc<dyn HookCallbacks>) -> Self {
         CommandHooks { table: settings, callbacks: Some(callbacks) }
     }
 

@@ -2,7 +2,7 @@
 //! ([`crate::interactive`]), the Claude Agent SDK's protocol ([`crate::sdk`]) and the headless
 //! command line (`cli`) are peers on it.
 //!
-//! - [`spec`]: [`RunSpec`], a run resolved and ready for the engine, and how it is printed.
+//! - [`spec`]: [`spec::RunSpec`], a run resolved and ready for the engine, and how it is printed.
 //! - [`session`]: the session a run goes on (new, resumed, forked, in memory).
 //! - [`output`]: the sink that prints a run (text, JSON, stream-json) and its result object.
 //! - [`signals`]: SIGINT, SIGTERM, SIGHUP and a closed stdout, each a [`Stop`].
@@ -18,4 +18,3 @@ pub mod stdio;
 
 pub use exit::ExitStatus;
 pub use signals::Stop;
-pub use spec::RunSpec;

@@ -18,7 +18,7 @@
 //! sandbox helper, which stops whatever the server started (even a `setsid`'d process) when
 //! the server stops: it is stopped when the run's tools are dropped (and waited for in
 //! [`finish`]), and by [`crate::process_group::kill_all`] on a second signal. The
-//! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
+//! client speaks the `initialize` handshake offering 2025-11-25 ([`client::client_info`]) and takes
 //! the protocol version the server answers with. A server that fails to start or to list its tools is reported (a warning on stderr,
 //! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
 //! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
@@ -48,7 +48,7 @@ use serde::Serialize;
 use crate::process_group::ProcessGroup;
 use crate::sandbox::Sandbox;
 use crate::tools::{Registry, Tool};
-pub use client::{Client, client_info};
+pub use client::Client;
 pub use config::{ServerConfig, Servers};
 
 /// How one configured server came up, as stream-json's `system/init` lists it.

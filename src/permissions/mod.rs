@@ -18,12 +18,12 @@
 //! [`ToolKind`] (which rule family covers it), the [`Subject`] of a call and whether the call
 //! only reads — comes from the [`Tool`] itself, so a new tool plugs in without a change here.
 
-pub mod approver;
-pub mod bash;
-pub mod git;
+pub(crate) mod approver;
+pub(crate) mod bash;
+pub(crate) mod git;
 mod paths;
-pub mod readonly;
-pub mod rule;
+pub(crate) mod readonly;
+pub(crate) mod rule;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -32,8 +32,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::Value;
 
 pub use approver::{Approval, ApprovalRequest, Approver, Unattended};
-pub use rule::Rule;
 use rule::Spec;
+pub use rule::{Rule, RuleProblem};
 
 use crate::tools::paths::canonicalize_partial;
 use crate::tools::{Subject, Tool, ToolKind};
@@ -184,7 +184,7 @@ impl Grants {
 }
 
 /// How many entries [`ReadDeny::kernel_paths`] looks through for one glob rule.
-pub const KERNEL_WALK_LIMIT: usize = 20_000;
+pub(crate) const KERNEL_WALK_LIMIT: usize = 20_000;
 
 /// The paths that `Read(…)` deny rules hide from the tools that walk directories (Grep,
 /// Glob): entries they cover are skipped as if absent.

@@ -17,21 +17,21 @@
 //! - `bypassPermissions`, `sandbox.enabled: false`, an excluded command: unconfined, and
 //!   said so in `system/init` and the trace header ([`Sandbox::status`]).
 
-pub mod caps;
-pub mod grants;
+pub(crate) mod caps;
+pub(crate) mod grants;
 pub mod helper;
-pub mod landlock;
-pub mod mounts;
-pub mod policy;
-pub mod seccomp;
-pub mod settings;
+pub(crate) mod landlock;
+pub(crate) mod mounts;
+pub(crate) mod policy;
+pub(crate) mod seccomp;
+pub(crate) mod settings;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use policy::{Network, Policy};
-pub use settings::SandboxSettings;
+pub use policy::{Network, Policy, Reads};
+pub use settings::{NetworkSettings, SandboxSettings};
 
 /// Whether commands of this run are confined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,7 +291,7 @@ impl Eq for Sandbox {}
 /// directories of `path` (a `PATH` value); `None` when there is none. Through the helper a
 /// missing program is the helper's exit code 127, not a spawn error, so callers that report
 /// one look first.
-pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(PathBuf::from(program)).filter(|p| p.is_file());
     }
@@ -301,7 +301,7 @@ pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
 /// The environment variable that makes agentloop behave as on a kernel without Landlock
 /// (`AGENTLOOP_SANDBOX=unavailable`), to see and test what a run does there. It can only
 /// make agentloop stricter: nothing is auto-approved as read-only then.
-pub const SIMULATE_ENV: &str = "AGENTLOOP_SANDBOX";
+pub(crate) const SIMULATE_ENV: &str = "AGENTLOOP_SANDBOX";
 
 /// The kernel's Landlock ABI, or 0 when [`SIMULATE_ENV`] says there is none.
 fn kernel_abi() -> i32 {

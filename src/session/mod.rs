@@ -22,13 +22,13 @@ use std::io;
 use std::path::PathBuf;
 
 mod id;
-pub mod line;
+pub(crate) mod line;
 mod lock;
-pub mod paths;
+pub(crate) mod paths;
 mod reader;
-mod repair;
+pub(crate) mod repair;
 mod store;
-pub mod time;
+pub(crate) mod time;
 mod writer;
 
 #[cfg(test)]
@@ -36,11 +36,12 @@ mod tests;
 
 pub use id::{Uuid, UuidError};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
-pub use lock::{SessionLock, lock_path};
+pub use lock::SessionLock;
 pub use reader::{LoadedSession, load, load_cut};
-pub use repair::{Repair, RepairReport, RepairWrite, Unpaired, repair};
-pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
-pub use writer::{Mirror, TranscriptWriter};
+pub use repair::{Repair, RepairReport, Unpaired};
+pub use store::{SessionStore, SessionSummary};
+pub(crate) use writer::Mirror;
+pub use writer::TranscriptWriter;
 
 /// What can go wrong reading or writing transcripts. Every variant names the file; line
 /// errors name the 1-based line too.

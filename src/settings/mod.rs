@@ -130,11 +130,6 @@ impl SettingSources {
         Ok(SettingSources { list })
     }
 
-    /// Whether `source` is read.
-    pub fn includes(&self, source: SettingSource) -> bool {
-        self.list.contains(&source)
-    }
-
     /// The sources read, lowest precedence first.
     pub fn list(&self) -> &[SettingSource] {
         &self.list

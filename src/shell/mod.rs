@@ -28,7 +28,6 @@ mod tests;
 
 use std::cell::RefCell;
 
-pub use brace::MAX_BRACE_WORDS;
 pub use word::{Word, WordKind};
 
 /// How deep `bash -c '…'` / `eval '…'` scripts and nested constructs are followed before the

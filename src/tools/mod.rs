@@ -4,29 +4,29 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
-pub mod background;
-pub mod bash;
-pub mod edit;
+pub(crate) mod background;
+pub(crate) mod bash;
+pub(crate) mod edit;
 #[cfg(test)]
 mod fixture;
-pub mod fresh;
-pub mod glob;
-pub mod grep;
-pub mod orchestrate;
-pub mod paths;
+pub(crate) mod fresh;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod orchestrate;
+pub(crate) mod paths;
 #[cfg(test)]
 mod processes;
-pub mod read;
+pub(crate) mod read;
 #[cfg(test)]
 mod schema_tests;
-pub mod shell_env;
-pub mod spill;
-pub mod streaming;
-pub mod structured_output;
-pub mod task_output;
-pub mod task_stop;
-pub mod walk;
-pub mod write;
+pub(crate) mod shell_env;
+pub(crate) mod spill;
+pub(crate) mod streaming;
+pub(crate) mod structured_output;
+pub(crate) mod task_output;
+pub(crate) mod task_stop;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,6 +38,16 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolDefinition;
+
+pub use background::BackgroundShells;
+pub use bash::Bash;
+pub use edit::Edit;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use orchestrate::{INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT};
+pub use read::Read;
+pub use shell_env::{KeepError, KeepPattern, ShellEnv};
+pub use write::Write;
 
 /// One call the model asked for.
 #[derive(Debug, Clone, PartialEq)]

@@ -166,22 +166,6 @@ pub fn apply_defaults(schema: &Value, content: &mut Map<String, Value>) {
     }
 }
 
-/// A required field an answer's content leaves out.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("field `{0}` is required")]
-pub struct MissingField(pub String);
-
-/// Why an answer's content does not fit `schema`: the first required field it leaves out.
-///
-/// # Errors
-/// [`MissingField`]: `field `NAME` is required`.
-pub fn check_required(schema: &Value, content: &Map<String, Value>) -> Result<(), MissingField> {
-    match fields(schema).into_iter().find(|f| f.required && !content.contains_key(&f.name)) {
-        Some(field) => Err(MissingField(field.name)),
-        None => Ok(()),
-    }
-}
-
 /// What is wrong with the text typed for a field; the field is asked again.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AnswerError {
@@ -403,18 +387,6 @@ mod tests {
             Value::Object(content),
             json!({"name": "John Doe", "age": 41, "score": 95.5, "status": "active", "verified": true})
         );
-    }
-
-    #[test]
-    fn a_required_field_left_out_is_named() {
-        let mut content = Map::new();
-        apply_defaults(&schema(), &mut content);
-        assert_eq!(
-            check_required(&schema(), &content).map_err(|e| e.to_string()),
-            Err("field `email` is required".to_owned())
-        );
-        content.insert("email".into(), json!("a@b.c"));
-        assert_eq!(check_required(&schema(), &content), Ok(()));
     }
 
     #[test]

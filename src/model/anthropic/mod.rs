@@ -12,14 +12,17 @@
 //! Everything after the event stream (assembly, retries, fallback) is shared with the scripted
 //! model and lives outside this module.
 
-pub mod client;
-pub mod decode;
+mod client;
+pub(crate) mod decode;
 mod errors;
-pub mod pricing;
-pub mod redirect;
-pub mod request;
-pub mod sse;
-pub mod stream;
+#[cfg(test)]
+mod fixture_tests;
+pub(crate) mod pricing;
+pub(crate) mod redirect;
+pub(crate) mod request;
+pub(crate) mod sse;
+pub(crate) mod stream;
 
 pub use client::{AnthropicConfig, AnthropicModel, Auth, Secret};
-pub use pricing::cost_usd;
+pub(crate) use pricing::cost_usd;
+pub use redirect::RedirectRefused;

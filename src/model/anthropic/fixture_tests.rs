@@ -13,13 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentloop::model::ModelError;
-use agentloop::model::anthropic::decode::{Intake, decode};
-use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::sse_reply;
-use agentloop::model::assemble::{Assembled, Assembler, Step};
-use agentloop::model::reply;
-use agentloop::protocol::StreamEvent;
+use super::decode::{Intake, decode};
+use super::sse::Parser;
+use super::stream::sse_reply;
+use crate::model::ModelError;
+use crate::model::assemble::{Assembled, Assembler, Step};
+use crate::model::reply;
+use crate::protocol::StreamEvent;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
