@@ -1,13 +1,13 @@
 //! The model credentials and the other secret-looking variables of agentloop's own
 //! environment, held in this process's memory and taken out of its environment.
 //!
-//! Bash commands, hooks and MCP servers start without them ([`crate::tools::shell_env`]), but
+//! Bash commands, hooks and MCP servers start without them (`crate::tools::shell_env`), but
 //! a child could still read them from agentloop itself: `/proc/<agentloop pid>/environ` shows
 //! the environment block the process was started with, whatever the process later removed
 //! from its environment (`cat /proc/$PPID/environ` in a Bash call). So `main` calls [`seal`]
 //! first thing, while the process has one thread:
 //!
-//! 1. every variable the shell environment removes by default ([`is_secret`]: the model
+//! 1. every variable the shell environment removes by default (`is_secret`: the model
 //!    credentials `ANTHROPIC_API_KEY` and `ANTHROPIC_AUTH_TOKEN`, and every name containing
 //!    `KEY`, `SECRET`, `TOKEN`, `PASSWORD`, `PASSWD` or `CREDENTIAL`) is copied into this
 //!    module's store;
@@ -23,8 +23,8 @@
 //!    no core dump of it holds them. Root is not stopped by this, which is why 2 is needed.
 //!    A program agentloop starts is dumpable again once it `exec`s.
 //!
-//! Everything in agentloop that reads these variables reads them here ([`var`],
-//! [`vars_os`]): the model client's credentials, the environment Bash and hooks start from
+//! Everything in agentloop that reads these variables reads them here (`var`,
+//! `vars_os`): the model client's credentials, the environment Bash and hooks start from
 //! (which gives back what `shellEnvironment.keep` names), the variables an MCP configuration
 //! expands, and what a user's stdio MCP server inherits. Until [`seal`] is called (agentloop
 //! used as a library, unit tests) they read the process environment, as before.

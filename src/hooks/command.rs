@@ -34,7 +34,7 @@ pub(crate) trait HookCallbacks: Send + Sync {
 }
 
 /// Runs the hook commands of a [`HookTable`] as shell processes, and its callbacks through
-/// [`HookCallbacks`].
+/// `HookCallbacks`.
 #[derive(Clone, Default)]
 pub struct CommandHooks {
     table: HookTable,

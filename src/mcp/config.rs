@@ -104,7 +104,7 @@ pub enum ServerConfig {
         /// Where it is configured, which decides the environment it inherits.
         scope: Scope,
     },
-    /// A Streamable HTTP endpoint ([`super::http`]).
+    /// A Streamable HTTP endpoint (`super::http`).
     Http {
         /// The endpoint.
         url: String,
@@ -114,12 +114,12 @@ pub enum ServerConfig {
         oauth: Option<crate::mcp::oauth::Settings>,
     },
     /// The legacy HTTP+SSE transport, which agentloop does not run: reported as a failed
-    /// server ([`SSE_UNSUPPORTED`]), the rest of the configuration still applies.
+    /// server (`SSE_UNSUPPORTED`), the rest of the configuration still applies.
     Sse {
         /// The endpoint, as written (not expanded: it is only shown).
         url: Option<String>,
     },
-    /// A server in the Claude Agent SDK's process ([`super::sdk`]), reachable only from the
+    /// A server in the Claude Agent SDK's process (`super::sdk`), reachable only from the
     /// SDK mode; elsewhere it is reported as failed.
     Sdk {
         /// The server's own name in the SDK (`create_sdk_mcp_server(name=…)`), as configured
@@ -240,7 +240,7 @@ pub enum ExpandError {
 /// with `var`.
 ///
 /// # Errors
-/// [`ConfigError::Invalid`]: `ORIGIN: at PATH: message`.
+/// `ConfigError::Invalid`: `ORIGIN: at PATH: message`.
 pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, ConfigError> {
     parse_in(origin, json, var, &Scope::User).map(|(servers, _)| servers)
 }
@@ -345,7 +345,7 @@ fn parse_in(
 /// and win over user servers of the same name, as in Claude Code.
 ///
 /// # Errors
-/// [`ConfigError`] naming the flag or the file.
+/// `ConfigError` naming the flag or the file.
 pub fn load(value: &str, cwd: &std::path::Path, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, ConfigError> {
     let (origin, text) = if value.trim_start().starts_with('{') {
         ("--mcp-config".to_owned(), value.to_owned())
@@ -405,7 +405,7 @@ pub struct ProjectServers {
 
 /// The servers of `DIR/.mcp.json` the settings consent to, and the names of those they do not
 /// (never started: a cloned repository cannot start processes by itself). No file: nothing.
-/// Only consented servers are parsed and expanded, as [`Scope::Project`] with the settings'
+/// Only consented servers are parsed and expanded, as `Scope::Project` with the settings'
 /// `keep` patterns.
 ///
 /// # Errors

@@ -309,7 +309,7 @@ pub async fn connect(
 
 /// Connect to the server `config` describes, calling it `name` (a stdio child runs in
 /// `cwd`), as `agentloop mcp` does: a remote server that asks for a sign-in gets one in the
-/// browser. An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
+/// browser. An SDK server is not reachable from here (`sdk::SDK_ONLY`; `connect` reaches
 /// it in the SDK mode).
 ///
 /// # Errors

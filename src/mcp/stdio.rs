@@ -15,7 +15,7 @@ use crate::sandbox::{Launch, Sandbox};
 use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
 /// Start `command args` in `cwd` with `env` added to the environment it inherits
-/// ([`inherited`]) and speak the `initialize` handshake as `client`.
+/// (`inherited`) and speak the `initialize` handshake as `client`.
 ///
 /// # Errors
 /// The program cannot start, or does not answer `initialize`.

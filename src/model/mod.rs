@@ -48,7 +48,7 @@ pub struct ModelRequest {
     /// Output cap.
     pub max_tokens: u32,
     /// Extended thinking's budget in tokens, sent as `thinking: {type: enabled,
-    /// budget_tokens}` below `max_tokens` ([`thinking_budget`]); `None` for no thinking.
+    /// budget_tokens}` below `max_tokens` (`thinking_budget`); `None` for no thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<u32>,
     /// Main loop or side request.

@@ -3,9 +3,9 @@
 //! agentloop starts for every command (a Bash call, a hook, a background shell).
 //!
 //! It becomes a child subreaper, forks, and in the child applies the policy — read-only
-//! bind mounts of the protected paths ([`super::mounts`]), dropped capabilities
-//! ([`super::caps`]), Landlock ([`super::landlock`]),
-//! the seccomp filter ([`super::seccomp`]), `no_new_privs` — then executes the program. It
+//! bind mounts of the protected paths (`super::mounts`), dropped capabilities
+//! (`super::caps`), Landlock (`super::landlock`),
+//! the seccomp filter (`super::seccomp`), `no_new_privs` — then executes the program. It
 //! never runs the program when a step fails: the command gets exit code 126 and one line on
 //! stderr. Without `--policy` the command runs unconfined, but still under the reaper.
 //!

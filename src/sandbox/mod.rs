@@ -5,15 +5,15 @@
 //! sandbox decides what a command can do. Each command is started through a small helper,
 //! `agentloop-sandbox --policy JSON -- bash -c …` installed beside agentloop (or agentloop
 //! itself re-executed as `agentloop __sandbox-exec …`) ([`helper`]), which applies a [`Policy`] — Landlock for the file system, TCP and
-//! signal/abstract-socket scoping ([`landlock`]), a seccomp filter ([`seccomp`]), read-only
-//! bind mounts for protected paths ([`mounts`]), `no_new_privs` — and, as a child
+//! signal/abstract-socket scoping (`landlock`), a seccomp filter (`seccomp`), read-only
+//! bind mounts for protected paths (`mounts`), `no_new_privs` — and, as a child
 //! subreaper, kills every process the command left behind when it ends.
 //!
 //! Which policy a command gets ([`Launch`]):
 //! - proven read-only (auto-approved): [`Policy::read_only`] — reads the working
 //!   directory, the readable roots and the system; writes nothing but `/dev/null`;
 //! - allowed by a rule or approved by a person, and hooks: [`Policy::writing`] — writes the
-//!   working directory (but [`policy::PROTECTED`]) and the session's temp directory;
+//!   working directory (but `policy::PROTECTED`) and the session's temp directory;
 //! - `bypassPermissions`, `sandbox.enabled: false`, an excluded command: unconfined, and
 //!   said so in `system/init` and the trace header ([`Sandbox::status`]).
 

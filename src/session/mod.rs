@@ -8,14 +8,14 @@
 //! `docs/sessions.md`).
 //!
 //! - [`Uuid`]: session ids and line uuids (version 4).
-//! - [`paths`]: the store's root and the cwd slug.
-//! - [`time`]: RFC 3339 timestamps.
-//! - [`line`](mod@line): the JSON shapes of the lines.
+//! - `paths`: the store's root and the cwd slug.
+//! - `time`: RFC 3339 timestamps.
+//! - `line`: the JSON shapes of the lines.
 //! - [`TranscriptWriter`]: appends one line per message, one `write` per line.
 //! - [`SessionLock`]: one writer per transcript (an advisory lock the kernel releases on exit).
 //! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill;
 //!   drops `tool_result` blocks that answer no call.
-//! - [`repair`]: answers tool calls left without results, as the live abort path does.
+//! - `repair`: answers tool calls left without results, as the live abort path does.
 //! - [`SessionStore`]: the directory of a working directory's sessions, listing, forking.
 
 use std::io;

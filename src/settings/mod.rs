@@ -139,7 +139,7 @@ impl SettingSources {
 /// Where the sources live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigDirs {
-    /// The user's Claude Code directory ([`user_config_dir`]); `None` without a home.
+    /// The user's Claude Code directory (`user_config_dir`); `None` without a home.
     pub user: Option<PathBuf>,
     /// The working directory (the project's `.claude/` is in it).
     pub project: PathBuf,
@@ -192,7 +192,7 @@ pub enum LoadError {
 /// read or parsed is skipped with a warning (Claude Code skips it silently).
 ///
 /// # Errors
-/// [`LoadError`] when `--settings` cannot be used: the flag is the user's own and explicit.
+/// `LoadError` when `--settings` cannot be used: the flag is the user's own and explicit.
 pub fn load(sources: &SettingSources, dirs: &ConfigDirs, flag: Option<&str>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     let mut layers: Vec<Value> = Vec::new();

@@ -232,7 +232,7 @@ thread_local! {
     static LAST: RefCell<Option<(String, Analysis)>> = const { RefCell::new(None) };
 }
 
-/// Analyse a Bash command line. Never fails: what cannot be understood is a [`Hazard`].
+/// Analyse a Bash command line. Never fails: what cannot be understood is a `Hazard`.
 pub fn analyze(command: &str) -> Analysis {
     if let Some(hit) =
         LAST.with(|last| last.borrow().as_ref().filter(|(line, _)| line == command).map(|(_, a)| a.clone()))

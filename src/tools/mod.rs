@@ -78,7 +78,7 @@ pub struct ToolOutput {
     pub images: Vec<ToolImage>,
     /// Set by a call that gives the run's structured answer (`StructuredOutput`): whether its
     /// input matched the `--json-schema`. The engine ends the run on a valid one and counts
-    /// the invalid ones ([`structured_output`]).
+    /// the invalid ones (`structured_output`).
     pub structured: Option<structured_output::Answer>,
 }
 
@@ -134,7 +134,7 @@ pub struct ToolContext {
     /// What `Read(…)` deny rules hide: Grep and Glob skip it while they walk.
     pub read_deny: Arc<crate::permissions::ReadDeny>,
     /// This call was approved only because it was proven read-only: git in it runs with
-    /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
+    /// program-running configuration neutralised (`crate::permissions::git::neutralise`).
     pub guard_git: bool,
     /// The session's sandbox: how commands are started.
     pub sandbox: Arc<crate::sandbox::Sandbox>,
@@ -174,7 +174,7 @@ pub enum ToolKind {
     /// working directory.
     EditsFiles,
     /// It runs command lines: `Bash(…)` rules cover it, and the policy judges the parsed
-    /// command line ([`crate::permissions::bash`]).
+    /// command line (`crate::permissions::bash`).
     RunsCommands,
     /// None of these: only rules that name the tool cover it.
     #[default]

@@ -1,13 +1,13 @@
 //! The Anthropic Messages API provider.
 //!
-//! - [`sse`]: a strict, incremental WHATWG event-stream framer;
-//! - [`decode`]: event payloads into the assembler (or to owned events);
-//! - [`stream`]: response bytes to a [`crate::model::Reply`], with the idle timeout;
-//! - [`request`]: the request body, with prompt-cache breakpoints;
-//! - [`client`]: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
-//! - [`redirect`]: redirects followed within the server's origin only, so the credentials
+//! - `sse`: a strict, incremental WHATWG event-stream framer;
+//! - `decode`: event payloads into the assembler (or to owned events);
+//! - `stream`: response bytes to a [`crate::model::Reply`], with the idle timeout;
+//! - `request`: the request body, with prompt-cache breakpoints;
+//! - `client`: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
+//! - `redirect`: redirects followed within the server's origin only, so the credentials
 //!   stay with it;
-//! - [`pricing`]: what the reported usage costs.
+//! - `pricing`: what the reported usage costs.
 //!
 //! Everything after the event stream (assembly, retries, fallback) is shared with the scripted
 //! model and lives outside this module.
