@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod demo;
+pub mod error;
 pub mod mcp;
 pub mod run;
 pub mod session_args;

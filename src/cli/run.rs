@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cli::error::ResolveError;
 use crate::cli::session_args::SessionArgs;
 use crate::cli::{OutputFormatArg, TraceArgs, table_file};
 use crate::context::output_style::{self, ChosenStyle, OutputStyles};
@@ -24,7 +25,6 @@ use crate::launch::session;
 use crate::launch::signals::{Stop, supervise};
 use crate::launch::spec::{DEFAULT_MODEL, OutputFormat, RunSpec, spec_for_scenario};
 use crate::launch::stdio::Stdout;
-use crate::model::ModelError;
 use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
 use crate::permissions::Policy;
 use crate::scenario::Scenario;
@@ -205,10 +205,10 @@ pub enum ThinkingMode {
 /// `--max-thinking-tokens`, then `MAX_THINKING_TOKENS` (`env`), then `--thinking enabled`
 /// (as much as fits below the output cap). `Err` names a `MAX_THINKING_TOKENS` that is not
 /// a number.
-fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, String> {
+fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, ResolveError> {
     let from_env = env
         .filter(|v| !v.trim().is_empty())
-        .map(|v| v.trim().parse::<u32>().map_err(|_| format!("MAX_THINKING_TOKENS={v}: not a number of tokens")))
+        .map(|v| v.trim().parse::<u32>().map_err(|_| ResolveError::ThinkingTokens(v.to_owned())))
         .transpose()?;
     Ok(match (args.thinking, args.max_thinking_tokens.or(from_env)) {
         (Some(ThinkingMode::Disabled), _) | (None, Some(0)) => None,
@@ -297,38 +297,37 @@ pub async fn command(args: RunArgs) -> ExitStatus {
 /// the policy built).
 ///
 /// # Errors
-/// A message for the user.
-pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, String> {
+/// [`ResolveError`], a message for the user.
+pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, ResolveError> {
     resolve_with(prompt, args, true)
 }
 
 /// [`resolve`] for the interactive session, whose prompts are typed later: no prompt needed.
 ///
 /// # Errors
-/// A message for the user.
-pub fn resolve_interactive(args: &RunFlags) -> Result<RunSpec, String> {
+/// [`ResolveError`], a message for the user.
+pub fn resolve_interactive(args: &RunFlags) -> Result<RunSpec, ResolveError> {
     resolve_with(None, args, false)
 }
 
-fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> Result<RunSpec, String> {
+fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> Result<RunSpec, ResolveError> {
     for flag in args.unsupported.given() {
         eprintln!("agentloop: warning: {flag} is not supported yet and is ignored");
     }
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().map_err(ResolveError::CurrentDir)?,
     };
     if !cwd.is_dir() {
-        return Err(format!("--cwd {}: not a directory", cwd.display()));
+        return Err(ResolveError::NotADirectory(cwd));
     }
     let table = args.table.as_deref().map(|path| table_file::load(path, args.max_turns)).transpose()?;
     let cancel = CancellationToken::new();
     let mut spec = match args.model.as_deref().and_then(|m| m.strip_prefix("scripted:")) {
         Some(file) => {
-            let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
-            scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
-            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())
-                .map_err(|e| e.to_string())?
+            let scenario = Scenario::load(Path::new(file))?;
+            scenario.write_files(&cwd).map_err(ResolveError::ScenarioFiles)?;
+            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())?
         }
         None => spec_for_api(args, cwd, cancel)?,
     };
@@ -336,7 +335,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         spec.prompt = prompt;
     }
     if needs_prompt && spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
-        return Err("no prompt: pass -p PROMPT".into());
+        return Err(ResolveError::NoPrompt);
     }
     load_settings(&mut spec, args)?;
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
@@ -345,11 +344,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     }
     spec.partial_messages = args.include_partial_messages;
     spec.options.table = table;
-    spec.options.validate()?;
-    spec.sandbox = Arc::new(
-        crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)
-            .map_err(|e| e.to_string())?,
-    );
+    spec.options.validate().map_err(ResolveError::Options)?;
+    spec.sandbox = Arc::new(crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)?);
     // The servers start now, while the rest is prepared (the session loaded, the trace opened).
     spec.mcp = crate::mcp::startup::Startup::begin(
         mcp_servers(args, &spec.cwd, &spec.settings)?,
@@ -362,13 +358,13 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &split_rules(&args.allowed_tools),
         &split_rules(&args.disallowed_tools),
         &spec.cwd,
-    )
-    .map_err(|e| e.to_string())?;
-    let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session::open(&args.session.options(), &cwd).map_err(|e| e.to_string()).inspect_err(|message| {
+    )?;
+    let cwd = std::fs::canonicalize(&spec.cwd)
+        .map_err(|error| ResolveError::Canonicalize { cwd: spec.cwd.clone(), error })?;
+    spec.session = session::open(&args.session.options(), &cwd).inspect_err(|error| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
         if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
-            println!("{}", session::open_failure_result(message));
+            println!("{}", session::open_failure_result(&error.to_string()));
         }
     })?;
     spec.options.run_id = spec.session.id.to_string();
@@ -381,7 +377,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
 /// with `--strict-mcp-config`; a bad file is a warning, and so is each variable withheld from
 /// them), then those of every `--mcp-config`, which win over a project server of the same
 /// name.
-fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, String> {
+fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, ResolveError> {
     use crate::mcp::config;
     let mut servers = crate::mcp::Servers::new();
     if !args.strict_mcp_config {
@@ -407,28 +403,25 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
         }
     }
     for value in &args.mcp_config {
-        servers.extend(config::load(value, cwd, &config::env_var).map_err(|e| e.to_string())?);
+        servers.extend(config::load(value, cwd, &config::env_var)?);
     }
     Ok(servers)
 }
 
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
-fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, String> {
+fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, ResolveError> {
     let name = match args.model.as_deref() {
         Some(name) if name.starts_with("claude") => name.to_owned(),
         Some(other) => {
-            return Err(format!("unknown model `{other}`: use claude-… (the Messages API) or scripted:FILE"));
+            return Err(ResolveError::UnknownModel(other.to_owned()));
         }
         None => DEFAULT_MODEL.to_owned(),
     };
-    let mut config = AnthropicConfig::from_env().map_err(|e| match e {
-        ModelError::Config(help) => help,
-        other => other.to_string(),
-    })?;
+    let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;
     if let Some(secs) = args.stream_idle_timeout {
         config.idle_timeout = Duration::from_secs_f64(secs);
     }
-    let model = AnthropicModel::new(config).map_err(|e| e.to_string())?;
+    let model = AnthropicModel::new(config).map_err(ResolveError::ModelSetup)?;
     let options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
     Ok(RunSpec {
         prompt: String::new(),
@@ -456,14 +449,14 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
 /// The settings of `--setting-sources` and `--settings` ([`crate::settings::load`]), and the
 /// commands and output styles of those sources; warnings go to stderr. A scripted scenario
 /// keeps its own settings unless either flag is given.
-fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
+fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError> {
     use crate::settings::{ConfigDirs, SettingSources};
     let sources = match (&spec.scripted, args.setting_sources.as_deref()) {
         (Some(_), None) => SettingSources::none(),
-        (_, flag) => SettingSources::parse(flag).map_err(|e| e.to_string())?,
+        (_, flag) => SettingSources::parse(flag)?,
     };
     let dirs = ConfigDirs::from_env(&spec.cwd);
-    let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref()).map_err(|e| e.to_string())?;
+    let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref())?;
     let mut warnings = loaded.warnings;
     if spec.scripted.is_none() || args.settings.is_some() || args.setting_sources.is_some() {
         spec.settings = loaded.settings;
@@ -485,16 +478,16 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
 }
 
 /// `--tools`: the standard tools named (comma-separated), `default` for all, "" for none.
-fn tool_subset(names: &str) -> Result<Registry, String> {
+fn tool_subset(names: &str) -> Result<Registry, ResolveError> {
     let all = Registry::standard();
     if names.trim() == "default" {
         return Ok(all);
     }
     let mut chosen = Registry::new();
     for name in names.split([',', ' ']).map(str::trim).filter(|n| !n.is_empty()) {
-        let tool = all.get(name).ok_or_else(|| {
-            let known: Vec<String> = all.definitions().into_iter().map(|d| d.name).collect();
-            format!("--tools: unknown tool `{name}` (tools: {})", known.join(", "))
+        let tool = all.get(name).ok_or_else(|| ResolveError::UnknownTool {
+            name: name.to_owned(),
+            known: all.definitions().into_iter().map(|d| d.name).collect(),
         })?;
         chosen.register(tool);
     }
@@ -507,12 +500,12 @@ fn apply_flags(
     options: &mut EngineOptions,
     args: &RunFlags,
     style: Option<&output_style::OutputStyle>,
-) -> Result<(), String> {
+) -> Result<(), ResolveError> {
     match (&args.system_prompt, &args.system_prompt_file) {
         (Some(text), _) if !text.is_empty() => options.system = text.clone(),
         (_, Some(path)) => {
-            options.system =
-                std::fs::read_to_string(path).map_err(|e| format!("--system-prompt-file {}: {e}", path.display()))?;
+            options.system = std::fs::read_to_string(path)
+                .map_err(|error| ResolveError::SystemPromptFile { path: path.clone(), error })?;
         }
         (None, None) => {
             if let Some(style) = style
@@ -559,9 +552,9 @@ fn apply_flags(
 }
 
 /// The schema of `--json-schema`: JSON text, checked once.
-fn json_schema(text: &str) -> Result<Arc<crate::json_schema::Schema>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("--json-schema: not JSON: {e}"))?;
-    crate::json_schema::Schema::compile(&value).map(Arc::new).map_err(|e| format!("--json-schema: {e}"))
+fn json_schema(text: &str) -> Result<Arc<crate::json_schema::Schema>, ResolveError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ResolveError::JsonSchemaSyntax)?;
+    crate::json_schema::Schema::compile(&value).map(Arc::new).map_err(ResolveError::JsonSchema)
 }
 
 /// Split rule lists given as `"Bash(git log:*) Edit"` or `Read,Grep` into rules, keeping
@@ -727,20 +720,24 @@ mod tests {
         flags: RunFlags,
     }
 
-    fn budget(args: &[&str], env: Option<&str>) -> Result<Option<u32>, String> {
+    /// The budget the flags `args` and `MAX_THINKING_TOKENS=env` ask for.
+    fn budget(args: &[&str], env: Option<&str>) -> Result<Option<u32>, ResolveError> {
         let parsed = Flags::try_parse_from(std::iter::once("agentloop").chain(args.iter().copied())).unwrap();
         thinking_budget(&parsed.flags, env)
     }
 
     #[test]
     fn thinking_comes_from_the_flags_then_the_environment() {
-        assert_eq!(budget(&[], None), Ok(None));
-        assert_eq!(budget(&[], Some("8000")), Ok(Some(8000)));
-        assert_eq!(budget(&[], Some("0")), Ok(None));
-        assert_eq!(budget(&["--max-thinking-tokens", "3000"], Some("8000")), Ok(Some(3000)));
-        assert_eq!(budget(&["--thinking", "adaptive"], None), Ok(Some(u32::MAX)));
-        assert_eq!(budget(&["--thinking", "enabled", "--max-thinking-tokens", "2048"], None), Ok(Some(2048)));
-        assert_eq!(budget(&["--thinking", "disabled", "--max-thinking-tokens", "3000"], Some("8000")), Ok(None));
-        assert_eq!(budget(&[], Some("lots")), Err("MAX_THINKING_TOKENS=lots: not a number of tokens".into()));
+        assert_eq!(budget(&[], None).unwrap(), None);
+        assert_eq!(budget(&[], Some("8000")).unwrap(), Some(8000));
+        assert_eq!(budget(&[], Some("0")).unwrap(), None);
+        assert_eq!(budget(&["--max-thinking-tokens", "3000"], Some("8000")).unwrap(), Some(3000));
+        assert_eq!(budget(&["--thinking", "adaptive"], None).unwrap(), Some(u32::MAX));
+        assert_eq!(budget(&["--thinking", "enabled", "--max-thinking-tokens", "2048"], None).unwrap(), Some(2048));
+        assert_eq!(budget(&["--thinking", "disabled", "--max-thinking-tokens", "3000"], Some("8000")).unwrap(), None);
+        assert_eq!(
+            budget(&[], Some("lots")).unwrap_err().to_string(),
+            "MAX_THINKING_TOKENS=lots: not a number of tokens"
+        );
     }
 }
