@@ -270,7 +270,7 @@ impl Sandbox {
 
     /// The process group of a command started with [`Sandbox::command`] whose leader is
     /// `pid`: through the helper it is stopped with SIGTERM, else with SIGKILL.
-    pub fn group(&self, pid: Option<u32>) -> crate::process_group::ProcessGroup {
+    pub(crate) fn group(&self, pid: Option<u32>) -> crate::process_group::ProcessGroup {
         crate::process_group::ProcessGroup::of_command(pid, self.has_helper())
     }
 }

@@ -79,7 +79,7 @@ pub struct ToolOutput {
     /// Set by a call that gives the run's structured answer (`StructuredOutput`): whether its
     /// input matched the `--json-schema`. The engine ends the run on a valid one and counts
     /// the invalid ones (`structured_output`).
-    pub structured: Option<structured_output::Answer>,
+    pub(crate) structured: Option<structured_output::Answer>,
 }
 
 /// An image in a tool result, sent to the model as an image block of the `tool_result`.
