@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentloop::hooks::{HookEnv, NoHooks};
-use agentloop::mcp::tool::McpTool;
+use agentloop::internals::executor::{Approvals, Toolbox};
+use agentloop::internals::mcp::McpTool;
 use agentloop::permissions::{Mode, Policy};
-use agentloop::tools::orchestrate::{Approvals, Toolbox};
 use agentloop::tools::{Registry, Tool, ToolCall, ToolContext};
 use criterion::Criterion;
 use rmcp::model::CallToolRequestParams;
@@ -60,8 +60,8 @@ impl Bench {
     async fn start(cwd: &Path) -> Bench {
         let args = [entry().display().to_string(), "stdio".to_owned()];
         let none = agentloop::sandbox::Sandbox::none();
-        let connection = agentloop::mcp::stdio::connect(
-            agentloop::mcp::Client::of("bench"),
+        let connection = agentloop::internals::mcp::connect_stdio(
+            agentloop::internals::mcp::Client::of("bench"),
             "node",
             &args,
             &Default::default(),
@@ -76,7 +76,7 @@ impl Bench {
         let connection = Arc::new(connection);
         let peer = connection.peer().clone();
         let tool: Arc<dyn Tool> =
-            Arc::new(McpTool::new("everything", echo, connection, agentloop::mcp::tool_timeout()));
+            Arc::new(McpTool::new("everything", echo, connection, agentloop::internals::mcp::tool_timeout()));
         let rules = |r: &[&str]| r.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         let policy = Policy::new(Mode::Default, cwd.to_path_buf())
             .with_rules(&rules(&["mcp__everything", "Read"]), &rules(&["Bash(rm:*)"]), &[])
@@ -102,7 +102,7 @@ impl Bench {
         let arguments = self.input.as_object().cloned().unwrap_or_default();
         let result =
             self.peer.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments)).await.expect("echo");
-        agentloop::mcp::tool::render(&result).text
+        agentloop::internals::mcp::render(&result).text
     }
 
     /// (b) the permission check and the tool.

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentloop::mcp::tool::McpTool;
-use agentloop::mcp::{self, ServerConfig};
+use agentloop::internals::mcp::McpTool;
+use agentloop::internals::mcp::{self, ServerConfig};
 use agentloop::tools::{Tool, ToolContext};
 use serde_json::{Value, json};
 use wiremock::matchers::method;

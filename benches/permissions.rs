@@ -23,8 +23,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentloop::permissions::{Decision, Mode, Policy};
+use agentloop::tools::Bash;
 use agentloop::tools::Tool;
-use agentloop::tools::bash::Bash;
 use common::commands::{CommandLine, command_lines};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};

@@ -14,7 +14,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use agentloop::model::anthropic::request::to_json;
+use agentloop::internals::anthropic::to_json;
 use agentloop::model::{ModelRequest, Purpose};
 use agentloop::protocol::{ContentBlock, Message, Role, Transcript};
 use agentloop::tools::Registry;

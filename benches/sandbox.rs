@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use agentloop::sandbox::{Launch, Network, Policy, Sandbox, SandboxSettings};
-use agentloop::tools::bash::Bash;
+use agentloop::tools::Bash;
 use agentloop::tools::{Tool, ToolContext};
 
 /// Calls timed per way.

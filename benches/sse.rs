@@ -16,9 +16,9 @@ use std::hint::black_box;
 use std::ops::ControlFlow;
 
 use agentloop::engine::reply_steps::{ReplySteps, Seen};
-use agentloop::model::anthropic::decode::{Intake, decode};
-use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::sse_reply;
+use agentloop::internals::anthropic::Parser;
+use agentloop::internals::anthropic::sse_reply;
+use agentloop::internals::anthropic::{Intake, decode};
 use agentloop::model::assemble::{Assembler, Step};
 use agentloop::model::reply;
 use common::{Interleaved, Rng};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use agentloop::engine::clock::SystemClock;
 use agentloop::harness::{run_scenario_with, scenario_options};
-use agentloop::permissions::readonly::is_read_only;
+use agentloop::internals::shell::is_read_only;
 use agentloop::scenario::Scenario;
 use agentloop::tools::Registry;
 use serde_json::json;

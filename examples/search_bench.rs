@@ -10,8 +10,8 @@
 
 use std::process::ExitCode;
 
-use agentloop::tools::glob::Glob;
-use agentloop::tools::grep::Grep;
+use agentloop::tools::Glob;
+use agentloop::tools::Grep;
 use agentloop::tools::{Tool, ToolContext};
 use serde_json::json;
 

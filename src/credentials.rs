@@ -1,13 +1,13 @@
 //! The model credentials and the other secret-looking variables of agentloop's own
 //! environment, held in this process's memory and taken out of its environment.
 //!
-//! Bash commands, hooks and MCP servers start without them ([`crate::tools::shell_env`]), but
+//! Bash commands, hooks and MCP servers start without them (`crate::tools::shell_env`), but
 //! a child could still read them from agentloop itself: `/proc/<agentloop pid>/environ` shows
 //! the environment block the process was started with, whatever the process later removed
 //! from its environment (`cat /proc/$PPID/environ` in a Bash call). So `main` calls [`seal`]
 //! first thing, while the process has one thread:
 //!
-//! 1. every variable the shell environment removes by default ([`is_secret`]: the model
+//! 1. every variable the shell environment removes by default (`is_secret`: the model
 //!    credentials `ANTHROPIC_API_KEY` and `ANTHROPIC_AUTH_TOKEN`, and every name containing
 //!    `KEY`, `SECRET`, `TOKEN`, `PASSWORD`, `PASSWD` or `CREDENTIAL`) is copied into this
 //!    module's store;
@@ -23,8 +23,8 @@
 //!    no core dump of it holds them. Root is not stopped by this, which is why 2 is needed.
 //!    A program agentloop starts is dumpable again once it `exec`s.
 //!
-//! Everything in agentloop that reads these variables reads them here ([`var`],
-//! [`vars_os`]): the model client's credentials, the environment Bash and hooks start from
+//! Everything in agentloop that reads these variables reads them here (`var`,
+//! `vars_os`): the model client's credentials, the environment Bash and hooks start from
 //! (which gives back what `shellEnvironment.keep` names), the variables an MCP configuration
 //! expands, and what a user's stdio MCP server inherits. Until [`seal`] is called (agentloop
 //! used as a library, unit tests) they read the process environment, as before.
@@ -44,7 +44,7 @@ static SEALED: OnceLock<Vec<(OsString, OsString)>> = OnceLock::new();
 
 /// Whether [`seal`] takes the variable `name`: what the shell environment removes when the
 /// settings keep nothing ([`shell_env::is_removed`]).
-pub fn is_secret(name: &OsStr) -> bool {
+pub(crate) fn is_secret(name: &OsStr) -> bool {
     shell_env::is_removed(name, &[])
 }
 
@@ -81,19 +81,19 @@ pub unsafe fn seal() -> usize {
 /// The variable `name` of agentloop's environment as it was at startup: the sealed value of
 /// a secret, the process environment's for anything else (and for everything before
 /// [`seal`]). `None` when unset or not UTF-8, like `std::env::var(name).ok()`.
-pub fn var(name: &str) -> Option<String> {
+pub(crate) fn var(name: &str) -> Option<String> {
     var_os(name)?.into_string().ok()
 }
 
 /// [`var`] as an `OsString`.
-pub fn var_os(name: &str) -> Option<OsString> {
+pub(crate) fn var_os(name: &str) -> Option<OsString> {
     let sealed = SEALED.get().map_or(&[][..], Vec::as_slice);
     lookup(sealed, OsStr::new(name)).or_else(|| std::env::var_os(name))
 }
 
 /// agentloop's environment as it was at startup: the process environment, then the sealed
 /// variables.
-pub fn vars_os() -> Vec<(OsString, OsString)> {
+pub(crate) fn vars_os() -> Vec<(OsString, OsString)> {
     let sealed = SEALED.get().map_or(&[][..], Vec::as_slice);
     merged(sealed, std::env::vars_os())
 }
@@ -204,6 +204,30 @@ mod block {
     #[cfg(not(target_os = "linux"))]
     pub(super) fn forbid_dumps() -> bool {
         false
+    }
+}
+
+/// The credential the model client would use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Credential {
+    /// `ANTHROPIC_API_KEY` (preferred when both are set).
+    ApiKey,
+    /// `ANTHROPIC_AUTH_TOKEN`.
+    AuthToken,
+    /// Neither.
+    None,
+}
+
+impl Credential {
+    /// The credential the variables `lookup` gives would select, as the model client
+    /// chooses: a non-blank `ANTHROPIC_API_KEY`, else a non-blank `ANTHROPIC_AUTH_TOKEN`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Credential {
+        let set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
+        match (set("ANTHROPIC_API_KEY"), set("ANTHROPIC_AUTH_TOKEN")) {
+            (true, _) => Credential::ApiKey,
+            (false, true) => Credential::AuthToken,
+            (false, false) => Credential::None,
+        }
     }
 }
 

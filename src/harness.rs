@@ -13,7 +13,7 @@ use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{EngineError, RunOutcome, run};
 use crate::hooks::command::CommandHooks;
-use crate::hooks::settings::{Permissions, Settings};
+use crate::hooks::settings::{Permissions, Settings, SettingsError};
 use crate::model::scripted::ScriptedModel;
 use crate::permissions::{Approver, Mode, PermissionError, Policy, Unattended};
 use crate::scenario::Scenario;
@@ -34,8 +34,11 @@ pub struct ScenarioRun {
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     /// The scenario's settings are malformed.
-    #[error("{0}")]
-    Settings(String),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The permissions of its settings name a bad mode or rule.
+    #[error(transparent)]
+    Policy(#[from] PermissionError),
     /// The scenario's files could not be written.
     #[error("cannot write the scenario's files: {0}")]
     Files(#[from] std::io::Error),
@@ -79,38 +82,37 @@ pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
 }
 
 /// A fresh run id: a new session id (UUID v4), as the output and the trace header show it.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     crate::session::Uuid::new_v4().to_string()
 }
 
 /// The hook settings of a scenario.
 ///
 /// # Errors
-/// A message naming the scenario and the bad field.
-pub fn scenario_settings(scenario: &Scenario) -> Result<Settings, String> {
+/// [`SettingsError`] naming the scenario and the bad field.
+pub(crate) fn scenario_settings(scenario: &Scenario) -> Result<Settings, SettingsError> {
     Settings::from_value(&format!("scenario {}: settings", scenario.name), &scenario.settings)
-        .map_err(|e| e.to_string())
 }
 
 /// The permission policy of a run: the settings' rules and `defaultMode`, then the command
 /// line's mode and `--allowedTools` / `--disallowedTools`, which add to the settings.
 ///
 /// # Errors
-/// A message naming the bad mode or rule.
+/// [`PermissionError`] naming the bad mode or rule.
 pub fn policy(
     permissions: &Permissions,
     mode: Option<&str>,
     allowed: &[String],
     disallowed: &[String],
     cwd: &Path,
-) -> Result<Policy, String> {
+) -> Result<Policy, PermissionError> {
     let mode: Mode = match mode.or(permissions.default_mode.as_deref()) {
-        Some(m) => m.parse().map_err(|e: PermissionError| e.to_string())?,
+        Some(m) => m.parse()?,
         None => Mode::Default,
     };
     let allow: Vec<String> = permissions.allow.iter().chain(allowed).cloned().collect();
     let deny: Vec<String> = permissions.deny.iter().chain(disallowed).cloned().collect();
-    Policy::new(mode, cwd.to_path_buf()).with_rules(&allow, &deny, &permissions.ask).map_err(|e| e.to_string())
+    Policy::new(mode, cwd.to_path_buf()).with_rules(&allow, &deny, &permissions.ask)
 }
 
 /// Run `scenario` in `dir` (its files are written there first) on `clock`, with the
@@ -151,7 +153,7 @@ pub async fn run_scenario_approved(
     approver: Arc<dyn Approver>,
 ) -> Result<ScenarioRun, HarnessError> {
     scenario.write_files(dir)?;
-    let settings = scenario_settings(scenario).map_err(HarnessError::Settings)?;
+    let settings = scenario_settings(scenario)?;
     let cancel = CancellationToken::new();
     let model = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
     let deps = Deps {
@@ -161,7 +163,7 @@ pub async fn run_scenario_approved(
         clock,
         cancel,
         cwd: dir.to_path_buf(),
-        policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir).map_err(HarnessError::Settings)?),
+        policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir)?),
         shell_env: Arc::new(ShellEnv::inherited(&settings.shell_environment.keep)),
         sandbox: crate::sandbox::Sandbox::none(),
         approver,

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
     // SAFETY: the first thing the process does: no other thread exists yet (the tokio
     // runtime starts below), so nothing else reads or changes the environment meanwhile.
     unsafe { agentloop::credentials::seal() };
-    let cli = agentloop::cli::Cli::parse();
+    let cli = agentloop::Cli::parse();
     // AGENTLOOP_LOG=debug (or trace, info, warn, error) turns on the engine's own logs, and
     // those of the MCP SDK (rmcp), which are off by default: agentloop reports a failing MCP
     // server itself, as one warning naming it.
@@ -39,10 +39,10 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agentloop: cannot start the async runtime: {e}");
-            return ExitCode::from(agentloop::cli::EXIT_INTERNAL);
+            return agentloop::ExitStatus::Internal.into();
         }
     };
-    let code = runtime.block_on(agentloop::cli::main(cli));
+    let code = runtime.block_on(agentloop::run_cli(cli));
     // A blocking read of stdin (the SDK mode's reader) may still wait for input nobody will
     // send: do not wait for it on the way out.
     runtime.shutdown_background();

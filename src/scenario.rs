@@ -7,6 +7,7 @@
 //! written by hand and a vague error costs more than the scenario.
 
 mod block;
+pub mod builtin;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use serde_json::Value;
 use crate::json_path;
 use crate::protocol::StopReason;
 
-pub use block::ScriptBlock;
+pub use block::{BlockError, ScriptBlock};
 
 /// A scripted run. Only `responses` is required.
 #[derive(Debug, Clone, Deserialize)]
@@ -162,7 +163,7 @@ impl ScriptedResponse {
     ///
     /// # Errors
     /// The index of the first malformed block and what is wrong with it.
-    pub fn blocks(&self) -> Result<Vec<ScriptBlock>, (usize, String)> {
+    pub fn blocks(&self) -> Result<Vec<ScriptBlock>, (usize, BlockError)> {
         self.content.iter().enumerate().map(|(i, b)| ScriptBlock::from_value(b).map_err(|m| (i, m))).collect()
     }
 

@@ -9,8 +9,8 @@
 
 use std::ops::ControlFlow;
 
-use agentloop::model::anthropic::decode::{Intake, decode, push_payload};
-use agentloop::model::anthropic::sse::Parser;
+use agentloop::internals::anthropic::{Intake, decode, push_payload};
+use agentloop::internals::anthropic::Parser;
 use agentloop::model::assemble::{Assembler, Step};
 use libfuzzer_sys::fuzz_target;
 

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentloop::permissions::{Decision, Mode, Policy};
-use agentloop::shell::analyze;
-use agentloop::tools::bash::Bash;
+use agentloop::internals::shell::analyze;
+use agentloop::tools::Bash;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 

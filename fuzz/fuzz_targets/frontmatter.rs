@@ -3,7 +3,7 @@
 //! as a boolean and as a list.
 #![no_main]
 
-use agentloop::settings::frontmatter::Document;
+use agentloop::internals::settings::Document;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

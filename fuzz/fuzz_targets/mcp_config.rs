@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentloop::mcp::config::{ProjectConsent, load, project};
+use agentloop::internals::mcp::{ProjectConsent, load, project};
 use libfuzzer_sys::fuzz_target;
 
 /// The variables the fuzzed configuration can expand: two set, every other one unset.

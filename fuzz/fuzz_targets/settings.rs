@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use agentloop::hooks::settings::Settings;
 use agentloop::permissions::{Mode, Policy};
-use agentloop::settings::{ConfigDirs, SettingSources, load, repository};
+use agentloop::internals::settings::{ConfigDirs, SettingSources, load, repository};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

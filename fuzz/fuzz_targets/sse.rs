@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use agentloop::model::anthropic::sse::Parser;
+use agentloop::internals::anthropic::Parser;
 use libfuzzer_sys::fuzz_target;
 
 /// An owned event: its name and its data.

@@ -2,7 +2,7 @@
 //! line of stdin), and the echo `--replay-user-messages` prints for a user frame.
 #![no_main]
 
-use agentloop::sdk::wire::{Inbound, parse, replay};
+use agentloop::internals::sdk::{Inbound, parse, replay};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentloop::session::{RepairWrite, load, load_cut, repair};
+use agentloop::internals::session::{RepairWrite, repair};
+use agentloop::session::{load, load_cut};
 use libfuzzer_sys::fuzz_target;
 
 /// A scratch directory for the transcript, one per process.

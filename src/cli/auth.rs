@@ -7,6 +7,8 @@
 
 use serde_json::{Value, json};
 
+use crate::credentials::Credential;
+use crate::launch::ExitStatus;
 use crate::session::SessionStore;
 
 /// `agentloop auth`'s subcommands.
@@ -33,30 +35,6 @@ pub struct StatusArgs {
     /// Print one line of text instead.
     #[arg(long)]
     pub text: bool,
-}
-
-/// The credential the model client would use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Credential {
-    /// `ANTHROPIC_API_KEY` (preferred when both are set).
-    ApiKey,
-    /// `ANTHROPIC_AUTH_TOKEN`.
-    AuthToken,
-    /// Neither.
-    None,
-}
-
-impl Credential {
-    /// The credential the variables `lookup` gives would select, as the model client
-    /// chooses: a non-blank `ANTHROPIC_API_KEY`, else a non-blank `ANTHROPIC_AUTH_TOKEN`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Credential {
-        let set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
-        match (set("ANTHROPIC_API_KEY"), set("ANTHROPIC_AUTH_TOKEN")) {
-            (true, _) => Credential::ApiKey,
-            (false, true) => Credential::AuthToken,
-            (false, false) => Credential::None,
-        }
-    }
 }
 
 /// The JSON `auth status` prints for `credential`, with the session store's root `home`
@@ -95,7 +73,7 @@ pub fn status_text(credential: Credential) -> &'static str {
 }
 
 /// Run `agentloop auth …`; returns the exit status (1 when not logged in, as Claude Code).
-pub fn command(args: &AuthArgs) -> u8 {
+pub fn command(args: &AuthArgs) -> ExitStatus {
     match &args.command {
         AuthCommand::Status(status) => {
             let credential = Credential::from_lookup(crate::credentials::var);
@@ -106,7 +84,7 @@ pub fn command(args: &AuthArgs) -> u8 {
                 let json = status_json(credential, store.as_ref().map(SessionStore::home));
                 println!("{}", serde_json::to_string_pretty(&json).expect("a JSON value prints"));
             }
-            u8::from(credential == Credential::None)
+            ExitStatus::failure_if(credential == Credential::None)
         }
     }
 }

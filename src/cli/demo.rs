@@ -1,25 +1,13 @@
 //! `agentloop demo`: built-in scenarios run with the scripted model in a fresh temporary
 //! directory, so anyone can watch every continue and terminal reason without an API key.
 
-use crate::cli::interrupt::Stdout;
-use crate::cli::run::{execute, spec_for_scenario};
-use crate::cli::{EXIT_USAGE, OutputFormat, TraceArgs};
-use crate::scenario::Scenario;
+use crate::cli::run::execute;
+use crate::cli::{OutputFormatArg, TraceArgs};
+use crate::launch::ExitStatus;
+use crate::launch::spec::spec_for_scenario;
+use crate::launch::stdio::Stdout;
+use crate::scenario::builtin::{self, DEFAULT_DEMO, SCENARIOS};
 use tokio_util::sync::CancellationToken;
-
-include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
-
-/// Parse a built-in scenario by name.
-///
-/// # Errors
-/// A message naming the unknown scenario, or the parse error of a broken one.
-pub fn scenario(name: &str) -> Result<Scenario, String> {
-    let (_, text) = SCENARIOS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| format!("no demo named `{name}`; `agentloop demo --list` shows them"))?;
-    Scenario::parse(&format!("examples/scenarios/{name}.json"), text).map_err(|e| e.to_string())
-}
 
 /// `agentloop demo` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -33,8 +21,8 @@ pub struct DemoArgs {
     #[arg(long, conflicts_with_all = ["name", "list"])]
     pub all: bool,
     /// How the result is printed.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormatArg::Text)]
+    pub output_format: OutputFormatArg,
     /// Run the scenario under this transition table instead of the shipped one. It is audited
     /// first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["list", "all"])]
@@ -45,16 +33,16 @@ pub struct DemoArgs {
 }
 
 /// Run `agentloop demo`.
-pub async fn command(args: DemoArgs) -> u8 {
+pub async fn command(args: DemoArgs) -> ExitStatus {
     if args.list {
         let stdout = Stdout::new();
         for (name, _) in SCENARIOS {
-            let description = scenario(name).map(|s| s.description).unwrap_or_else(|e| e);
+            let description = builtin::load(name).map_or_else(|e| e.to_string(), |s| s.description);
             if !stdout.line(&format!("{name:<24} {description}")) {
-                return stdout.closed_exit_code();
+                return stdout.closed_exit_status();
             }
         }
-        return 0;
+        return ExitStatus::Success;
     }
     if args.all {
         return run_all().await;
@@ -64,38 +52,38 @@ pub async fn command(args: DemoArgs) -> u8 {
         Ok(table) => table,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
-    let scenario = match scenario(name) {
+    let scenario = match builtin::load(name) {
         Ok(s) => s,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     let dir = match tempfile::Builder::new().prefix("agentloop-demo-").tempdir() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("agentloop: cannot create a temporary directory: {e}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     if let Err(e) = scenario.write_files(dir.path()) {
         eprintln!("agentloop: cannot write the scenario's files: {e}");
-        return EXIT_USAGE;
+        return ExitStatus::Usage;
     }
     let mut spec = match spec_for_scenario(
         &scenario,
         dir.path().to_path_buf(),
         CancellationToken::new(),
-        args.trace,
-        args.output_format,
+        args.trace.options(),
+        args.output_format.into(),
     ) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     spec.options.table = table;
@@ -104,10 +92,10 @@ pub async fn command(args: DemoArgs) -> u8 {
         Ok(sandbox) => spec.sandbox = std::sync::Arc::new(sandbox),
         Err(e) => {
             eprintln!("agentloop: {e}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     }
-    if args.output_format == OutputFormat::Text {
+    if args.output_format == OutputFormatArg::Text {
         eprintln!("demo {name}: {}", scenario.description);
         eprintln!("prompt: {}", spec.prompt);
     }
@@ -116,19 +104,18 @@ pub async fn command(args: DemoArgs) -> u8 {
 
 /// Run every scenario in its own temporary directory and summarise how each ended.
 /// Exit 0 when every run ended (whatever its reason); 1 when one could not run at all;
-/// [`crate::cli::interrupt::EXIT_CLOSED_STDOUT`] when stdout was closed,
-/// [`crate::cli::interrupt::EXIT_OUTPUT_FAILED`] when it could not be written (the remaining
-/// scenarios are not run either way).
-async fn run_all() -> u8 {
+/// 141 when stdout was closed, 74 when it could not be written (the remaining scenarios are
+/// not run either way; [`Stdout::closed_exit_status`]).
+async fn run_all() -> ExitStatus {
     let stdout = Stdout::new();
     let mut failed = false;
     for (name, _) in SCENARIOS {
-        let outcome = match (scenario(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
+        let outcome = match (builtin::load(name), tempfile::Builder::new().prefix("agentloop-demo-").tempdir()) {
             (Ok(s), Ok(dir)) => {
                 let clock = std::sync::Arc::new(crate::engine::clock::SystemClock::new());
                 crate::harness::run_scenario(&s, dir.path(), clock).await.map_err(|e| e.to_string())
             }
-            (Err(e), _) => Err(e),
+            (Err(e), _) => Err(e.to_string()),
             (_, Err(e)) => Err(e.to_string()),
         };
         let line = match outcome {
@@ -144,8 +131,8 @@ async fn run_all() -> u8 {
             }
         };
         if !stdout.line(&line) {
-            return stdout.closed_exit_code();
+            return stdout.closed_exit_status();
         }
     }
-    u8::from(failed)
+    ExitStatus::failure_if(failed)
 }

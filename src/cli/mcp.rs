@@ -10,11 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::EXIT_USAGE;
+use crate::launch::ExitStatus;
 use crate::mcp::{Connection, ServerConfig};
-
-/// Exit status when the server failed or the tool answered with an error.
-pub const EXIT_FAILED: u8 = 1;
 
 /// `agentloop mcp`.
 #[derive(Debug, clap::Args)]
@@ -70,6 +67,20 @@ pub struct OAuthArgs {
     pub xaa_idp_client_id: Option<String>,
 }
 
+/// Why `agentloop mcp`'s flags, or the server, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpCommandError {
+    /// A `--header` that is not `Name: value`.
+    #[error("--header `{0}`: expected `Name: value`")]
+    Header(String),
+    /// A cross-app sign-in without its ID token.
+    #[error("--xaa-idp: the ID token comes in ${XAA_ID_TOKEN_VAR}, which is not set")]
+    NoIdToken,
+    /// The server did not list its tools.
+    #[error("tools/list: {0}")]
+    ListTools(String),
+}
+
 /// The variable holding a pre-registered client's secret.
 pub const CLIENT_SECRET_VAR: &str = "MCP_CLIENT_SECRET";
 
@@ -80,13 +91,14 @@ impl OAuthArgs {
     /// The sign-in's settings, the secrets read from `var`.
     ///
     /// # Errors
-    /// A cross-app sign-in without its ID token.
-    pub fn settings(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<crate::mcp::oauth::Settings, String> {
+    /// [`McpCommandError::NoIdToken`]: a cross-app sign-in without its ID token.
+    pub fn settings(
+        &self,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<crate::mcp::oauth::Settings, McpCommandError> {
         let xaa = match (&self.xaa_idp, &self.xaa_idp_client_id) {
             (Some(issuer), Some(client_id)) => {
-                let id_token = var(XAA_ID_TOKEN_VAR)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| format!("--xaa-idp: the ID token comes in ${XAA_ID_TOKEN_VAR}, which is not set"))?;
+                let id_token = var(XAA_ID_TOKEN_VAR).filter(|t| !t.is_empty()).ok_or(McpCommandError::NoIdToken)?;
                 Some(crate::mcp::oauth::Xaa { issuer: issuer.clone(), client_id: client_id.clone(), id_token })
             }
             _ => None,
@@ -105,10 +117,10 @@ impl OAuthArgs {
 }
 
 /// Run `agentloop mcp`: print the server's tools, or the result of `--call`.
-pub async fn command(args: McpArgs) -> u8 {
+pub async fn command(args: McpArgs) -> ExitStatus {
     let headers = match parse_headers(&args.headers) {
         Ok(headers) => headers,
-        Err(message) => return usage(&message),
+        Err(e) => return usage(&e.to_string()),
     };
     let arguments = match serde_json::from_str::<Value>(&args.arguments) {
         Ok(Value::Object(map)) => map,
@@ -117,7 +129,7 @@ pub async fn command(args: McpArgs) -> u8 {
     };
     let oauth = match args.oauth.settings(&crate::credentials::var) {
         Ok(settings) => settings,
-        Err(message) => return usage(&message),
+        Err(e) => return usage(&e.to_string()),
     };
     let config = ServerConfig::Http { url: args.url.clone(), headers, oauth: Some(oauth) };
     // The server's questions to the user are asked here, on stdin.
@@ -129,10 +141,10 @@ pub async fn command(args: McpArgs) -> u8 {
         Err(message) => return failed(&format!("{}: {message}", args.url)),
     };
     let code = match (list(&connection).await, &args.call) {
-        (Err(message), _) => failed(&message),
+        (Err(e), _) => failed(&e.to_string()),
         (Ok(tools), None) => {
             print_tools(&connection, &tools);
-            0
+            ExitStatus::Success
         }
         (Ok(_), Some(tool)) => call(&connection, tool, arguments).await,
     };
@@ -143,21 +155,21 @@ pub async fn command(args: McpArgs) -> u8 {
 /// `Name: value` pairs, as `curl -H` takes them.
 ///
 /// # Errors
-/// A pair without a colon or with an empty name.
-pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
+/// [`McpCommandError::Header`]: a pair without a colon or with an empty name.
+pub fn parse_headers(pairs: &[String]) -> Result<BTreeMap<String, String>, McpCommandError> {
     pairs
         .iter()
         .map(|pair| match pair.split_once(':') {
             Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.trim().to_owned())),
-            _ => Err(format!("--header `{pair}`: expected `Name: value`")),
+            _ => Err(McpCommandError::Header(pair.clone())),
         })
         .collect()
 }
 
 /// The server's tools, as the agent lists them before any call (a tool it does not list is
 /// still called, and the server says what it makes of it).
-async fn list(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
-    connection.peer().list_all_tools().await.map_err(|e| format!("tools/list: {}", crate::mcp::describe(&e)))
+async fn list(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, McpCommandError> {
+    connection.peer().list_all_tools().await.map_err(|e| McpCommandError::ListTools(crate::mcp::describe(&e)))
 }
 
 /// Print the server, the negotiated protocol version, then one line per tool.
@@ -175,7 +187,7 @@ fn print_tools(connection: &Connection, tools: &[rmcp::model::Tool]) {
 }
 
 /// Call `tool` and print what the model would read; an `isError` result exits 1.
-async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<String, Value>) -> u8 {
+async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<String, Value>) -> ExitStatus {
     let request = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
     let timeout = crate::mcp::tool_timeout();
     let result = match tokio::time::timeout(timeout, connection.peer().call_tool(request)).await {
@@ -186,17 +198,18 @@ async fn call(connection: &Connection, tool: &str, arguments: serde_json::Map<St
         }
     };
     println!("{}", crate::mcp::tool::render(&result).text);
-    if result.is_error == Some(true) { EXIT_FAILED } else { 0 }
+    ExitStatus::failure_if(result.is_error == Some(true))
 }
 
-fn usage(message: &str) -> u8 {
+fn usage(message: &str) -> ExitStatus {
     eprintln!("agentloop mcp: {message}");
-    EXIT_USAGE
+    ExitStatus::Usage
 }
 
-fn failed(message: &str) -> u8 {
+/// The server failed, or the tool answered with an error.
+fn failed(message: &str) -> ExitStatus {
     eprintln!("agentloop mcp: {message}");
-    EXIT_FAILED
+    ExitStatus::Failure
 }
 
 #[cfg(test)]
@@ -210,7 +223,13 @@ mod tests {
             parse_headers(&pairs).unwrap(),
             BTreeMap::from([("Authorization".into(), "Bearer a:b".into()), ("X-Empty".into(), String::new())])
         );
-        assert_eq!(parse_headers(&["nocolon".to_owned()]).unwrap_err(), "--header `nocolon`: expected `Name: value`");
-        assert_eq!(parse_headers(&[": v".to_owned()]).unwrap_err(), "--header `: v`: expected `Name: value`");
+        assert_eq!(
+            parse_headers(&["nocolon".to_owned()]).unwrap_err().to_string(),
+            "--header `nocolon`: expected `Name: value`"
+        );
+        assert_eq!(
+            parse_headers(&[": v".to_owned()]).unwrap_err().to_string(),
+            "--header `: v`: expected `Name: value`"
+        );
     }
 }

@@ -7,9 +7,8 @@
 
 pub mod auth;
 pub mod demo;
-pub mod interrupt;
+pub mod error;
 pub mod mcp;
-pub mod output;
 pub mod run;
 pub mod session_args;
 pub mod sessions;
@@ -21,11 +20,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::engine::trace::TraceFormat;
-
-/// Exit status when the engine itself failed (an undeclared transition: a bug).
-pub const EXIT_INTERNAL: u8 = 70;
-/// Exit status for bad usage or unusable input.
-pub const EXIT_USAGE: u8 = 2;
+use crate::launch::ExitStatus;
+use crate::launch::spec::{OutputFormat, TraceOptions};
 
 /// A coding-agent loop you can read: every step is an edge of a declared state machine.
 ///
@@ -87,6 +83,13 @@ pub struct TraceArgs {
     pub trace_file: Option<PathBuf>,
 }
 
+impl TraceArgs {
+    /// Where these flags send the trace.
+    pub fn options(&self) -> TraceOptions {
+        TraceOptions { format: self.trace.map(TraceFormat::from), file: self.trace_file.clone() }
+    }
+}
+
 /// Trace formats on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TraceFormatArg {
@@ -107,7 +110,7 @@ impl From<TraceFormatArg> for TraceFormat {
 
 /// How the run's result is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum OutputFormat {
+pub enum OutputFormatArg {
     /// The model's text as it streams.
     #[default]
     Text,
@@ -117,49 +120,60 @@ pub enum OutputFormat {
     StreamJson,
 }
 
+impl From<OutputFormatArg> for OutputFormat {
+    fn from(f: OutputFormatArg) -> Self {
+        match f {
+            OutputFormatArg::Text => OutputFormat::Text,
+            OutputFormatArg::Json => OutputFormat::Json,
+            OutputFormatArg::StreamJson => OutputFormat::StreamJson,
+        }
+    }
+}
+
 /// Parse the arguments and run; the returned code is the process exit status.
 pub async fn main(cli: Cli) -> ExitCode {
     let code = match cli.command {
-        None => top_level(cli.top).await,
+        None => top_level(cli.top).await.into(),
         Some(command) => subcommand(command).await,
     };
     // Remote MCP sessions of the run's servers end before the process does.
     crate::mcp::finish().await;
-    ExitCode::from(code)
+    code
 }
 
-async fn subcommand(command: Command) -> u8 {
+async fn subcommand(command: Command) -> ExitCode {
     match command {
-        Command::Run(args) => run::command(*args).await,
-        Command::Demo(args) => demo::command(args).await,
-        Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()),
-        Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()),
-        Command::Sessions(args) => sessions::command(&args),
-        Command::Mcp(args) => mcp::command(args).await,
-        Command::Auth(args) => auth::command(&args),
+        Command::Run(args) => run::command(*args).await.into(),
+        Command::Demo(args) => demo::command(args).await.into(),
+        // The audit's codes are its own (0 passed, 1 an error finding, 2 unusable input).
+        Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()).into(),
+        Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()).into(),
+        Command::Sessions(args) => sessions::command(&args).into(),
+        Command::Mcp(args) => mcp::command(args).await.into(),
+        Command::Auth(args) => auth::command(&args).into(),
     }
 }
 
 /// The interactive session (stdin and stdout on a terminal, no `-p`), `prompt` its first.
-async fn interactive(prompt: Option<String>, flags: &run::RunFlags) -> u8 {
+async fn interactive(prompt: Option<String>, flags: &run::RunFlags) -> ExitStatus {
     let spec = match run::resolve_interactive(flags) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
-    crate::interactive::run(spec, flags.session.clone(), prompt).await
+    crate::interactive::run(spec, flags.session.options(), prompt).await
 }
 
 /// `agentloop [flags] [prompt]`: the Claude Agent SDK's protocol with `--input-format
 /// stream-json`; otherwise a headless run of the prompt (the argument, or stdin when piped).
-async fn top_level(top: TopArgs) -> u8 {
+async fn top_level(top: TopArgs) -> ExitStatus {
     use std::io::{IsTerminal, Read};
     let mut prompt = top.prompt;
     if top.flags.input_format == run::InputFormat::Text
         && !top.print
-        && top.flags.output_format == OutputFormat::Text
+        && top.flags.output_format == OutputFormatArg::Text
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal()
     {
@@ -171,12 +185,12 @@ async fn top_level(top: TopArgs) -> u8 {
                 "agentloop: no prompt. Pass one (`agentloop -p \"…\"`), pipe it on stdin, or use a subcommand \
 (`agentloop demo`, `agentloop --help`); the interactive session needs stdout on a terminal too"
             );
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
         let mut text = String::new();
         if let Err(e) = std::io::stdin().read_to_string(&mut text) {
             eprintln!("agentloop: cannot read the prompt from stdin: {e}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
         prompt = Some(text);
     }
@@ -185,11 +199,11 @@ async fn top_level(top: TopArgs) -> u8 {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     match top.flags.input_format {
         run::InputFormat::Text => run::execute(spec).await,
-        run::InputFormat::StreamJson => crate::sdk::serve(spec, &top.flags).await,
+        run::InputFormat::StreamJson => crate::sdk::serve(spec, top.flags.sdk_options()).await,
     }
 }

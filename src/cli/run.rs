@@ -4,29 +4,31 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::interrupt::{EXIT_SIGINT, Signals, Stdout, Stop, stderr_line};
-use crate::cli::output::{
-    CliSink, WithCommands, WithSandbox, result_object, stderr_is_terminal, system_init, with_structured_output,
-};
-use crate::cli::session_args::{self, SessionArgs};
-use crate::cli::table_file;
-use crate::cli::{EXIT_INTERNAL, EXIT_USAGE, OutputFormat, TraceArgs};
+use crate::cli::error::ResolveError;
+use crate::cli::session_args::SessionArgs;
+use crate::cli::{OutputFormatArg, TraceArgs, table_file};
 use crate::context::output_style::{self, ChosenStyle, OutputStyles};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::run::{header, run_prompt};
 use crate::engine::session::Session;
-use crate::engine::trace::{TraceFormat, TraceHeader, TraceWriter};
-use crate::harness::{new_run_id, policy, scenario_options, scenario_settings};
+use crate::engine::trace::{TraceFormat, TraceHeader};
+use crate::harness::{new_run_id, policy};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
-use crate::model::Model;
-use crate::model::ModelError;
+use crate::launch::ExitStatus;
+use crate::launch::output::{
+    OutputSink, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
+};
+use crate::launch::session;
+use crate::launch::signals::{Stop, supervise};
+use crate::launch::spec::{DEFAULT_MODEL, OutputFormat, RunSpec, spec_for_scenario};
+use crate::launch::stdio::Stdout;
 use crate::model::anthropic::{AnthropicConfig, AnthropicModel};
-use crate::model::scripted::ScriptedModel;
 use crate::permissions::Policy;
 use crate::scenario::Scenario;
+use crate::stderr;
 use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use tokio_util::sync::CancellationToken;
@@ -105,8 +107,8 @@ pub struct RunFlags {
     #[arg(long, value_name = "SECS")]
     pub stream_idle_timeout: Option<f64>,
     /// How the result is printed.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormatArg::Text)]
+    pub output_format: OutputFormatArg,
     /// Run the loop under this transition table instead of the shipped one (an edited copy of
     /// transitions/loop.toml). It is audited first; a table that fails is refused (exit 2).
     #[arg(long, value_name = "FILE")]
@@ -203,10 +205,10 @@ pub enum ThinkingMode {
 /// `--max-thinking-tokens`, then `MAX_THINKING_TOKENS` (`env`), then `--thinking enabled`
 /// (as much as fits below the output cap). `Err` names a `MAX_THINKING_TOKENS` that is not
 /// a number.
-fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, String> {
+fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, ResolveError> {
     let from_env = env
         .filter(|v| !v.trim().is_empty())
-        .map(|v| v.trim().parse::<u32>().map_err(|_| format!("MAX_THINKING_TOKENS={v}: not a number of tokens")))
+        .map(|v| v.trim().parse::<u32>().map_err(|_| ResolveError::ThinkingTokens(v.to_owned())))
         .transpose()?;
     Ok(match (args.thinking, args.max_thinking_tokens.or(from_env)) {
         (Some(ThinkingMode::Disabled), _) | (None, Some(0)) => None,
@@ -269,56 +271,24 @@ impl UnsupportedFlags {
     }
 }
 
-/// A resolved run, ready for the engine.
-pub struct RunSpec {
-    /// The prompt.
-    pub prompt: String,
-    /// Working directory.
-    pub cwd: PathBuf,
-    /// Engine options.
-    pub options: EngineOptions,
-    /// The model.
-    pub model: Arc<dyn Model>,
-    /// The scripted model, when that is the model (for `abort.phase = tools`).
-    pub scripted: Option<Arc<ScriptedModel>>,
-    /// Hook settings.
-    pub settings: Settings,
-    /// Permission policy.
-    pub policy: Policy,
-    /// Trace options.
-    pub trace: TraceArgs,
-    /// Output format.
-    pub format: OutputFormat,
-    /// Cancelled on Ctrl+C, SIGTERM, SIGHUP or a closed stdout (and by a scenario's abort).
-    pub cancel: CancellationToken,
-    /// The session the prompt runs on (its id is `options.run_id`).
-    pub session: Session,
-    /// The tools offered to the model.
-    pub tools: Registry,
-    /// `--include-partial-messages`.
-    pub partial_messages: bool,
-    /// The MCP servers (`--mcp-config`, `.mcp.json`), started in the background as soon as
-    /// they are known; the run waits for them where it first needs its tools.
-    pub mcp: crate::mcp::startup::Startup,
-    /// How the session's commands are confined (from the settings' `sandbox` block).
-    pub sandbox: Arc<crate::sandbox::Sandbox>,
-    /// The settings sources read (`--setting-sources`); agents load from the same ones.
-    pub setting_sources: crate::settings::SettingSources,
-    /// The custom slash commands of those sources.
-    pub commands: Arc<crate::commands::Commands>,
-    /// The output styles there are, and the one the settings choose.
-    pub output_styles: OutputStyles,
-    /// The output style in force (`outputStyle`).
-    pub output_style: ChosenStyle,
+impl RunFlags {
+    /// What the SDK mode takes from these flags besides the run ([`crate::sdk::SdkOptions`]).
+    pub fn sdk_options(&self) -> crate::sdk::SdkOptions {
+        crate::sdk::SdkOptions {
+            session_mirror: self.unsupported.session_mirror,
+            permission_prompt_tool: self.permission_prompt_tool.clone(),
+            replay_user_messages: self.replay_user_messages,
+        }
+    }
 }
 
 /// Run `agentloop run`.
-pub async fn command(args: RunArgs) -> u8 {
+pub async fn command(args: RunArgs) -> ExitStatus {
     match resolve(args.prompt, &args.flags) {
         Ok(spec) => execute(spec).await,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            EXIT_USAGE
+            ExitStatus::Usage
         }
     }
 }
@@ -327,37 +297,37 @@ pub async fn command(args: RunArgs) -> u8 {
 /// the policy built).
 ///
 /// # Errors
-/// A message for the user.
-pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, String> {
+/// [`ResolveError`], a message for the user.
+pub fn resolve(prompt: Option<String>, args: &RunFlags) -> Result<RunSpec, ResolveError> {
     resolve_with(prompt, args, true)
 }
 
 /// [`resolve`] for the interactive session, whose prompts are typed later: no prompt needed.
 ///
 /// # Errors
-/// A message for the user.
-pub fn resolve_interactive(args: &RunFlags) -> Result<RunSpec, String> {
+/// [`ResolveError`], a message for the user.
+pub fn resolve_interactive(args: &RunFlags) -> Result<RunSpec, ResolveError> {
     resolve_with(None, args, false)
 }
 
-fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> Result<RunSpec, String> {
+fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> Result<RunSpec, ResolveError> {
     for flag in args.unsupported.given() {
         eprintln!("agentloop: warning: {flag} is not supported yet and is ignored");
     }
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().map_err(ResolveError::CurrentDir)?,
     };
     if !cwd.is_dir() {
-        return Err(format!("--cwd {}: not a directory", cwd.display()));
+        return Err(ResolveError::NotADirectory(cwd));
     }
     let table = args.table.as_deref().map(|path| table_file::load(path, args.max_turns)).transpose()?;
     let cancel = CancellationToken::new();
     let mut spec = match args.model.as_deref().and_then(|m| m.strip_prefix("scripted:")) {
         Some(file) => {
-            let scenario = Scenario::load(Path::new(file)).map_err(|e| e.to_string())?;
-            scenario.write_files(&cwd).map_err(|e| format!("cannot write the scenario's files: {e}"))?;
-            spec_for_scenario(&scenario, cwd, cancel, args.trace.clone(), args.output_format)?
+            let scenario = Scenario::load(Path::new(file))?;
+            scenario.write_files(&cwd).map_err(ResolveError::ScenarioFiles)?;
+            spec_for_scenario(&scenario, cwd, cancel, args.trace.options(), args.output_format.into())?
         }
         None => spec_for_api(args, cwd, cancel)?,
     };
@@ -365,7 +335,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         spec.prompt = prompt;
     }
     if needs_prompt && spec.prompt.trim().is_empty() && args.input_format == InputFormat::Text {
-        return Err("no prompt: pass -p PROMPT".into());
+        return Err(ResolveError::NoPrompt);
     }
     load_settings(&mut spec, args)?;
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
@@ -374,11 +344,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     }
     spec.partial_messages = args.include_partial_messages;
     spec.options.table = table;
-    spec.options.validate()?;
-    spec.sandbox = Arc::new(
-        crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)
-            .map_err(|e| e.to_string())?,
-    );
+    spec.options.validate().map_err(ResolveError::Options)?;
+    spec.sandbox = Arc::new(crate::sandbox::Sandbox::for_session(spec.settings.sandbox.clone(), &spec.cwd, None)?);
     // The servers start now, while the rest is prepared (the session loaded, the trace opened).
     spec.mcp = crate::mcp::startup::Startup::begin(
         mcp_servers(args, &spec.cwd, &spec.settings)?,
@@ -392,16 +359,17 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         &split_rules(&args.disallowed_tools),
         &spec.cwd,
     )?;
-    let cwd = std::fs::canonicalize(&spec.cwd).map_err(|e| format!("--cwd {}: {e}", spec.cwd.display()))?;
-    spec.session = session_args::open(&args.session, &cwd).inspect_err(|message| {
+    let cwd = std::fs::canonicalize(&spec.cwd)
+        .map_err(|error| ResolveError::Canonicalize { cwd: spec.cwd.clone(), error })?;
+    spec.session = session::open(&args.session.options(), &cwd).inspect_err(|error| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
-        if matches!(args.output_format, OutputFormat::Json | OutputFormat::StreamJson) {
-            println!("{}", session_args::open_failure_result(message));
+        if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
+            println!("{}", session::open_failure_result(&error.to_string()));
         }
     })?;
     spec.options.run_id = spec.session.id.to_string();
     let table_sha256 = spec.options.table().sha256.clone();
-    session_args::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
+    session::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
     Ok(spec)
 }
 
@@ -409,7 +377,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
 /// with `--strict-mcp-config`; a bad file is a warning, and so is each variable withheld from
 /// them), then those of every `--mcp-config`, which win over a project server of the same
 /// name.
-fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, String> {
+fn mcp_servers(args: &RunFlags, cwd: &Path, settings: &Settings) -> Result<crate::mcp::Servers, ResolveError> {
     use crate::mcp::config;
     let mut servers = crate::mcp::Servers::new();
     if !args.strict_mcp_config {
@@ -441,22 +409,19 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
 }
 
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
-fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, String> {
+fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, ResolveError> {
     let name = match args.model.as_deref() {
         Some(name) if name.starts_with("claude") => name.to_owned(),
         Some(other) => {
-            return Err(format!("unknown model `{other}`: use claude-… (the Messages API) or scripted:FILE"));
+            return Err(ResolveError::UnknownModel(other.to_owned()));
         }
         None => DEFAULT_MODEL.to_owned(),
     };
-    let mut config = AnthropicConfig::from_env().map_err(|e| match e {
-        ModelError::Config(help) => help,
-        other => other.to_string(),
-    })?;
+    let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;
     if let Some(secs) = args.stream_idle_timeout {
         config.idle_timeout = Duration::from_secs_f64(secs);
     }
-    let model = AnthropicModel::new(config).map_err(|e| e.to_string())?;
+    let model = AnthropicModel::new(config).map_err(ResolveError::ModelSetup)?;
     let options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
     Ok(RunSpec {
         prompt: String::new(),
@@ -475,23 +440,20 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         scripted: None,
         settings: Settings::default(),
         policy: Policy::default(),
-        trace: args.trace.clone(),
-        format: args.output_format,
+        trace: args.trace.options(),
+        format: args.output_format.into(),
         cancel,
     })
 }
 
-/// The model `run` uses when `--model` is not given and an API key is set.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-
 /// The settings of `--setting-sources` and `--settings` ([`crate::settings::load`]), and the
 /// commands and output styles of those sources; warnings go to stderr. A scripted scenario
 /// keeps its own settings unless either flag is given.
-fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
+fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError> {
     use crate::settings::{ConfigDirs, SettingSources};
     let sources = match (&spec.scripted, args.setting_sources.as_deref()) {
         (Some(_), None) => SettingSources::none(),
-        (_, flag) => SettingSources::parse(flag).map_err(|e| e.to_string())?,
+        (_, flag) => SettingSources::parse(flag)?,
     };
     let dirs = ConfigDirs::from_env(&spec.cwd);
     let loaded = crate::settings::load(&sources, &dirs, args.settings.as_deref())?;
@@ -516,16 +478,16 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), String> {
 }
 
 /// `--tools`: the standard tools named (comma-separated), `default` for all, "" for none.
-fn tool_subset(names: &str) -> Result<Registry, String> {
+fn tool_subset(names: &str) -> Result<Registry, ResolveError> {
     let all = Registry::standard();
     if names.trim() == "default" {
         return Ok(all);
     }
     let mut chosen = Registry::new();
     for name in names.split([',', ' ']).map(str::trim).filter(|n| !n.is_empty()) {
-        let tool = all.get(name).ok_or_else(|| {
-            let known: Vec<String> = all.definitions().into_iter().map(|d| d.name).collect();
-            format!("--tools: unknown tool `{name}` (tools: {})", known.join(", "))
+        let tool = all.get(name).ok_or_else(|| ResolveError::UnknownTool {
+            name: name.to_owned(),
+            known: all.definitions().into_iter().map(|d| d.name).collect(),
         })?;
         chosen.register(tool);
     }
@@ -538,12 +500,12 @@ fn apply_flags(
     options: &mut EngineOptions,
     args: &RunFlags,
     style: Option<&output_style::OutputStyle>,
-) -> Result<(), String> {
+) -> Result<(), ResolveError> {
     match (&args.system_prompt, &args.system_prompt_file) {
         (Some(text), _) if !text.is_empty() => options.system = text.clone(),
         (_, Some(path)) => {
-            options.system =
-                std::fs::read_to_string(path).map_err(|e| format!("--system-prompt-file {}: {e}", path.display()))?;
+            options.system = std::fs::read_to_string(path)
+                .map_err(|error| ResolveError::SystemPromptFile { path: path.clone(), error })?;
         }
         (None, None) => {
             if let Some(style) = style
@@ -590,9 +552,9 @@ fn apply_flags(
 }
 
 /// The schema of `--json-schema`: JSON text, checked once.
-fn json_schema(text: &str) -> Result<Arc<crate::json_schema::Schema>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("--json-schema: not JSON: {e}"))?;
-    crate::json_schema::Schema::compile(&value).map(Arc::new).map_err(|e| format!("--json-schema: {e}"))
+fn json_schema(text: &str) -> Result<Arc<crate::json_schema::Schema>, ResolveError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ResolveError::JsonSchemaSyntax)?;
+    crate::json_schema::Schema::compile(&value).map(Arc::new).map_err(ResolveError::JsonSchema)
 }
 
 /// Split rule lists given as `"Bash(git log:*) Edit"` or `Read,Grep` into rules, keeping
@@ -623,94 +585,40 @@ pub fn split_rules(values: &[String]) -> Vec<String> {
     rules
 }
 
-/// A run of `scenario` with the scripted model in `cwd`.
-///
-/// # Errors
-/// A message when the scenario's settings are malformed.
-pub fn spec_for_scenario(
-    scenario: &Scenario,
-    cwd: PathBuf,
-    cancel: CancellationToken,
-    trace: TraceArgs,
-    format: OutputFormat,
-) -> Result<RunSpec, String> {
-    let scripted = Arc::new(ScriptedModel::new(scenario, cancel.clone()).forgetting_requests());
-    let settings = scenario_settings(scenario)?;
-    let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
-    let options = scenario_options(scenario);
-    let id = crate::session::Uuid::parse(&options.run_id).unwrap_or_else(|_| crate::session::Uuid::new_v4());
-    Ok(RunSpec {
-        prompt: scenario.prompt.clone(),
-        session: Session::in_memory(id, cwd.clone()),
-        tools: Registry::standard(),
-        partial_messages: false,
-        mcp: crate::mcp::startup::Startup::default(),
-        sandbox: crate::sandbox::Sandbox::none(),
-        setting_sources: crate::settings::SettingSources::none(),
-        commands: Arc::default(),
-        output_styles: OutputStyles::built_in(),
-        output_style: ChosenStyle::default(),
-        cwd,
-        options,
-        model: scripted.clone(),
-        scripted: Some(scripted),
-        settings,
-        policy,
-        trace,
-        format,
-        cancel,
-    })
-}
-
-fn trace_writer(args: &TraceArgs) -> Result<Option<TraceWriter>, String> {
-    let format = match (args.trace, &args.trace_file) {
-        (Some(f), _) => TraceFormat::from(f),
-        (None, Some(_)) => TraceFormat::Jsonl,
-        (None, None) => return Ok(None),
-    };
-    Ok(Some(match &args.trace_file {
-        Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            TraceWriter::new(Box::new(std::io::BufWriter::new(file)), format, false)
-        }
-        None => TraceWriter::new(Box::new(std::io::stderr()), format, stderr_is_terminal()),
-    }))
-}
-
 /// Execute a resolved run; returns the exit status. A prompt `/NAME ARGUMENTS` naming a custom
 /// command runs that command's prompt, on its model, with its `allowed-tools`.
-pub async fn execute(mut spec: RunSpec) -> u8 {
+pub async fn execute(mut spec: RunSpec) -> ExitStatus {
     let started = Instant::now();
     let invocation = spec.commands.find(&spec.prompt).map(|(command, arguments)| command.invoke(arguments));
     if let Some(invocation) = &invocation {
         let (policy, warnings) = invocation.apply(&mut spec.options, &spec.policy);
         spec.policy = policy;
         for warning in warnings {
-            stderr_line(&format!("agentloop: warning: {warning}"));
+            stderr::line(&format!("agentloop: warning: {warning}"));
         }
     }
-    let mut trace = match trace_writer(&spec.trace) {
+    let mut trace = match spec.trace.writer() {
         Ok(t) => t,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     if let Some(t) = &mut trace
         && let Err(e) = t.header(&TraceHeader { sandbox: Some(spec.sandbox.status()), ..header(&spec.options) })
     {
         eprintln!("agentloop: cannot write the trace: {e}");
-        return EXIT_USAGE;
+        return ExitStatus::Usage;
     }
     let session_id = spec.options.run_id.clone();
-    let trace_on_stderr = trace.is_some() && spec.trace.trace_file.is_none();
+    let trace_on_stderr = trace.is_some() && spec.trace.file.is_none();
     let stdout = Stdout::cancelling(spec.cancel.clone());
-    let mut sink = CliSink::new(trace, spec.format, session_id.clone(), stdout.clone());
+    let mut sink = OutputSink::new(trace, spec.format, session_id.clone(), stdout.clone());
     sink.model = spec.options.model.clone();
     sink.partial_messages = spec.format == OutputFormat::StreamJson && spec.partial_messages;
     let api_ms = sink.api_ms.clone();
     // The pretty trace already shows each tool's start and end; don't print them twice.
-    sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.trace != Some(crate::cli::TraceFormatArg::Jsonl);
+    sink.pretty_trace_on_stderr = trace_on_stderr && spec.trace.format != Some(TraceFormat::Jsonl);
     sink.show_tools &= !sink.pretty_trace_on_stderr;
     if let Some(scripted) = spec.scripted.clone() {
         let at_stop_hooks = scripted.clone();
@@ -732,7 +640,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
         };
         let (statuses, stop) = supervise(guarded, &spec.cancel, &stdout).await;
         if let Some(stop) = stop {
-            return stop.exit_code();
+            return stop.exit_status();
         }
         mcp_status = statuses;
     }
@@ -762,7 +670,7 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
             Some(invocation) => {
                 let prompt = invocation.resolve(&deps, &session).await;
                 for warning in prompt.warnings {
-                    stderr_line(&format!("agentloop: warning: {warning}"));
+                    stderr::line(&format!("agentloop: warning: {warning}"));
                 }
                 prompt.text
             }
@@ -774,8 +682,8 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => {
-            stderr_line(&format!("agentloop: internal error: {e}"));
-            return EXIT_INTERNAL;
+            stderr::line(&format!("agentloop: internal error: {e}"));
+            return ExitStatus::Internal;
         }
     };
     match spec.format {
@@ -791,77 +699,12 @@ pub async fn execute(mut spec: RunSpec) -> u8 {
     if let Some(error) = &outcome.error
         && stop != Some(Stop::ClosedStdout)
     {
-        stderr_line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
+        stderr::line(&format!("agentloop: ended with {}: {error}", outcome.terminal));
     }
     match stop {
-        Some(Stop::ClosedStdout) => stdout.closed_exit_code(),
-        Some(stop) => stop.exit_code(),
-        None => outcome.terminal.exit_code(),
-    }
-}
-
-/// How long a second signal lets the run write its terminal record, once every tool and
-/// hook process group is killed, before the process exits without it.
-const QUIT_GRACE: Duration = Duration::from_secs(1);
-
-/// Drive `run` while watching for signals and a closed stdout. The first one cancels the run
-/// (it ends as `aborted_*`, or as it was ending anyway); a second signal kills every tool and
-/// hook process group at once, and exits the process if the run still has not ended
-/// [`QUIT_GRACE`] later. Returns the run's result and what stopped it, if anything did.
-async fn supervise<T>(run: impl Future<Output = T>, cancel: &CancellationToken, stdout: &Stdout) -> (T, Option<Stop>) {
-    let mut signals = match Signals::install() {
-        Ok(signals) => Some(signals),
-        Err(e) => {
-            stderr_line(&format!("agentloop: warning: cannot catch signals: {e}"));
-            None
-        }
-    };
-    tokio::pin!(run);
-    let mut stop: Option<Stop> = None;
-    let quit = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(quit);
-    let mut quitting = false;
-    let result = loop {
-        tokio::select! {
-            biased;
-            result = &mut run => break result,
-            signal = next_signal(&mut signals) => match stop {
-                None => {
-                    stop = Some(signal);
-                    let hint = if signal == Stop::Interrupt { " (Ctrl+C again to quit at once)" } else { "" };
-                    stderr_line(&format!("\nagentloop: {}{hint}", signal.describe()));
-                    cancel.cancel();
-                }
-                Some(_) => {
-                    crate::process_group::kill_all();
-                    if !quitting {
-                        stderr_line("agentloop: quitting");
-                        quitting = true;
-                        quit.as_mut().reset(tokio::time::Instant::now() + QUIT_GRACE);
-                    }
-                }
-            },
-            () = stdout.closed(), if stop.is_none() => {
-                stop = Some(Stop::ClosedStdout);
-                cancel.cancel();
-            }
-            () = &mut quit, if quitting => {
-                crate::process_group::kill_all();
-                std::process::exit(i32::from(stop.map_or(EXIT_SIGINT, Stop::exit_code)));
-            }
-        }
-    };
-    if stop.is_some() {
-        // Every group is normally gone with the calls that owned it; make sure.
-        crate::process_group::kill_all();
-    }
-    (result, stop)
-}
-
-async fn next_signal(signals: &mut Option<Signals>) -> Stop {
-    match signals {
-        Some(signals) => signals.next().await,
-        None => std::future::pending().await,
+        Some(Stop::ClosedStdout) => stdout.closed_exit_status(),
+        Some(stop) => stop.exit_status(),
+        None => ExitStatus::of(outcome.terminal),
     }
 }
 
@@ -877,20 +720,24 @@ mod tests {
         flags: RunFlags,
     }
 
-    fn budget(args: &[&str], env: Option<&str>) -> Result<Option<u32>, String> {
+    /// The budget the flags `args` and `MAX_THINKING_TOKENS=env` ask for.
+    fn budget(args: &[&str], env: Option<&str>) -> Result<Option<u32>, ResolveError> {
         let parsed = Flags::try_parse_from(std::iter::once("agentloop").chain(args.iter().copied())).unwrap();
         thinking_budget(&parsed.flags, env)
     }
 
     #[test]
     fn thinking_comes_from_the_flags_then_the_environment() {
-        assert_eq!(budget(&[], None), Ok(None));
-        assert_eq!(budget(&[], Some("8000")), Ok(Some(8000)));
-        assert_eq!(budget(&[], Some("0")), Ok(None));
-        assert_eq!(budget(&["--max-thinking-tokens", "3000"], Some("8000")), Ok(Some(3000)));
-        assert_eq!(budget(&["--thinking", "adaptive"], None), Ok(Some(u32::MAX)));
-        assert_eq!(budget(&["--thinking", "enabled", "--max-thinking-tokens", "2048"], None), Ok(Some(2048)));
-        assert_eq!(budget(&["--thinking", "disabled", "--max-thinking-tokens", "3000"], Some("8000")), Ok(None));
-        assert_eq!(budget(&[], Some("lots")), Err("MAX_THINKING_TOKENS=lots: not a number of tokens".into()));
+        assert_eq!(budget(&[], None).unwrap(), None);
+        assert_eq!(budget(&[], Some("8000")).unwrap(), Some(8000));
+        assert_eq!(budget(&[], Some("0")).unwrap(), None);
+        assert_eq!(budget(&["--max-thinking-tokens", "3000"], Some("8000")).unwrap(), Some(3000));
+        assert_eq!(budget(&["--thinking", "adaptive"], None).unwrap(), Some(u32::MAX));
+        assert_eq!(budget(&["--thinking", "enabled", "--max-thinking-tokens", "2048"], None).unwrap(), Some(2048));
+        assert_eq!(budget(&["--thinking", "disabled", "--max-thinking-tokens", "3000"], Some("8000")).unwrap(), None);
+        assert_eq!(
+            budget(&[], Some("lots")).unwrap_err().to_string(),
+            "MAX_THINKING_TOKENS=lots: not a number of tokens"
+        );
     }
 }

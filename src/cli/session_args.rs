@@ -1,11 +1,8 @@
 //! The session flags of `run`: start a session (optionally with a chosen id), resume one by
-//! id or the most recent one of the directory, fork one into a new id, or keep it in memory.
+//! id or the most recent one of the directory, fork one into a new id, or keep it in memory
+//! ([`crate::launch::session`] opens it).
 
-use std::path::Path;
-
-use crate::engine::session::Session;
-use crate::protocol::Message;
-use crate::session::{Repair, SessionError, SessionLock, SessionMeta, SessionStore, TranscriptWriter, Uuid};
+use crate::launch::session::SessionOptions;
 
 /// `run`'s session flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -38,188 +35,17 @@ pub struct SessionArgs {
     pub resume_drops_turn: Option<String>,
 }
 
-/// Open the session a run's flags ask for, in `cwd` (absolute). A resumed transcript cut by a
-/// crash is repaired first (tool calls left without results get interrupted results), and
-/// the repair is written to it.
-///
-/// A session written to a transcript holds the transcript's lock ([`SessionLock`]) for as
-/// long as it lives: a resume of a session another process appends to is refused, unless it
-/// forks. A transcript that cannot be written (a read-only or full file system, a store path
-/// under a file) leaves the session in memory, with one warning.
-///
-/// # Errors
-/// A message for the user: a bad or unknown id, a session that already exists or is in use,
-/// an unreadable transcript.
-pub fn open(args: &SessionArgs, cwd: &Path) -> Result<Session, String> {
-    if args.fork_session && args.resume.is_none() && !args.continue_session {
-        return Err("--fork-session needs --resume ID or --continue".into());
-    }
-    if args.resume_drops_turn.is_some() && args.resume_session_at.is_none() {
-        return Err("--resume-drops-turn requires --resume-session-at".into());
-    }
-    if args.resume_session_at.is_some() && args.resume.is_none() && !args.continue_session {
-        return Err("--resume-session-at needs --resume ID or --continue".into());
-    }
-    let chosen = args.session_id.as_deref().map(parse_id).transpose()?;
-    let store = SessionStore::from_env().map_err(|e| e.to_string());
-    let resumed = match (&args.resume, args.continue_session) {
-        (Some(id), _) => Some(parse_id(id)?),
-        (None, true) => {
-            let store = store.as_ref().map_err(Clone::clone)?;
-            let latest = store.most_recent(cwd).map_err(|e| e.to_string())?;
-            Some(latest.ok_or_else(|| format!("no session to continue in {}", cwd.display()))?.id)
-        }
-        (None, false) => None,
-    };
-    let Some(id) = resumed else {
-        let id = chosen.unwrap_or_else(Uuid::new_v4);
-        if args.no_session_persistence {
-            return Ok(Session::in_memory(id, cwd.to_path_buf()));
-        }
-        let store = match store {
-            Ok(store) => store,
-            Err(e) => return Ok(unwritten(id, cwd, Vec::new(), e)),
-        };
-        let path = store.path(cwd, id);
-        if path.exists() {
-            return Err(format!("session {id} already exists; resume it with --resume {id}"));
-        }
-        return match TranscriptWriter::create(&path, id, cwd) {
-            Ok(writer) => Ok(Session::persisted(writer, cwd.to_path_buf(), Vec::new())),
-            Err(e @ SessionError::InUse { .. }) => Err(e.to_string()),
-            Err(e) => Ok(unwritten(id, cwd, Vec::new(), e)),
-        };
-    };
-    if chosen.is_some() && !args.fork_session {
-        return Err("--session-id names a new session; with --resume or --continue it needs --fork-session".into());
-    }
-    let store = store?;
-    let Some(path) = store.find(cwd, id) else {
-        return Err(format!("no session {id} in {}; `agentloop sessions` lists them", cwd.display()));
-    };
-    // The lock is taken before the load, so that nothing is appended between the two. A fork
-    // writes a new transcript and leaves this one to whoever holds it.
-    let lock = if args.fork_session || args.no_session_persistence {
-        None
-    } else {
-        match SessionLock::acquire(&path) {
-            Ok(lock) => Some(Ok(lock)),
-            Err(e @ SessionError::InUse { .. }) => {
-                return Err(format!("{e}; wait for it to end, or add --fork-session to go on in a new session"));
-            }
-            Err(e) => Some(Err(e)),
-        }
-    };
-    let mut loaded = match &args.resume_session_at {
-        Some(at) => crate::session::load_cut(&path, at, args.resume_drops_turn.as_deref()),
-        None => crate::session::load(&path),
-    }
-    .map_err(|e| e.to_string())?;
-    let report = loaded.repair();
-    warn_repairs(id, &loaded.path, &report.repairs);
-    if args.fork_session {
-        let new_id = chosen.unwrap_or_else(Uuid::new_v4);
-        let forked = store
-            .fork(&loaded, new_id, Some(cwd))
-            .and_then(|mut writer| writer.record_repair(&report, &loaded.messages).map(|()| writer));
-        return Ok(match forked {
-            Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
-            Err(e) => unwritten(new_id, cwd, loaded.messages, e),
-        });
-    }
-    let lock = match lock {
-        None => {
-            let mut session = Session::in_memory(id, cwd.to_path_buf());
-            session.messages = loaded.messages.into();
-            return Ok(session);
-        }
-        Some(Ok(lock)) => lock,
-        Some(Err(e)) => return Ok(unwritten(id, cwd, loaded.messages, e)),
-    };
-    let resumed = loaded.writer_locked(lock).and_then(|mut writer| {
-        match &loaded.cut {
-            // The history goes on from the cut: a snapshot of it (repaired) for our loader, and
-            // the next line chains from the cut, a branch for readers that follow the chain.
-            Some(at) => writer.rewind(&loaded.messages, at),
-            None => writer.record_repair(&report, &loaded.messages),
-        }
-        .map(|()| writer)
-    });
-    Ok(match resumed {
-        Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
-        Err(e) => unwritten(id, cwd, loaded.messages, e),
-    })
-}
-
-/// Session `id` kept in memory with `history`, because its transcript cannot be written
-/// (`why`): the run goes on, with one warning.
-fn unwritten(id: Uuid, cwd: &Path, history: Vec<Message>, why: impl std::fmt::Display) -> Session {
-    eprintln!("agentloop: warning: the session is not written ({why})");
-    let mut session = Session::in_memory(id, cwd.to_path_buf());
-    session.messages = history.into();
-    session
-}
-
-/// Say on stderr what loading and repairing session `id` (at `path`) changed: one line for
-/// what a kill cut off, one warning per dropped `tool_result` naming its line.
-fn warn_repairs(id: Uuid, path: &Path, repairs: &[Repair]) {
-    let (mut cut, mut answered) = (0, 0);
-    for repair in repairs {
-        match repair {
-            Repair::AnsweredToolUses { tool_use_ids, .. } => {
-                cut += 1;
-                answered += tool_use_ids.len();
-            }
-            Repair::DroppedPartialLine { .. } => cut += 1,
-            Repair::DroppedToolResult { line, tool_use_id, why } => eprintln!(
-                "agentloop: warning: {}:{line}: dropped the tool_result for {tool_use_id}: {}",
-                path.display(),
-                why.describe()
-            ),
+impl SessionArgs {
+    /// The session these flags ask for.
+    pub fn options(&self) -> SessionOptions {
+        SessionOptions {
+            resume: self.resume.clone(),
+            continue_session: self.continue_session,
+            session_id: self.session_id.clone(),
+            fork_session: self.fork_session,
+            no_session_persistence: self.no_session_persistence,
+            resume_session_at: self.resume_session_at.clone(),
+            resume_drops_turn: self.resume_drops_turn.clone(),
         }
     }
-    if cut > 0 {
-        eprintln!(
-            "agentloop: session {id} was cut off: {cut} repair(s), {answered} tool call(s) answered as interrupted \
-(their outcome is unknown)"
-        );
-    }
-}
-
-/// The result line Claude Code prints (with `--output-format json` or `stream-json`) when the
-/// session cannot be opened, a refused `--resume-drops-turn` among others: an error result
-/// of no turns whose `errors` say why, so that the Claude Agent SDK raises it.
-pub fn open_failure_result(message: &str) -> serde_json::Value {
-    serde_json::json!({
-        "type": "result",
-        "subtype": "error_during_execution",
-        "is_error": true,
-        "duration_ms": 0,
-        "duration_api_ms": 0,
-        "num_turns": 0,
-        "stop_reason": null,
-        "session_id": Uuid::new_v4().to_string(),
-        "total_cost_usd": 0,
-        "usage": {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0},
-        "permission_denials": [],
-        "uuid": Uuid::new_v4().to_string(),
-        "errors": [message],
-    })
-}
-
-/// Write the session's meta line: the model, the table and the permission mode it runs with.
-pub fn write_meta(session: &mut Session, model: &str, table_sha256: &str, permission_mode: &str) {
-    let meta = SessionMeta {
-        model: model.to_owned(),
-        table_sha256: table_sha256.to_owned(),
-        permission_mode: permission_mode.to_owned(),
-    };
-    if let Err(e) = session.write_meta(&meta) {
-        eprintln!("agentloop: warning: the session transcript is not written: {e}");
-        session.transcript = None;
-    }
-}
-
-fn parse_id(text: &str) -> Result<Uuid, String> {
-    Uuid::parse(text).map_err(|e| format!("`{text}` is not a session id: {e}"))
 }

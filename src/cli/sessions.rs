@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::cli::EXIT_USAGE;
-use crate::cli::interrupt::{EXIT_CLOSED_STDOUT, Stdout};
+use crate::launch::stdio::Stdout;
+use crate::launch::{ExitStatus, Stop};
 use crate::session::{SessionStore, SessionSummary, time::format_rfc3339_millis};
 
 /// `agentloop sessions` flags.
@@ -29,7 +29,7 @@ pub enum SessionsFormat {
 }
 
 /// Run `agentloop sessions`; returns the exit status.
-pub fn command(args: &SessionsArgs) -> u8 {
+pub fn command(args: &SessionsArgs) -> ExitStatus {
     let listed = (|| {
         let cwd = match &args.cwd {
             Some(dir) => dir.clone(),
@@ -43,7 +43,7 @@ pub fn command(args: &SessionsArgs) -> u8 {
         Ok(sessions) => sessions,
         Err(message) => {
             eprintln!("agentloop: {message}");
-            return EXIT_USAGE;
+            return ExitStatus::Usage;
         }
     };
     let stdout = Stdout::new();
@@ -53,7 +53,7 @@ pub fn command(args: &SessionsArgs) -> u8 {
         }
         SessionsFormat::Text => sessions.iter().all(|s| stdout.line(&line(s))),
     };
-    if written { 0 } else { EXIT_CLOSED_STDOUT }
+    if written { ExitStatus::Success } else { Stop::ClosedStdout.exit_status() }
 }
 
 fn to_json(s: &SessionSummary) -> serde_json::Value {

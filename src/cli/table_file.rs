@@ -9,18 +9,51 @@ use std::sync::Arc;
 
 use crate::audit::{AuditOptions, audit_table, report};
 use crate::engine::table::Table;
+use crate::table::check::InputError;
+
+/// Why the table of `--table` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TableFileError {
+    /// The file cannot be read.
+    #[error("--table {shown}: {error}")]
+    Read {
+        /// The file, as given.
+        shown: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// It is not a table.
+    #[error("--table {0}")]
+    NotATable(InputError),
+    /// A finding of the audit is an error; nothing runs.
+    #[error(
+        "the table {shown} fails the audit ({count} finding(s)); nothing was run. \
+`agentloop audit --engine --table {shown}` shows the whole report.\n{listed}"
+    )]
+    Fails {
+        /// The file, as given.
+        shown: String,
+        /// How many findings the audit has.
+        count: usize,
+        /// The findings, one per line.
+        listed: String,
+    },
+}
 
 /// Load and audit the table at `path`; `max_turns` is the run's `--max-turns`, so the audit's
 /// worst case is the one the run has.
 ///
 /// # Errors
-/// The reason the table cannot be used: unreadable, not a table, or the audit's report when a
-/// finding is an error.
-pub fn load(path: &Path, max_turns: Option<u32>) -> Result<Arc<Table>, String> {
+/// [`TableFileError`]: the table is unreadable, not a table, or fails the audit (its report
+/// says why).
+pub fn load(path: &Path, max_turns: Option<u32>) -> Result<Arc<Table>, TableFileError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--table {shown}: {e}"))?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => return Err(TableFileError::Read { shown, error }),
+    };
     let options = AuditOptions { max_turns, engine: true };
-    let report = audit_table(&shown, &text, &options).map_err(|e| format!("--table {e}"))?;
+    let report = audit_table(&shown, &text, &options).map_err(TableFileError::NotATable)?;
     match report.table.clone() {
         Some(table) if report.passed() => {
             for f in report.all_findings() {
@@ -30,13 +63,8 @@ pub fn load(path: &Path, max_turns: Option<u32>) -> Result<Arc<Table>, String> {
         }
         _ => {
             let findings: Vec<_> = report.all_findings().collect();
-            let listed = report::findings_text(&findings);
-            Err(format!(
-                "the table {shown} fails the audit ({} finding(s)); nothing was run. \
-`agentloop audit --engine --table {shown}` shows the whole report.\n{}",
-                findings.len(),
-                listed.trim_end()
-            ))
+            let listed = report::findings_text(&findings).trim_end().to_owned();
+            Err(TableFileError::Fails { shown, count: findings.len(), listed })
         }
     }
 }

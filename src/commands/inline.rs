@@ -94,11 +94,6 @@ impl Invocation {
         }
     }
 
-    /// Whether the body has spans to run or references to read.
-    pub fn calls_tools(&self) -> bool {
-        !self.files.is_empty() || self.pieces.iter().any(|p| matches!(p, Piece::Shell(_)))
-    }
-
     /// The prompt: the files referred to that exist under `cwd` (read through `tools`), the
     /// command's name and arguments in Claude Code's tags, and the body with each span's
     /// output.
@@ -298,7 +293,7 @@ impl CallTool for ToolboxCaller {
             let call = ToolCall { id: format!("toolu_command_{n:02}"), name: tool.to_owned(), input };
             let result = self.toolbox.run_call(&call, self.ctx.clone()).await;
             for warning in result.warnings {
-                crate::cli::interrupt::stderr_line(&format!("agentloop: warning: {warning}"));
+                crate::stderr::line(&format!("agentloop: warning: {warning}"));
             }
             result.output
         })
@@ -369,8 +364,8 @@ mod tests {
         assert_eq!(p.text, "<command-message>cmd</command-message>\n<command-name>/cmd</command-name>\n\nPlain.");
         let invocation = command("x").invoke("");
         assert_eq!(
-            (invocation.model.as_deref(), invocation.allowed_tools.as_slice(), invocation.calls_tools()),
-            (Some("claude-haiku-4-5"), ["Bash(git status:*)".to_owned()].as_slice(), false)
+            (invocation.model.as_deref(), invocation.allowed_tools.as_slice()),
+            (Some("claude-haiku-4-5"), ["Bash(git status:*)".to_owned()].as_slice())
         );
     }
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::settings::frontmatter::Document;
+use crate::settings::frontmatter::{Document, FileError};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
 use arguments::Arguments;
 
@@ -159,11 +159,9 @@ fn command_files(dir: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// Read one command file; a warning for a `model` agentloop cannot use.
-fn read_command(name: &str, path: &Path, source: SettingSource) -> Result<(CustomCommand, Option<String>), String> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
-    let doc = Document::parse(&file, &text).map_err(|e| e.to_string())?;
-    let text_of = |key: &str| doc.text(&file, key).map(|v| v.map(|t| t.trim().to_owned())).map_err(|e| e.to_string());
+fn read_command(name: &str, path: &Path, source: SettingSource) -> Result<(CustomCommand, Option<String>), FileError> {
+    let (file, doc) = Document::read(path)?;
+    let text_of = |key: &str| doc.text(&file, key).map(|v| v.map(|t| t.trim().to_owned()));
     let description = match text_of("description")?.filter(|d| !d.is_empty()) {
         Some(description) => description,
         None => doc.body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_owned(),

@@ -14,11 +14,6 @@ pub const CHARS_PER_TOKEN: usize = 4;
 /// Marker prefix of a collapsed tool result.
 pub const COLLAPSED_PREFIX: &str = "[collapsed: ";
 
-/// Estimated tokens of a request: system prompt, tool definitions and messages.
-pub fn estimate_tokens(system: &str, tools_chars: usize, messages: &[Message]) -> u64 {
-    estimate_tokens_of_chars(system.len() + tools_chars + messages.iter().map(message_chars).sum::<usize>())
-}
-
 /// Characters the tool definitions add to every request: their JSON.
 pub fn tools_chars(tools: &[ToolDefinition]) -> usize {
     serde_json::to_string(tools).map_or(0, |s| s.len())
@@ -27,10 +22,6 @@ pub fn tools_chars(tools: &[ToolDefinition]) -> usize {
 /// Estimated tokens of `chars` characters of request (the engine keeps a running count).
 pub fn estimate_tokens_of_chars(chars: usize) -> u64 {
     chars.div_ceil(CHARS_PER_TOKEN) as u64
-}
-
-fn message_chars(m: &Message) -> usize {
-    m.content.iter().map(ContentBlock::char_len).sum()
 }
 
 /// The thresholds of a context window, scaled down for small windows so that small
@@ -194,7 +185,7 @@ mod tests {
 
     #[test]
     fn estimates_round_up() {
-        assert_eq!(estimate_tokens("abcde", 0, &[]), 2);
+        assert_eq!(estimate_tokens_of_chars(5), 2);
         assert_eq!(
             budget_nudge(450, 1000),
             "Stopped at 45% of token target (450 / 1000). Keep working — do not summarize."

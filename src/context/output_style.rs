@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::options::DEFAULT_SYSTEM_PROMPT;
-use crate::settings::frontmatter::Document;
+use crate::settings::frontmatter::{Document, FileError};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
 
 /// The style in force when the settings name none.
@@ -208,19 +208,14 @@ fn markdown_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Read one style file.
-fn read_style(path: &Path, source: SettingSource) -> Result<OutputStyle, String> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
-    let doc = Document::parse(&file, &text).map_err(|e| e.to_string())?;
+fn read_style(path: &Path, source: SettingSource) -> Result<OutputStyle, FileError> {
+    let (file, doc) = Document::read(path)?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = doc.text(&file, "name").map_err(|e| e.to_string())?.filter(|n| !n.trim().is_empty());
+    let name = doc.text(&file, "name")?.filter(|n| !n.trim().is_empty());
     Ok(OutputStyle {
         name: name.map_or(stem, |n| n.trim().to_owned()),
-        description: doc.text(&file, "description").map_err(|e| e.to_string())?.unwrap_or("").to_owned(),
-        keep_coding_instructions: doc
-            .boolean(&file, "keep-coding-instructions")
-            .map_err(|e| e.to_string())?
-            .unwrap_or(false),
+        description: doc.text(&file, "description")?.unwrap_or("").to_owned(),
+        keep_coding_instructions: doc.boolean(&file, "keep-coding-instructions")?.unwrap_or(false),
         prompt: doc.body,
         origin: StyleOrigin::File(source),
     })

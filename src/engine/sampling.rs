@@ -715,7 +715,7 @@ mod tests {
     async fn an_interrupt_stops_autocompaction() {
         use crate::engine::machine::Deps;
         use std::sync::{Arc, Mutex};
-        let scenario = crate::cli::demo::scenario("autocompact").unwrap();
+        let scenario = crate::scenario::builtin::load("autocompact").unwrap();
         let dir = tempfile::tempdir().unwrap();
         scenario.write_files(dir.path()).unwrap();
         let cancel = tokio_util::sync::CancellationToken::new();

@@ -15,13 +15,14 @@ use serde_json::{Value, json};
 use super::run::{self, Ending, Ran};
 use super::settings::{HookCommand, HookKind, HookMatcher, HookTable};
 use super::{HookEnv, HookPermission, Hooks, PostToolDecision, PreToolDecision, StopDecision};
+use crate::peer::PeerError;
 
 /// Seconds a hook may run when its entry gives no `timeout`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
 /// Calls the hooks that live in another process: the Claude Agent SDK's callbacks, sent as
 /// `hook_callback` control requests. The reply is the JSON a command hook would print.
-pub trait HookCallbacks: Send + Sync {
+pub(crate) trait HookCallbacks: Send + Sync {
     /// Call callback `id` with the hook's JSON input; the callback's JSON output, or why there
     /// is none.
     fn call<'a>(
@@ -29,11 +30,11 @@ pub trait HookCallbacks: Send + Sync {
         id: &'a str,
         input: &'a Value,
         tool_use_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, PeerError>>;
 }
 
 /// Runs the hook commands of a [`HookTable`] as shell processes, and its callbacks through
-/// [`HookCallbacks`].
+/// `HookCallbacks`.
 #[derive(Clone, Default)]
 pub struct CommandHooks {
     table: HookTable,
@@ -57,7 +58,7 @@ impl CommandHooks {
 
     /// Hooks whose [`HookKind::Callback`](super::settings::HookKind::Callback) entries are
     /// answered by `callbacks`.
-    pub fn with_callbacks(settings: HookTable, callbacks: std::sync::Arc<dyn HookCallbacks>) -> Self {
+    pub(crate) fn with_callbacks(settings: HookTable, callbacks: std::sync::Arc<dyn HookCallbacks>) -> Self {
         CommandHooks { table: settings, callbacks: Some(callbacks) }
     }
 

@@ -309,10 +309,15 @@ async fn permission_decisions_allow_and_ask_are_read() {
 async fn a_callback_that_never_answers_times_out() {
     struct Silent;
     impl HookCallbacks for Silent {
-        fn call<'a>(&'a self, id: &'a str, _: &'a Value, _: Option<&'a str>) -> BoxFuture<'a, Result<Value, String>> {
+        fn call<'a>(
+            &'a self,
+            id: &'a str,
+            _: &'a Value,
+            _: Option<&'a str>,
+        ) -> BoxFuture<'a, Result<Value, crate::peer::PeerError>> {
             Box::pin(async move {
                 if id == "broken" {
-                    return Err("callback raised".into());
+                    return Err(crate::peer::PeerError::Answered("callback raised".into()));
                 }
                 std::future::pending().await
             })

@@ -4,7 +4,7 @@
 //!
 //! This file only reads settings. Running hook commands is [`super::command`]'s job; applying
 //! permission rules belongs to the tools' permission layer, and building the shells'
-//! environment to [`crate::tools::shell_env`].
+//! environment to `crate::tools::shell_env`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,10 +42,10 @@ pub struct Settings {
     /// wins over the two above).
     #[serde(default, rename = "disabledMcpjsonServers", deserialize_with = "null_as_default")]
     pub disabled_mcpjson_servers: Vec<String>,
-    /// `sandbox`: how commands are confined ([`crate::sandbox::settings`]).
+    /// `sandbox`: how commands are confined (`crate::sandbox::settings`).
     #[serde(default, deserialize_with = "null_as_default")]
     pub sandbox: crate::sandbox::SandboxSettings,
-    /// `outputStyle`: the name of the output style ([`crate::context::output_style`]).
+    /// `outputStyle`: the name of the output style (`crate::context::output_style`).
     #[serde(default, rename = "outputStyle")]
     pub output_style: Option<String>,
 }
@@ -123,7 +123,7 @@ pub struct Permissions {
 /// The `shellEnvironment` block (ours, not Claude Code's): `{"keep": ["GITHUB_TOKEN", "NPM_*"]}`.
 ///
 /// Bash and hook commands run without the model credentials and without variables whose
-/// names look like secrets (see [`crate::tools::shell_env`]); `keep` names those of the
+/// names look like secrets (see `crate::tools::shell_env`); `keep` names those of the
 /// latter they get anyway. Unlike Claude Code's blocks, which may hold keys this engine does
 /// not read, an unknown key here is an error: it is most likely a misspelt `keep`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -94,11 +94,6 @@ impl TypeAhead {
         }
     }
 
-    /// Nothing queued and nothing being typed.
-    pub fn is_empty(&self) -> bool {
-        self.queued.is_empty() && self.buffer.is_empty()
-    }
-
     /// After an interrupt: everything typed becomes one unfinished line (the queued prompts
     /// and the buffer joined with newlines), so that nothing runs unasked and nothing is lost.
     pub fn unqueue(&mut self) {
@@ -268,11 +263,6 @@ impl Keyboard {
     pub fn unqueue(&self) {
         self.shared().typed.unqueue();
         self.redraw();
-    }
-
-    /// What is typed ahead now.
-    pub fn typed(&self) -> TypeAhead {
-        self.shared().typed.clone()
     }
 
     /// Open a question: until the returned value is dropped, keys go to it.
@@ -533,7 +523,7 @@ mod tests {
         assert_eq!(question.key().await, Key::Char('y'));
         drop(question);
         keyboard.deliver(Key::Char('b'));
-        assert_eq!(keyboard.typed().buffer, "ab");
+        assert_eq!(keyboard.shared().typed.buffer, "ab");
         // With no reader, a question is answered by a closed stdin.
         keyboard.stop();
         assert_eq!(keyboard.question().key().await, Key::Closed);

@@ -26,10 +26,6 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::EXIT_INTERNAL;
-use crate::cli::interrupt::{Signals, Stop};
-use crate::cli::run::{DEFAULT_MODEL, RunSpec};
-use crate::cli::session_args::{self, SessionArgs};
 use crate::engine::clock::SystemClock;
 use crate::engine::compact;
 use crate::engine::events::{EngineEvent, EventSink};
@@ -41,6 +37,10 @@ use crate::engine::session::Session;
 use crate::engine::trace::{TraceFormat, TraceWriter};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
+use crate::launch::ExitStatus;
+use crate::launch::session::{self, SessionOptions};
+use crate::launch::signals::{Signals, Stop};
+use crate::launch::spec::{DEFAULT_MODEL, RunSpec};
 use crate::model::Model;
 use crate::permissions::Policy;
 use crate::permissions::approver::Approver;
@@ -62,7 +62,7 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// Run the interactive session until the user leaves; `first` is run as the first prompt.
 /// Returns the exit status.
-pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String>) -> u8 {
+pub async fn run(spec: RunSpec, session_flags: SessionOptions, first: Option<String>) -> ExitStatus {
     let history = crate::session::paths::home_from(std::env::var_os("AGENTLOOP_HOME"), std::env::var_os("HOME"))
         .map(|home| home.join("history"));
     // The editor first: it installs a SIGINT handler of its own, which is dropped here so
@@ -81,7 +81,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         Ok(signals) => signals,
         Err(e) => {
             eprintln!("agentloop: cannot catch signals: {e}");
-            return EXIT_INTERNAL;
+            return ExitStatus::Internal;
         }
     };
     let terminal = term::Terminal::save();
@@ -131,7 +131,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionArgs, first: Option<String
         custom,
         totals: Totals::default(),
         // `--trace` starts with /trace on.
-        trace: trace.trace.is_some(),
+        trace: trace.format.is_some(),
     };
     // However the session ends (a panic included), the terminal gets its mode back.
     let _restore = RestoreOnDrop(terminal);
@@ -214,7 +214,7 @@ struct Interactive {
     shell_env: Arc<ShellEnv>,
     sandbox: Arc<crate::sandbox::Sandbox>,
     approver: Arc<dyn Approver>,
-    session_flags: SessionArgs,
+    session_flags: SessionOptions,
     /// The custom slash commands.
     custom: Arc<crate::commands::Commands>,
     totals: Totals,
@@ -224,7 +224,7 @@ struct Interactive {
 /// What the loop does after a line.
 enum Next {
     Continue,
-    Exit(u8),
+    Exit(ExitStatus),
 }
 
 impl Interactive {
@@ -246,7 +246,7 @@ impl Interactive {
         }
     }
 
-    async fn main_loop(&mut self, first: Option<String>) -> u8 {
+    async fn main_loop(&mut self, first: Option<String>) -> ExitStatus {
         let mut pending = first;
         let mut interrupts = 0;
         loop {
@@ -267,17 +267,17 @@ impl Interactive {
                         stop = self.signals.next() => match stop {
                             // A Ctrl+C that arrives after its turn ended: as one at the prompt.
                             Stop::Interrupt => Input::Interrupted,
-                            other => return other.exit_code(),
+                            other => return other.exit_status(),
                         },
                     }
                 }
             };
             let line = match input {
-                Input::Eof => return 0,
+                Input::Eof => return ExitStatus::Success,
                 Input::Interrupted => {
                     interrupts += 1;
                     if interrupts >= 2 {
-                        return 0;
+                        return ExitStatus::Success;
                     }
                     self.screen.line(&self.screen.style.paint(DIM, "(Ctrl+C again to leave, or Ctrl+D)"));
                     continue;
@@ -316,16 +316,16 @@ impl Interactive {
                 self.trace = !self.trace;
                 self.screen.line(if self.trace { "trace on: every transition is shown" } else { "trace off" });
             }
-            Command::Clear => match session_args::open(
-                &SessionArgs {
+            Command::Clear => match session::open(
+                &SessionOptions {
                     no_session_persistence: self.session_flags.no_session_persistence,
-                    ..SessionArgs::default()
+                    ..SessionOptions::default()
                 },
                 &self.cwd,
             ) {
                 Ok(mut session) => {
                     let sha = self.options.table().sha256.clone();
-                    session_args::write_meta(&mut session, &self.options.model, &sha, self.policy.mode().as_str());
+                    session::write_meta(&mut session, &self.options.model, &sha, self.policy.mode().as_str());
                     self.options.run_id = session.id.to_string();
                     self.session = session;
                     self.screen.line(&format!("new session {}", self.session.id));
@@ -344,7 +344,7 @@ impl Interactive {
             Command::Resume(which) => self.resume(which.as_deref()),
             // Async: run by the main loop.
             Command::Compact(_) => {}
-            Command::Exit => return Next::Exit(0),
+            Command::Exit => return Next::Exit(ExitStatus::Success),
             Command::Unknown(name) => {
                 self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));
             }
@@ -387,12 +387,12 @@ impl Interactive {
             // Its transcript is this process's to write: reopening it would find it in use.
             return self.screen.line(&format!("session {id} is the current session"));
         }
-        let args = SessionArgs {
+        let args = SessionOptions {
             resume: Some(id),
             no_session_persistence: self.session_flags.no_session_persistence,
-            ..SessionArgs::default()
+            ..SessionOptions::default()
         };
-        match session_args::open(&args, &cwd) {
+        match session::open(&args, &cwd) {
             Ok(session) => {
                 self.options.run_id = session.id.to_string();
                 self.session = session;
@@ -401,7 +401,7 @@ impl Interactive {
                     self.screen.line(&line);
                 }
             }
-            Err(e) => self.screen.line(&style.paint(RED, &e)),
+            Err(e) => self.screen.line(&style.paint(RED, &e.to_string())),
         }
     }
 
@@ -464,7 +464,7 @@ impl Interactive {
             Err(e) => self.screen.line(&style.paint(RED, &format!("⎿ {e}; the history is unchanged"))),
         }
         match stopped {
-            Some(stop) => Next::Exit(stop.exit_code()),
+            Some(stop) => Next::Exit(stop.exit_status()),
             None => Next::Continue,
         }
     }
@@ -533,11 +533,11 @@ impl Interactive {
             }
             Err(e) => {
                 self.screen.line(&format!("agentloop: internal error: {e}"));
-                return Next::Exit(EXIT_INTERNAL);
+                return Next::Exit(ExitStatus::Internal);
             }
         }
         match stopped {
-            Some(stop) => Next::Exit(stop.exit_code()),
+            Some(stop) => Next::Exit(stop.exit_status()),
             None => Next::Continue,
         }
     }

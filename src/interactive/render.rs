@@ -130,13 +130,6 @@ impl Screen {
         let _ = inner.out.flush();
     }
 
-    /// Streamed text, as it arrives.
-    pub fn text(&self, text: &str) {
-        if !text.is_empty() {
-            self.lock().put(Held::Text(text.to_owned()));
-        }
-    }
-
     /// End an open line of text, if any.
     pub fn end_line(&self) {
         self.lock().put(Held::EndLine);
@@ -147,8 +140,8 @@ impl Screen {
         self.lock().put(Held::Line(line.to_owned()));
     }
 
-    /// A text delta of the reply being streamed: like [`Screen::text`], and the first one
-    /// starts an attempt that [`Screen::abandon_attempt`] can erase.
+    /// A text delta of the reply being streamed, as it arrives; the first one starts an
+    /// attempt that [`Screen::abandon_attempt`] can erase.
     pub fn reply_text(&self, text: &str) {
         if text.is_empty() {
             return;
@@ -722,7 +715,7 @@ mod tests {
         screen.set_extra(vec!["› ab".into()]);
         assert_eq!(buf.take(), "");
         // Under an open line of text: both lines below it, and both erased before more text.
-        screen.text("Hi");
+        screen.reply_text("Hi");
         assert_eq!(
             buf.take(),
             "\r\x1b[K\x1b7\x1bD\r\x1b[K\x1b8Hi\x1bD\x1bD\x1bM\x1bM\x1b7\x1bD\r\x1b[KS\x1bD\r\x1b[K› ab\x1b8"
@@ -736,8 +729,8 @@ mod tests {
         let buf = Buf::default();
         let screen = Screen::new(Box::new(buf.clone()), PLAIN);
         screen.set_status(Some("Request · 0.1s".into()));
-        screen.text("Hel");
-        screen.text("lo");
+        screen.reply_text("Hel");
+        screen.reply_text("lo");
         screen.line("● Read(a)");
         screen.set_status(None);
         let out = String::from_utf8(std::mem::take(&mut *buf.0.lock().unwrap())).unwrap();

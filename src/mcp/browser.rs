@@ -28,11 +28,21 @@ pub fn command_line(browser: Option<&str>, url: &str) -> Vec<String> {
     words
 }
 
+/// The browser's command did not start.
+#[derive(Debug, thiserror::Error)]
+#[error("`{program}`: {error}")]
+pub struct BrowserError {
+    /// The program of the command line.
+    pub program: String,
+    /// Why it did not start.
+    pub error: std::io::Error,
+}
+
 /// Start the browser on `url`.
 ///
 /// # Errors
-/// The command cannot be started (its name in the message).
-pub fn open(url: &str) -> Result<(), String> {
+/// [`BrowserError`]: the command cannot be started (its name in the message).
+pub fn open(url: &str) -> Result<(), BrowserError> {
     let browser = std::env::var(BROWSER_VAR).ok();
     let words = command_line(browser.as_deref(), url);
     let (program, args) = words.split_first().expect("a command line has its program");
@@ -42,7 +52,7 @@ pub fn open(url: &str) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("`{program}`: {e}"))?;
+        .map_err(|error| BrowserError { program: program.clone(), error })?;
     // Reap it whenever it ends, without waiting here.
     std::thread::spawn(move || {
         let mut child = child;

@@ -104,7 +104,7 @@ pub enum ServerConfig {
         /// Where it is configured, which decides the environment it inherits.
         scope: Scope,
     },
-    /// A Streamable HTTP endpoint ([`super::http`]).
+    /// A Streamable HTTP endpoint (`super::http`).
     Http {
         /// The endpoint.
         url: String,
@@ -114,12 +114,12 @@ pub enum ServerConfig {
         oauth: Option<crate::mcp::oauth::Settings>,
     },
     /// The legacy HTTP+SSE transport, which agentloop does not run: reported as a failed
-    /// server ([`SSE_UNSUPPORTED`]), the rest of the configuration still applies.
+    /// server (`SSE_UNSUPPORTED`), the rest of the configuration still applies.
     Sse {
         /// The endpoint, as written (not expanded: it is only shown).
         url: Option<String>,
     },
-    /// A server in the Claude Agent SDK's process ([`super::sdk`]), reachable only from the
+    /// A server in the Claude Agent SDK's process (`super::sdk`), reachable only from the
     /// SDK mode; elsewhere it is reported as failed.
     Sdk {
         /// The server's own name in the SDK (`create_sdk_mcp_server(name=…)`), as configured
@@ -167,12 +167,81 @@ struct RawOAuth {
     scopes: Option<String>,
 }
 
+/// Why an MCP configuration cannot be used; each names where it came from (`origin`: the
+/// flag or the file).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{origin}: cannot read: {error}")]
+    Read {
+        /// The flag and file, or the file.
+        origin: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("{origin}: not valid JSON: {error}")]
+    Syntax {
+        /// The flag, or the file.
+        origin: String,
+        /// What the parser said.
+        error: serde_json::Error,
+    },
+    /// The JSON is not a configuration.
+    #[error("{origin}: {}{problem}", json_path::at(path))]
+    Invalid {
+        /// The flag, or the file.
+        origin: String,
+        /// JSON path of the offending value; empty at the top.
+        path: String,
+        /// What is wrong there.
+        problem: ConfigProblem,
+    },
+}
+
+/// What is wrong at one place of an MCP configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigProblem {
+    /// The top level is not an object.
+    #[error("expected an object with `mcpServers`")]
+    NotAnObject,
+    /// A value of the wrong shape.
+    #[error("{0}")]
+    Shape(serde_json::Error),
+    /// A server name with other characters.
+    #[error("a server name has only letters, digits, `_` and `-`")]
+    ServerName,
+    /// A stdio server without `command`.
+    #[error("missing: a stdio server needs a command")]
+    NoCommand,
+    /// An HTTP server without `url`.
+    #[error("missing: an http server needs a url")]
+    NoUrl,
+    /// A `type` no server has.
+    #[error("unknown server type `{0}` (expected `stdio`, `http`, `sse` or `sdk`)")]
+    UnknownType(String),
+    /// A `${VAR}` that does not expand.
+    #[error(transparent)]
+    Expand(#[from] ExpandError),
+}
+
+/// Why `${VAR}` expansion failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// A `${` without its `}` (the whole text).
+    #[error("`${{` without a closing `}}` in `{0}`")]
+    Unclosed(String),
+    /// An unset variable without a default.
+    #[error("the environment variable `{0}` is not set")]
+    Unset(String),
+}
+
 /// Parse one configuration of the user's (`origin` names it in errors), expanding variables
 /// with `var`.
 ///
 /// # Errors
-/// `ORIGIN: at PATH: message`.
-pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+/// `ConfigError::Invalid`: `ORIGIN: at PATH: message`.
+pub fn parse(origin: &str, json: &Value, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, ConfigError> {
     parse_in(origin, json, var, &Scope::User).map(|(servers, _)| servers)
 }
 
@@ -183,19 +252,23 @@ fn parse_in(
     json: &Value,
     var: &dyn Fn(&str) -> Option<String>,
     scope: &Scope,
-) -> Result<(Servers, Vec<Withheld>), String> {
-    let fail = |path: &str, message: &str| format!("{origin}: {}{message}", json_path::at(path));
+) -> Result<(Servers, Vec<Withheld>), ConfigError> {
+    let fail = |path: &str, problem: ConfigProblem| ConfigError::Invalid {
+        origin: origin.to_owned(),
+        path: path.to_owned(),
+        problem,
+    };
     if !json.is_object() {
-        return Err(fail("", "expected an object with `mcpServers`"));
+        return Err(fail("", ConfigProblem::NotAnObject));
     }
-    let raw: RawFile =
-        serde_path_to_error::deserialize(json).map_err(|e| fail(&json_path::of(&e), &e.into_inner().to_string()))?;
+    let raw: RawFile = serde_path_to_error::deserialize(json)
+        .map_err(|e| fail(&json_path::of(&e), ConfigProblem::Shape(e.into_inner())))?;
     let mut servers = Servers::new();
     let mut withheld = Vec::new();
     for (name, raw) in raw.mcp_servers {
         let at = |field: &str| format!("mcpServers.{name}.{field}");
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(fail(&format!("mcpServers.{name}"), "a server name has only letters, digits, `_` and `-`"));
+            return Err(fail(&format!("mcpServers.{name}"), ConfigProblem::ServerName));
         }
         // The variables withheld from this server, each once.
         let withheld_here = RefCell::new(Vec::<String>::new());
@@ -209,21 +282,18 @@ fn parse_in(
             }
             Some(String::new())
         };
-        let expand_one = |field: String, text: &str| expand(text, &lookup).map_err(|m| fail(&field, &m));
+        let expand_one = |field: String, text: &str| expand(text, &lookup).map_err(|e| fail(&field, e.into()));
         // `env` and `headers`: each value expanded, an error naming `FIELD.KEY`.
         let expand_map = |field: &str, map: &BTreeMap<String, String>| {
             map.iter()
                 .map(|(k, v)| Ok((k.clone(), expand_one(at(&format!("{field}.{k}")), v)?)))
-                .collect::<Result<BTreeMap<_, _>, String>>()
+                .collect::<Result<BTreeMap<_, _>, ConfigError>>()
         };
         let kind =
             raw.kind.as_deref().unwrap_or(if raw.url.is_some() && raw.command.is_none() { "http" } else { "stdio" });
         let server = match kind {
             "stdio" => {
-                let command = raw
-                    .command
-                    .as_deref()
-                    .ok_or_else(|| fail(&at("command"), "missing: a stdio server needs a command"))?;
+                let command = raw.command.as_deref().ok_or_else(|| fail(&at("command"), ConfigProblem::NoCommand))?;
                 let command = expand_one(at("command"), command)?;
                 let args = raw
                     .args
@@ -235,7 +305,7 @@ fn parse_in(
                 ServerConfig::Stdio { command, args, env, scope: scope.clone() }
             }
             "http" => {
-                let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), "missing: an http server needs a url"))?;
+                let url = raw.url.as_deref().ok_or_else(|| fail(&at("url"), ConfigProblem::NoUrl))?;
                 let url = expand_one(at("url"), url)?;
                 let headers = expand_map("headers", &raw.headers)?;
                 let oauth = match &raw.oauth {
@@ -258,10 +328,7 @@ fn parse_in(
             "sse" => ServerConfig::Sse { url: raw.url.clone() },
             "sdk" => ServerConfig::Sdk { name: raw.name.clone().unwrap_or_else(|| name.clone()) },
             other => {
-                return Err(fail(
-                    &at("type"),
-                    &format!("unknown server type `{other}` (expected `stdio`, `http`, `sse` or `sdk`)"),
-                ));
+                return Err(fail(&at("type"), ConfigProblem::UnknownType(other.to_owned())));
             }
         };
         withheld.extend(withheld_here.take().into_iter().map(|variable| Withheld { server: name.clone(), variable }));
@@ -278,15 +345,21 @@ fn parse_in(
 /// and win over user servers of the same name, as in Claude Code.
 ///
 /// # Errors
-/// A message naming the flag or the file.
-pub fn load(value: &str, cwd: &std::path::Path, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, String> {
+/// `ConfigError` naming the flag or the file.
+pub fn load(value: &str, cwd: &std::path::Path, var: &dyn Fn(&str) -> Option<String>) -> Result<Servers, ConfigError> {
     let (origin, text) = if value.trim_start().starts_with('{') {
         ("--mcp-config".to_owned(), value.to_owned())
     } else {
-        let text = std::fs::read_to_string(value).map_err(|e| format!("--mcp-config {value}: cannot read: {e}"))?;
-        (format!("--mcp-config {value}"), text)
+        let origin = format!("--mcp-config {value}");
+        match std::fs::read_to_string(value) {
+            Ok(text) => (origin, text),
+            Err(error) => return Err(ConfigError::Read { origin, error }),
+        }
     };
-    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    let json: Value = match serde_json::from_str(&text) {
+        Ok(json) => json,
+        Err(error) => return Err(ConfigError::Syntax { origin, error }),
+    };
     let mut servers = parse(&origin, &json, var)?;
     if let Some((key, local)) = local_scope(&json, cwd) {
         let local = serde_json::json!({ "mcpServers": local });
@@ -332,7 +405,7 @@ pub struct ProjectServers {
 
 /// The servers of `DIR/.mcp.json` the settings consent to, and the names of those they do not
 /// (never started: a cloned repository cannot start processes by itself). No file: nothing.
-/// Only consented servers are parsed and expanded, as [`Scope::Project`] with the settings'
+/// Only consented servers are parsed and expanded, as `Scope::Project` with the settings'
 /// `keep` patterns.
 ///
 /// # Errors
@@ -342,15 +415,18 @@ pub fn project(
     consent: ProjectConsent<'_>,
     keep: &[KeepPattern],
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<ProjectServers, String> {
+) -> Result<ProjectServers, ConfigError> {
     let path = dir.join(".mcp.json");
     let origin = path.display().to_string();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ProjectServers::default()),
-        Err(e) => return Err(format!("{origin}: cannot read: {e}")),
+        Err(error) => return Err(ConfigError::Read { origin, error }),
     };
-    let mut json: Value = serde_json::from_str(&text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+    let mut json: Value = match serde_json::from_str(&text) {
+        Ok(json) => json,
+        Err(error) => return Err(ConfigError::Syntax { origin, error }),
+    };
     let mut skipped = Vec::new();
     if let Some(servers) = json.get_mut("mcpServers").and_then(Value::as_object_mut) {
         skipped = servers.keys().filter(|name| !consent.allows(name)).cloned().collect();
@@ -363,14 +439,14 @@ pub fn project(
 /// Expand `${VAR}` and `${VAR:-default}` in `text`.
 ///
 /// # Errors
-/// An unset variable without a default, or a `${` without its `}`.
-pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+/// [`ExpandError`]: an unset variable without a default, or a `${` without its `}`.
+pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| format!("`${{` without a closing `}}` in `{text}`"))?;
+        let end = after.find('}').ok_or_else(|| ExpandError::Unclosed(text.to_owned()))?;
         let body = &after[..end];
         let (name, default) = match body.split_once(":-") {
             Some((name, default)) => (name, Some(default)),
@@ -379,7 +455,7 @@ pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String
         match (var(name), default) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(default)) => out.push_str(default),
-            (None, None) => return Err(format!("the environment variable `{name}` is not set")),
+            (None, None) => return Err(ExpandError::Unset(name.to_owned())),
         }
         rest = &after[end + 1..];
     }
@@ -413,8 +489,8 @@ mod tests {
         assert_eq!(expand("a${NOPE:-x y}b${TOKEN:-z}", &vars).unwrap(), "ax yb".to_owned() + "secret");
         assert_eq!(expand("${NOPE:-}", &vars).unwrap(), "");
         assert_eq!(expand("plain $HOME", &vars).unwrap(), "plain $HOME");
-        assert_eq!(expand("${NOPE}", &vars).unwrap_err(), "the environment variable `NOPE` is not set");
-        assert_eq!(expand("x${HOME", &vars).unwrap_err(), "`${` without a closing `}` in `x${HOME`");
+        assert_eq!(expand("${NOPE}", &vars).unwrap_err().to_string(), "the environment variable `NOPE` is not set");
+        assert_eq!(expand("x${HOME", &vars).unwrap_err().to_string(), "`${` without a closing `}` in `x${HOME`");
     }
 
     #[test]
@@ -492,7 +568,7 @@ mod tests {
         );
         let disabled = ["c".to_owned()];
         let all_but_c = ProjectConsent { all: true, enabled: &[], disabled: &disabled };
-        let err = project(dir.path(), all_but_c, &[], &vars).unwrap_err();
+        let err = project(dir.path(), all_but_c, &[], &vars).unwrap_err().to_string();
         assert_eq!(
             err,
             format!(
@@ -602,7 +678,7 @@ variables Bash gets (the settings' shellEnvironment.keep passes it)"
 
     #[test]
     fn errors_name_the_origin_and_the_json_path() {
-        let err = |json: Value| parse("--mcp-config", &json, &vars).unwrap_err();
+        let err = |json: Value| parse("--mcp-config", &json, &vars).unwrap_err().to_string();
         assert_eq!(
             err(json!({"mcpServers": {"s": {"command": "c", "args": ["ok", "${NOPE}"]}}})),
             "--mcp-config: at mcpServers.s.args[1]: the environment variable `NOPE` is not set"
@@ -633,12 +709,13 @@ variables Bash gets (the settings' shellEnvironment.keep passes it)"
         );
         assert_eq!(err(json!([])), "--mcp-config: expected an object with `mcpServers`");
         assert_eq!(
-            load("{not json", Path::new("/p"), &vars).unwrap_err(),
+            load("{not json", Path::new("/p"), &vars).unwrap_err().to_string(),
             "--mcp-config: not valid JSON: key must be a string at line 1 column 2"
         );
         assert!(
             load("/nonexistent/mcp.json", Path::new("/p"), &vars)
                 .unwrap_err()
+                .to_string()
                 .starts_with("--mcp-config /nonexistent/mcp.json: cannot read: ")
         );
     }
@@ -693,7 +770,7 @@ variables Bash gets (the settings' shellEnvironment.keep passes it)"
         std::fs::write(dir.path().join("bad.json"), bad.to_string()).unwrap();
         let bad_path = dir.path().join("bad.json");
         assert_eq!(
-            load(bad_path.to_str().unwrap(), Path::new("/work/app"), &vars).unwrap_err(),
+            load(bad_path.to_str().unwrap(), Path::new("/work/app"), &vars).unwrap_err().to_string(),
             format!(
                 "--mcp-config {}: projects[/work/app]: at mcpServers.s.url: missing: an http server needs a url",
                 bad_path.display()

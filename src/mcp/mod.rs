@@ -18,7 +18,7 @@
 //! sandbox helper, which stops whatever the server started (even a `setsid`'d process) when
 //! the server stops: it is stopped when the run's tools are dropped (and waited for in
 //! [`finish`]), and by [`crate::process_group::kill_all`] on a second signal. The
-//! client speaks the `initialize` handshake offering 2025-11-25 ([`client_info`]) and takes
+//! client speaks the `initialize` handshake offering 2025-11-25 ([`client::client_info`]) and takes
 //! the protocol version the server answers with. A server that fails to start or to list its tools is reported (a warning on stderr,
 //! `failed` in stream-json's `system/init`), never a failed run. A Streamable HTTP server
 //! ([`http`]) is reached over the same reqwest client stack as the model, with the configured
@@ -48,7 +48,7 @@ use serde::Serialize;
 use crate::process_group::ProcessGroup;
 use crate::sandbox::Sandbox;
 use crate::tools::{Registry, Tool};
-pub use client::{Client, client_info};
+pub use client::Client;
 pub use config::{ServerConfig, Servers};
 
 /// How one configured server came up, as stream-json's `system/init` lists it.
@@ -96,14 +96,14 @@ impl ServerStatus {
     /// [`ServerStatus::failed`], said as a warning on stderr naming the server: how every
     /// failure of a server's start is reported.
     pub fn warn_failed(name: &str, message: &str) -> Self {
-        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
+        crate::stderr::line(&format!("agentloop: warning: MCP server `{name}` failed: {message}"));
         ServerStatus::failed(name, message)
     }
 
     /// The remote server `name` needs a sign-in the run cannot do (`needs-auth`, as Claude
     /// Code reports it), said as a warning on stderr with how to sign in.
     pub fn warn_needs_auth(name: &str, message: &str) -> Self {
-        crate::cli::interrupt::stderr_line(&format!("agentloop: warning: MCP server `{name}` {message}"));
+        crate::stderr::line(&format!("agentloop: warning: MCP server `{name}` {message}"));
         ServerStatus { name: name.to_owned(), status: "needs-auth", error: Some(message.to_owned()), server_info: None }
     }
 }
@@ -122,6 +122,31 @@ pub enum OpenError {
 impl From<String> for OpenError {
     fn from(message: String) -> Self {
         OpenError::Failed(message)
+    }
+}
+
+/// Why a server could not be started, or did not answer the handshake.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// A stdio server's program did not start.
+    #[error("cannot start `{command}`: {error}")]
+    Start {
+        /// The command as configured.
+        command: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A stdio server started without the pipes it speaks on.
+    #[error("no pipes to the server")]
+    NoPipes,
+    /// The `initialize` handshake failed.
+    #[error("initialize: {0}")]
+    Initialize(Box<rmcp::service::ClientInitializeError>),
+}
+
+impl From<ConnectError> for OpenError {
+    fn from(error: ConnectError) -> Self {
+        OpenError::Failed(error.to_string())
     }
 }
 
@@ -255,7 +280,7 @@ pub async fn connect(
     let keys: Vec<&str> = servers.keys().map(String::as_str).collect();
     let parts = names::server_parts(&keys);
     for warning in parts.iter().filter_map(|part| part.warning.as_deref()) {
-        crate::cli::interrupt::stderr_line(warning);
+        crate::stderr::line(warning);
     }
     let attempts = servers.iter().zip(parts).map(|((name, config), part)| async move {
         let connecting = connect_one(name, &part.name, config, cwd, sandbox, sdk);
@@ -284,7 +309,7 @@ pub async fn connect(
 
 /// Connect to the server `config` describes, calling it `name` (a stdio child runs in
 /// `cwd`), as `agentloop mcp` does: a remote server that asks for a sign-in gets one in the
-/// browser. An SDK server is not reachable from here ([`sdk::SDK_ONLY`]; [`connect`] reaches
+/// browser. An SDK server is not reachable from here (`sdk::SDK_ONLY`; `connect` reaches
 /// it in the SDK mode).
 ///
 /// # Errors
@@ -348,7 +373,7 @@ async fn connect_one(
         .zip(named)
         .map(|(t, named)| {
             if let Some(warning) = &named.warning {
-                crate::cli::interrupt::stderr_line(warning);
+                crate::stderr::line(warning);
             }
             Arc::new(tool::McpTool::new(name, t, connection.clone(), timeout).with_name(named.name)) as Arc<dyn Tool>
         })

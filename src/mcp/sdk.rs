@@ -26,7 +26,8 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Client, Connection};
+use super::{Client, ConnectError, Connection};
+use crate::peer::PeerError;
 
 /// Why a server configured with `"type": "sdk"` fails outside the SDK mode.
 pub const SDK_ONLY: &str = "an SDK server is reachable only from the Claude Agent SDK";
@@ -42,7 +43,7 @@ pub trait Channel: Send + Sync {
     /// # Errors
     /// Nobody can answer any more (the SDK's input is closed); the wait fails with the SDK's
     /// error, or when the input closes before the answer.
-    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String>;
+    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, PeerError>>, PeerError>;
 }
 
 /// What the TypeScript SDK declares of one in-process server in `initialize`: its answers to
@@ -93,7 +94,7 @@ impl ManifestChannel {
 }
 
 impl Channel for ManifestChannel {
-    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, PeerError>>, PeerError> {
         match self.local_answer(server, &message) {
             Some(answer) => Ok(Box::pin(std::future::ready(Ok(answer)))),
             None => self.inner.send(server, message),
@@ -108,8 +109,8 @@ pub enum SdkError {
     #[error("cannot encode the message: {0}")]
     Encode(#[from] serde_json::Error),
     /// The SDK can no longer answer.
-    #[error("{0}")]
-    Closed(String),
+    #[error(transparent)]
+    Closed(PeerError),
 }
 
 /// The rmcp client transport to one SDK server over a [`Channel`].
@@ -191,10 +192,11 @@ impl Transport<RoleClient> for SdkTransport {
 /// Speak the `initialize` handshake as `client` with the SDK server `server` through `channel`.
 ///
 /// # Errors
-/// The SDK cannot be reached, or the server does not answer `initialize`.
-pub async fn connect(client: Client, server: &str, channel: Arc<dyn Channel>) -> Result<Connection, String> {
+/// [`ConnectError::Initialize`]: the SDK cannot be reached, or the server does not answer
+/// `initialize`.
+pub async fn connect(client: Client, server: &str, channel: Arc<dyn Channel>) -> Result<Connection, ConnectError> {
     let transport = SdkTransport::new(server, channel);
-    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
+    let service = client.serve(transport).await.map_err(|e| ConnectError::Initialize(Box::new(e)))?;
     Ok(Connection::new(service, None))
 }
 
@@ -206,14 +208,18 @@ mod tests {
     /// A channel answering each message with `answer(message)`, recording what it was sent.
     struct Fake {
         sent: Mutex<Vec<(String, Value)>>,
-        answer: fn(&Value) -> Result<Value, String>,
+        answer: fn(&Value) -> Result<Value, PeerError>,
         open: bool,
     }
 
     impl Channel for Fake {
-        fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+        fn send(
+            &self,
+            server: &str,
+            message: Value,
+        ) -> Result<BoxFuture<'static, Result<Value, PeerError>>, PeerError> {
             if !self.open {
-                return Err("the SDK's input is closed: nobody can answer".into());
+                return Err(PeerError::Closed);
             }
             let answer = (self.answer)(&message);
             self.sent.lock().unwrap().push((server.to_owned(), message));
@@ -221,7 +227,7 @@ mod tests {
         }
     }
 
-    fn transport(answer: fn(&Value) -> Result<Value, String>, open: bool) -> (SdkTransport, Arc<Fake>) {
+    fn transport(answer: fn(&Value) -> Result<Value, PeerError>, open: bool) -> (SdkTransport, Arc<Fake>) {
         let fake = Arc::new(Fake { sent: Mutex::new(Vec::new()), answer, open });
         (SdkTransport::new("calc", fake.clone()), fake)
     }
@@ -262,7 +268,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_answer_fails_only_its_request() {
-        let (mut t, _) = transport(|_| Err("Server 'calc' not found".into()), true);
+        let (mut t, _) = transport(|_| Err(PeerError::Answered("Server 'calc' not found".into())), true);
         t.send(message(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))).await.unwrap();
         assert_eq!(
             received(t.receive().await.unwrap()),

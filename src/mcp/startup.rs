@@ -277,14 +277,16 @@ mod tests {
             ]
         );
 
+        use crate::peer::PeerError;
         struct Nobody;
         impl Channel for Nobody {
             fn send(
                 &self,
                 _server: &str,
                 _message: serde_json::Value,
-            ) -> Result<futures::future::BoxFuture<'static, Result<serde_json::Value, String>>, String> {
-                Err("closed".into())
+            ) -> Result<futures::future::BoxFuture<'static, Result<serde_json::Value, PeerError>>, PeerError>
+            {
+                Err(PeerError::Closed)
             }
         }
         let mut started = Startup::begin(Servers::new(), PathBuf::from("."), Sandbox::none());

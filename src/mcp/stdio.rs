@@ -10,12 +10,12 @@ use std::process::Stdio;
 use rmcp::ServiceExt;
 
 use super::config::Scope;
-use super::{Client, Connection, ServerProcess};
+use super::{Client, ConnectError, Connection, ServerProcess};
 use crate::sandbox::{Launch, Sandbox};
 use crate::tools::shell_env::{CREDENTIALS, ShellEnv};
 
 /// Start `command args` in `cwd` with `env` added to the environment it inherits
-/// ([`inherited`]) and speak the `initialize` handshake as `client`.
+/// (`inherited`) and speak the `initialize` handshake as `client`.
 ///
 /// # Errors
 /// The program cannot start, or does not answer `initialize`.
@@ -27,7 +27,7 @@ pub async fn connect(
     scope: &Scope,
     cwd: &Path,
     sandbox: &Sandbox,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let mut vars = inherited(scope, crate::credentials::vars_os());
     vars.retain(|(name, _)| !env.keys().any(|k| name == k.as_str()));
     vars.extend(env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
@@ -42,7 +42,10 @@ pub async fn connect(
     let program = if command.contains('/') { cwd.join(command) } else { command.into() };
     if sandbox.has_helper() && crate::sandbox::find_program(&program.to_string_lossy(), path).is_none() {
         // Through the helper a missing program would only show as a closed connection.
-        return Err(format!("cannot start `{command}`: {}", std::io::Error::from_raw_os_error(libc::ENOENT)));
+        return Err(ConnectError::Start {
+            command: command.to_owned(),
+            error: std::io::Error::from_raw_os_error(libc::ENOENT),
+        });
     }
     let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
     let mut child = sandbox
@@ -52,13 +55,13 @@ pub async fn connect(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        .map_err(|error| ConnectError::Start { command: command.to_owned(), error })?;
     let group = sandbox.group(child.id());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        return Err("no pipes to the server".into());
+        return Err(ConnectError::NoPipes);
     };
     let transport = super::framing::LineTransport::new(stdout, stdin);
-    let service = client.serve(transport).await.map_err(|e| format!("initialize: {e}"))?;
+    let service = client.serve(transport).await.map_err(|e| ConnectError::Initialize(Box::new(e)))?;
     Ok(Connection::new(service, Some(ServerProcess { child, group })))
 }
 

@@ -139,7 +139,7 @@ pub const ATTACHABLE: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "imag
 /// described.
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 
-/// What the model reads for a result ([`Rendered`]).
+/// What the model reads for a result (`Rendered`).
 pub fn render(result: &rmcp::model::CallToolResult) -> Rendered {
     let mut parts = Vec::new();
     let mut images = Vec::new();

@@ -376,7 +376,7 @@ impl Assembler {
 
 /// What a piece of text of kind `kind` appended to block `index` reports.
 #[inline]
-pub fn piece_step(index: usize, kind: TextKind, piece: Cow<'_, str>) -> Step<'_> {
+pub(crate) fn piece_step(index: usize, kind: TextKind, piece: Cow<'_, str>) -> Step<'_> {
     match kind {
         TextKind::Text => Step::Text { index, text: piece },
         TextKind::Thinking => Step::Thinking { index, text: piece },

@@ -51,7 +51,7 @@ pub enum ModelError {
     #[error("protocol error: {0}")]
     Protocol(String),
     /// A line or an event of the stream was longer than the framer holds
-    /// ([`crate::model::anthropic::sse::MAX_EVENT_BYTES`]). Retried: a garbled or runaway
+    /// (`crate::model::anthropic::sse::MAX_EVENT_BYTES`). Retried: a garbled or runaway
     /// stream from a proxy is more likely than a real event that size.
     #[error("protocol error: an SSE line or event is longer than the {0} bytes allowed")]
     Oversized(usize),

@@ -7,7 +7,7 @@
 
 pub mod anthropic;
 pub mod assemble;
-pub mod error;
+mod error;
 pub mod reply;
 pub mod scripted;
 
@@ -20,9 +20,9 @@ pub use error::{ApiFailure, ErrorClass, ModelError};
 pub use reply::{EventStream, Reply, ReplyStream};
 
 /// The default output cap of a request.
-pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16_000;
 /// The output cap after `max_output_tokens_escalate`.
-pub const ESCALATED_MAX_TOKENS: u32 = 64_000;
+pub(crate) const ESCALATED_MAX_TOKENS: u32 = 64_000;
 
 /// What a request is for: the main loop, or a side request such as a compaction summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -48,7 +48,7 @@ pub struct ModelRequest {
     /// Output cap.
     pub max_tokens: u32,
     /// Extended thinking's budget in tokens, sent as `thinking: {type: enabled,
-    /// budget_tokens}` below `max_tokens` ([`thinking_budget`]); `None` for no thinking.
+    /// budget_tokens}` below `max_tokens` (`thinking_budget`); `None` for no thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<u32>,
     /// Main loop or side request.
@@ -57,11 +57,11 @@ pub struct ModelRequest {
 }
 
 /// The smallest thinking budget the Messages API accepts.
-pub const MIN_THINKING_BUDGET: u32 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// The `budget_tokens` a request with `max_tokens` sends for a wanted `budget`: below
 /// `max_tokens` (the API requires it), and `None` when not even [`MIN_THINKING_BUDGET`] fits.
-pub fn thinking_budget(budget: u32, max_tokens: u32) -> Option<u32> {
+pub(crate) fn thinking_budget(budget: u32, max_tokens: u32) -> Option<u32> {
     let fitted = budget.min(max_tokens.saturating_sub(1));
     (fitted >= MIN_THINKING_BUDGET).then_some(fitted)
 }

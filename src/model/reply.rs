@@ -9,9 +9,11 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 
+use serde_json::{Value, json};
+
 use crate::model::ModelError;
 use crate::model::assemble::{Assembler, Step};
-use crate::protocol::StreamEvent;
+use crate::protocol::{ContentBlock, Delta, Message, MessageDeltaBody, MessageStart, StopReason, StreamEvent};
 
 /// One streamed reply, read a piece at a time into the caller's assembler.
 pub trait Reply: Send {
@@ -73,6 +75,50 @@ pub async fn read_to_end(
 /// `message_stop`, an `error` event or a failure.
 pub fn from_events(events: EventStream) -> ReplyStream {
     Box::pin(Events { events, over: false })
+}
+
+/// A reply that is one whole message, streamed as the Messages API would stream it: each block
+/// started empty and filled by one delta (a tool call's input as one JSON fragment), then
+/// `stop_reason` and `message_stop`. For a [`crate::model::Model`] whose answers come whole: a
+/// local model, a fixed script, a test.
+pub fn whole(message: &Message, stop_reason: StopReason) -> ReplyStream {
+    let mut events = vec![StreamEvent::MessageStart { message: MessageStart::default() }];
+    for (index, block) in message.content.iter().enumerate() {
+        let delta = |delta| StreamEvent::ContentBlockDelta { index, delta };
+        let (start, deltas) = match block {
+            ContentBlock::Text { text, citations } => {
+                let mut start = json!({"type": "text", "text": ""});
+                if let Some(citations) = citations {
+                    start["citations"] = json!(citations);
+                }
+                (start, vec![delta(Delta::TextDelta { text: text.clone() })])
+            }
+            ContentBlock::Thinking { thinking, signature } => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    delta(Delta::ThinkingDelta { thinking: thinking.clone() }),
+                    delta(Delta::SignatureDelta { signature: signature.clone() }),
+                ],
+            ),
+            ContentBlock::ToolUse { id, name, input } => (
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                vec![delta(Delta::InputJsonDelta { partial_json: input.to_string() })],
+            ),
+            // Blocks that arrive whole in their start.
+            ContentBlock::RedactedThinking { .. } | ContentBlock::ToolResult { .. } | ContentBlock::Other(_) => {
+                (serde_json::to_value(block).unwrap_or(Value::Null), Vec::new())
+            }
+        };
+        events.push(StreamEvent::ContentBlockStart { index, content_block: start });
+        events.extend(deltas);
+        events.push(StreamEvent::ContentBlockStop { index });
+    }
+    events.push(StreamEvent::MessageDelta {
+        delta: MessageDeltaBody { stop_reason: Some(stop_reason), stop_sequence: None },
+        usage: None,
+    });
+    events.push(StreamEvent::MessageStop);
+    from_events(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
 }
 
 /// The reply behind [`from_events`].
@@ -150,6 +196,24 @@ pub(crate) mod tests {
         assert_eq!(steps, [started, r#"Text { index: 0, text: "hi" }"#, "BlockDone(0)", "Stopped"]);
         assert_eq!(end, Ok(()));
         assert!(asm.is_complete());
+    }
+
+    #[tokio::test]
+    async fn a_whole_message_assembles_to_itself() {
+        let message = Message {
+            role: crate::protocol::Role::Assistant,
+            content: vec![
+                ContentBlock::Thinking { thinking: "hmm".into(), signature: "sig".into() },
+                ContentBlock::text("Let me look."),
+                ContentBlock::ToolUse { id: "toolu_1".into(), name: "Read".into(), input: json!({"file_path": "a"}) },
+            ],
+        };
+        let (_, end, asm) = steps_of(whole(&message, StopReason::ToolUse)).await;
+        assert_eq!(end, Ok(()));
+        assert!(asm.is_complete());
+        let blocks: Vec<ContentBlock> = (0..3).filter_map(|i| asm.finished_block(i)).collect();
+        assert_eq!(blocks, message.content);
+        assert_eq!(asm.finish().stop_reason, Some(StopReason::ToolUse));
     }
 
     #[tokio::test]

@@ -26,7 +26,7 @@ const GIT_NAMES_ONLY: &[&str] = &["status", "branch", "rev-parse", "ls-files"];
 /// line's directories and input redirections, the repository's configuration and its top.
 struct ReadOnlyProof<'p> {
     paths: PathCheck<'p>,
-    git_risk: OnceCell<Option<String>>,
+    git_risk: OnceCell<Option<git::GitRisk>>,
     git_top: OnceCell<Option<std::path::PathBuf>>,
 }
 

@@ -67,7 +67,7 @@ const INDEX_HOOK: &str = "post-index-change";
 /// check does not guess.
 ///
 /// Nothing is executed; this is a handful of `stat`s and small reads.
-pub fn repo_config_risk(cwd: &Path) -> Option<String> {
+pub fn repo_config_risk(cwd: &Path) -> Option<GitRisk> {
     let start = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let mut dir = start.as_path();
     loop {
@@ -193,10 +193,71 @@ pub fn neutralise(command: &mut tokio::process::Command) {
     command.envs(neutralising_env().iter().copied());
 }
 
+/// Why git in a repository may run a program, or cannot be shown not to.
+#[derive(Debug, thiserror::Error)]
+pub enum GitRisk {
+    /// A file git reads that cannot be read (git itself would stop on it).
+    #[error("cannot read {file}: {why}")]
+    Unreadable {
+        /// The file, as [`shown`] names it.
+        file: String,
+        /// Why.
+        why: Unreadable,
+    },
+    /// A config file with a line git would call bad.
+    #[error("cannot parse {file}: bad config line {line}")]
+    BadConfig {
+        /// The file, as [`shown`] names it.
+        file: String,
+        /// The line.
+        line: usize,
+    },
+    /// A config file that sets a program-running setting.
+    #[error("{file} sets {setting}")]
+    Sets {
+        /// The file, as [`shown`] names it.
+        file: String,
+        /// The setting as git names it (`core.fsmonitor`).
+        setting: String,
+    },
+    /// The `post-index-change` hook exists.
+    #[error("{0} exists (git status and git diff run it)")]
+    IndexHook(String),
+    /// More entries under `<common dir>/modules` than are checked.
+    #[error("too many submodule configs: more than {MAX_MODULE_ENTRIES} entries under {0}")]
+    TooManyModules(String),
+    /// Submodule git directories nested deeper than are checked.
+    #[error("too many submodule configs: {0} nests deeper than {MAX_MODULE_DEPTH} levels")]
+    ModulesTooDeep(String),
+}
+
+/// Why a file git reads cannot be read as one.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// The read failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Something else than a regular file is in its place.
+    #[error("not a regular file")]
+    NotRegular,
+    /// Larger than any config git would be given.
+    #[error("larger than {MAX_CONFIG_BYTES} bytes")]
+    TooLarge,
+    /// A `.git` file that was there is gone.
+    #[error("it disappeared")]
+    Disappeared,
+    /// A `.git` file that is no gitfile.
+    #[error("it does not start with `gitdir: `")]
+    NotAGitfile,
+    /// A gitfile whose `gitdir:` is empty.
+    #[error("it names no directory")]
+    NoDirectory,
+}
+
 /// What one directory on the way up from the working directory holds.
 enum Level {
     /// A repository git may use here whose configuration can run a program.
-    Risk(String),
+    Risk(GitRisk),
     /// The repository git uses, and nothing in it runs a program.
     Repository,
     /// No repository git would stop at: go on up.
@@ -219,7 +280,8 @@ fn inspect_level(dir: &Path) -> Level {
         }
         // git reads any other `.git` as a gitfile and stops here, found or failed.
         Ok(_) => {
-            let found = read_gitfile(&dot_git).map_err(|e| format!("cannot read {}: {e}", shown(&dot_git, Some(dir))));
+            let found =
+                read_gitfile(&dot_git).map_err(|why| GitRisk::Unreadable { file: shown(&dot_git, Some(dir)), why });
             return match found.and_then(|git_dir| inspect_repository(Some(dir), &git_dir, false)) {
                 Ok(()) => Level::Repository,
                 Err(reason) => Level::Risk(reason),
@@ -239,12 +301,12 @@ fn inspect_level(dir: &Path) -> Level {
 }
 
 /// The git directory a `.git` file names: `gitdir: <path>`, relative to the file's directory.
-fn read_gitfile(file: &Path) -> Result<PathBuf, String> {
-    let text = read_regular(file)?.ok_or_else(|| "it disappeared".to_owned())?;
-    let text = text.strip_prefix(b"gitdir: ").ok_or_else(|| "it does not start with `gitdir: `".to_owned())?;
+fn read_gitfile(file: &Path) -> Result<PathBuf, Unreadable> {
+    let text = read_regular(file)?.ok_or(Unreadable::Disappeared)?;
+    let text = text.strip_prefix(b"gitdir: ").ok_or(Unreadable::NotAGitfile)?;
     let path = Path::new(OsStr::from_bytes(trim_newlines(text)));
     if path.as_os_str().is_empty() {
-        return Err("it names no directory".to_owned());
+        return Err(Unreadable::NoDirectory);
     }
     Ok(file.parent().unwrap_or(Path::new("/")).join(path))
 }
@@ -257,31 +319,31 @@ fn trim_newlines(text: &[u8]) -> &[u8] {
 /// The whole of `path` when it is a regular file of at most [`MAX_CONFIG_BYTES`], `None`
 /// when it does not exist, or why it cannot be read. Opened without blocking and checked
 /// once open, so a FIFO in its place cannot hang the check.
-fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
     let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".to_owned());
+    if !file.metadata()?.is_file() {
+        return Err(Unreadable::NotRegular);
     }
     let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!("larger than {MAX_CONFIG_BYTES} bytes"));
+        return Err(Unreadable::TooLarge);
     }
     Ok(Some(bytes))
 }
 
 /// The directory holding the shared files of `git_dir`: the one its `commondir` file names
 /// (relative to `git_dir`), or `git_dir` itself.
-fn common_dir(git_dir: &Path, top: Option<&Path>) -> Result<PathBuf, String> {
+fn common_dir(git_dir: &Path, top: Option<&Path>) -> Result<PathBuf, GitRisk> {
     let file = git_dir.join("commondir");
     match read_regular(&file) {
         Ok(None) => Ok(git_dir.to_path_buf()),
         Ok(Some(text)) => Ok(git_dir.join(OsStr::from_bytes(trim_newlines(&text)))),
-        Err(e) => Err(format!("cannot read {}: {e}", shown(&file, top))),
+        Err(why) => Err(GitRisk::Unreadable { file: shown(&file, top), why }),
     }
 }
 
@@ -328,13 +390,13 @@ fn searchable(path: &Path) -> bool {
 
 /// Check the files git reads for the repository whose git directory is `git_dir`, and the
 /// submodule git directories under it. `top` is the worktree, for naming files.
-fn inspect_repository(top: Option<&Path>, git_dir: &Path, submodule: bool) -> Result<(), String> {
+fn inspect_repository(top: Option<&Path>, git_dir: &Path, submodule: bool) -> Result<(), GitRisk> {
     let common = common_dir(git_dir, top)?;
     check_config(&common.join("config"), top, submodule)?;
     check_config(&git_dir.join("config.worktree"), top, submodule)?;
     let hook = common.join("hooks").join(INDEX_HOOK);
     if fs::symlink_metadata(&hook).is_ok() {
-        return Err(format!("{} exists (git status and git diff run it)", shown(&hook, top)));
+        return Err(GitRisk::IndexHook(shown(&hook, top)));
     }
     if !submodule {
         let root = common.join("modules");
@@ -355,30 +417,26 @@ struct ModuleScan<'a> {
 impl ModuleScan<'_> {
     /// Every submodule git directory under `dir` (a `modules` directory, or a directory on
     /// the way to one whose name has slashes): a directory with a `config` or `HEAD` is one.
-    fn scan(&mut self, dir: &Path, level: usize) -> Result<(), String> {
+    fn scan(&mut self, dir: &Path, level: usize) -> Result<(), GitRisk> {
+        let top = self.top;
+        let unreadable = |e: std::io::Error| GitRisk::Unreadable { file: shown(dir, top), why: e.into() };
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(()),
-            Err(e) => return Err(format!("cannot read {}: {e}", shown(dir, self.top))),
+            Err(e) => return Err(unreadable(e)),
         };
         for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", shown(dir, self.top)))?;
+            let entry = entry.map_err(unreadable)?;
             self.seen += 1;
             if self.seen > MAX_MODULE_ENTRIES {
-                return Err(format!(
-                    "too many submodule configs: more than {MAX_MODULE_ENTRIES} entries under {}",
-                    shown(self.root, self.top)
-                ));
+                return Err(GitRisk::TooManyModules(shown(self.root, self.top)));
             }
             let path = entry.path();
             if !path.is_dir() {
                 continue;
             }
             if level > MAX_MODULE_DEPTH {
-                return Err(format!(
-                    "too many submodule configs: {} nests deeper than {MAX_MODULE_DEPTH} levels",
-                    shown(self.root, self.top)
-                ));
+                return Err(GitRisk::ModulesTooDeep(shown(self.root, self.top)));
             }
             if fs::symlink_metadata(path.join("config")).is_ok() || fs::symlink_metadata(path.join("HEAD")).is_ok() {
                 inspect_repository(self.top, &path, true)?;
@@ -393,14 +451,13 @@ impl ModuleScan<'_> {
 
 /// Parse one config file and name the first program-running setting in it. A missing file
 /// is fine: git reads nothing from it either.
-fn check_config(path: &Path, top: Option<&Path>, submodule: bool) -> Result<(), String> {
-    let Some(bytes) = read_regular(path).map_err(|e| format!("cannot read {}: {e}", shown(path, top)))? else {
+fn check_config(path: &Path, top: Option<&Path>, submodule: bool) -> Result<(), GitRisk> {
+    let Some(bytes) = read_regular(path).map_err(|why| GitRisk::Unreadable { file: shown(path, top), why })? else {
         return Ok(());
     };
-    let entries =
-        parse_config(&bytes).map_err(|line| format!("cannot parse {}: bad config line {line}", shown(path, top)))?;
+    let entries = parse_config(&bytes).map_err(|line| GitRisk::BadConfig { file: shown(path, top), line })?;
     match entries.iter().find(|entry| entry.runs_program(submodule)) {
-        Some(entry) => Err(format!("{} sets {}", shown(path, top), entry.name)),
+        Some(entry) => Err(GitRisk::Sets { file: shown(path, top), setting: entry.name.clone() }),
         None => Ok(()),
     }
 }

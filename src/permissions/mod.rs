@@ -2,14 +2,14 @@
 //!
 //! Rules look like `Bash`, `Bash(git status:*)` (a command prefix), `Bash(npm test)` (an exact
 //! command), `Edit(src/**)`, `Read(./secrets/**)`, `Read(//etc/hosts)` (absolute) or
-//! `Read(~/notes/**)` ([`rule`]). Deny rules win over everything; plan mode refuses every call
+//! `Read(~/notes/**)` (`rule`). Deny rules win over everything; plan mode refuses every call
 //! that changes anything, whatever the allow rules say. Bash commands are judged on a real
-//! parse ([`crate::shell`]): an allow rule must cover every simple command and nothing may be
-//! unproven; a deny rule catches its command at any depth ([`bash`]). File tools stay inside
+//! parse (`crate::shell`): an allow rule must cover every simple command and nothing may be
+//! unproven; a deny rule catches its command at any depth (`bash`). File tools stay inside
 //! the working directory unless a rule names the outside path.
 //!
 //! A call no rule or mode settles is [`Decision::Ask`]: the tool pipeline puts the question to
-//! the run's [`Approver`] ([`approver`]). The default approver, [`Unattended`], answers with a
+//! the run's [`Approver`] (`approver`). The default approver, [`Unattended`], answers with a
 //! denial the model can read, so a non-interactive run behaves as if it could not ask. An
 //! answer "allow for this session" adds a rule to the policy's [`Grants`], which later calls
 //! are judged by like allow rules (deny rules still win; plan mode never asks).
@@ -18,12 +18,12 @@
 //! [`ToolKind`] (which rule family covers it), the [`Subject`] of a call and whether the call
 //! only reads — comes from the [`Tool`] itself, so a new tool plugs in without a change here.
 
-pub mod approver;
-pub mod bash;
-pub mod git;
+pub(crate) mod approver;
+pub(crate) mod bash;
+pub(crate) mod git;
 mod paths;
-pub mod readonly;
-pub mod rule;
+pub(crate) mod readonly;
+pub(crate) mod rule;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -32,8 +32,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::Value;
 
 pub use approver::{Approval, ApprovalRequest, Approver, Unattended};
-pub use rule::Rule;
 use rule::Spec;
+pub use rule::{Rule, RuleProblem};
 
 use crate::tools::paths::canonicalize_partial;
 use crate::tools::{Subject, Tool, ToolKind};
@@ -94,7 +94,7 @@ pub enum PermissionError {
         /// The rule text.
         rule: String,
         /// What is wrong.
-        reason: String,
+        reason: rule::RuleProblem,
     },
 }
 
@@ -184,7 +184,7 @@ impl Grants {
 }
 
 /// How many entries [`ReadDeny::kernel_paths`] looks through for one glob rule.
-pub const KERNEL_WALK_LIMIT: usize = 20_000;
+pub(crate) const KERNEL_WALK_LIMIT: usize = 20_000;
 
 /// The paths that `Read(…)` deny rules hide from the tools that walk directories (Grep,
 /// Glob): entries they cover are skipped as if absent.
@@ -207,7 +207,7 @@ impl ReadDeny {
     /// The existing paths the rules cover, for the kernel sandbox to make unreadable
     /// ([`crate::sandbox::Policy::deny_read`]): literal paths and `dir/**` trees as they
     /// are, other globs by their matches now (a glob over a tree of more than
-    /// [`KERNEL_WALK_LIMIT`] entries hides the whole tree it starts in).
+    /// `KERNEL_WALK_LIMIT` entries hides the whole tree it starts in).
     pub fn kernel_paths(&self) -> Vec<PathBuf> {
         self.rules.iter().filter_map(Rule::path).flat_map(|p| p.kernel_paths(KERNEL_WALK_LIMIT)).collect()
     }

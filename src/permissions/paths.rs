@@ -51,7 +51,7 @@ pub(crate) struct PathCheck<'p> {
     /// The line's input redirections (`< file`).
     reads: &'p [Word],
     /// The directories relative paths may resolve against, or why they are unknown.
-    bases: Result<Vec<PathBuf>, String>,
+    bases: Result<Vec<PathBuf>, UnknownDirectory>,
     /// The verdict over `reads`, worked out once however many commands are checked.
     reads_verdict: std::cell::OnceCell<PathVerdict>,
 }
@@ -73,7 +73,7 @@ impl<'p> PathCheck<'p> {
     pub(crate) fn check<'c>(&self, commands: impl IntoIterator<Item = &'c SimpleCommand>) -> PathVerdict {
         let bases = match &self.bases {
             Ok(bases) => bases,
-            Err(why) => return PathVerdict::Unknown(why.clone()),
+            Err(why) => return PathVerdict::Unknown(why.to_string()),
         };
         let mut verdict = self
             .reads_verdict
@@ -164,9 +164,20 @@ fn bases_for<'b>(relative: bool, bases: &'b [PathBuf], cwd: &'b Path) -> Vec<&'b
     if relative { bases.iter().map(PathBuf::as_path).collect() } else { vec![cwd] }
 }
 
+/// Why the directories relative paths resolve against are unknown.
+#[derive(Debug, Clone, thiserror::Error)]
+enum UnknownDirectory {
+    /// `env -C DIR` or `env --chdir`.
+    #[error("`env -C` changes the directory")]
+    EnvChdir,
+    /// `cd`, `pushd` or `popd` to a directory the shell works out.
+    #[error("`{0}` goes to a directory only known when the shell runs")]
+    ChangedTo(String),
+}
+
 /// The directories relative paths may resolve against: the working directory and the
 /// literal targets of `cd`/`pushd`; a `cd` to somewhere unknown makes them unknown.
-fn directories(cwd: &Path, analysis: &Analysis) -> Result<Vec<PathBuf>, String> {
+fn directories(cwd: &Path, analysis: &Analysis) -> Result<Vec<PathBuf>, UnknownDirectory> {
     let mut bases = vec![cwd.to_path_buf()];
     if !analysis.changes_directory {
         return Ok(bases);
@@ -176,7 +187,7 @@ fn directories(cwd: &Path, analysis: &Analysis) -> Result<Vec<PathBuf>, String> 
         if name == "env" {
             let chdir = cmd.args().iter().any(|a| a.text.starts_with("-C") || a.text.starts_with("--chdir"));
             if chdir {
-                return Err("`env -C` changes the directory".into());
+                return Err(UnknownDirectory::EnvChdir);
             }
             continue;
         }
@@ -190,7 +201,7 @@ fn directories(cwd: &Path, analysis: &Analysis) -> Result<Vec<PathBuf>, String> 
                     if target.text.starts_with('/') { PathBuf::from(&target.text) } else { cwd.join(&target.text) };
                 bases.push(dir);
             }
-            _ => return Err(format!("`{name}` goes to a directory only known when the shell runs")),
+            _ => return Err(UnknownDirectory::ChangedTo(name.to_owned())),
         }
     }
     Ok(bases)

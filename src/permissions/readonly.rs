@@ -44,10 +44,68 @@ pub(crate) struct PathArg<'w> {
 /// The working directory, for commands that read it when given no path (`ls`, `grep -r`).
 pub(crate) static DOT: Word = Word { text: String::new(), kind: WordKind::Literal };
 
+/// Why a listed program's words are not read-only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotReadOnly {
+    /// `git` with no subcommand.
+    #[error("`git` alone")]
+    GitAlone,
+    /// A git subcommand given by a word the shell expands.
+    #[error("the git subcommand `{0}` is only known when the shell runs")]
+    GitSubcommandUnknown(String),
+    /// `git branch` with words that change branches.
+    #[error("`git branch` changes branches")]
+    GitBranchChanges,
+    /// A git subcommand off the list.
+    #[error("`git {0}` is not a read-only subcommand")]
+    GitSubcommand(String),
+    /// A `find` primary given by a word the shell expands.
+    #[error("`{0}` is only known when the shell runs")]
+    FindPrimaryUnknown(String),
+    /// A `find` primary off the list.
+    #[error("`find {0}` is not a known read-only primary")]
+    FindPrimary(String),
+    /// A `find` primary without the literal value it takes.
+    #[error("`{0}` needs a literal value")]
+    FindValue(String),
+    /// An option given by a word the shell expands.
+    #[error("the option `{0}` is only known when the shell runs")]
+    OptionUnknown(String),
+    /// An option without the value it takes.
+    #[error("`{0}` needs a value")]
+    OptionValueMissing(String),
+    /// An option's value given by a word the shell expands.
+    #[error("the value `{value}` of `{option}` is only known when the shell runs")]
+    OptionValueUnknown {
+        /// The option (`--file`, `-f`).
+        option: String,
+        /// The word of its value.
+        value: String,
+    },
+    /// A long option off the program's list.
+    #[error("`--{0}` is not a known read-only option")]
+    LongOption(String),
+    /// A long option that takes no value, given one.
+    #[error("`--{0}` takes no value")]
+    TakesNoValue(String),
+    /// A short option off the program's list.
+    #[error("`-{0}` is not a known read-only option")]
+    ShortOption(char),
+    /// An operand given by a word the shell expands, where it could be an option or a pattern.
+    #[error("the operand `{0}` is only known when the shell runs")]
+    OperandUnknown(String),
+    /// `uniq` with an output operand.
+    #[error("`uniq` writes to its second operand")]
+    UniqOutput,
+    /// `date` with an operand that sets the clock.
+    #[error("`date` sets the clock to an operand that is not `+FORMAT`")]
+    DateSetsClock,
+}
+
 /// The files `cmd` reads if its program is on the allow-list and its words fit the program's
 /// entry; `Some(Err(why))` when the program is listed but these words are not read-only;
 /// `None` when the program is not listed.
-pub(crate) fn parse(cmd: &SimpleCommand) -> Option<Result<Vec<PathArg<'_>>, String>> {
+pub(crate) fn parse(cmd: &SimpleCommand) -> Option<Result<Vec<PathArg<'_>>, NotReadOnly>> {
     let name = cmd.program_name()?;
     let args = cmd.args();
     Some(match name {

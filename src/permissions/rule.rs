@@ -163,22 +163,22 @@ impl Rule {
     /// # Errors
     /// [`PermissionError::Rule`] naming the rule and what is wrong.
     pub fn parse(text: &str, cwd: &Path) -> Result<Rule, PermissionError> {
-        let bad = |reason: &str| PermissionError::Rule { rule: text.to_owned(), reason: reason.to_owned() };
+        let bad = |reason: RuleProblem| PermissionError::Rule { rule: text.to_owned(), reason };
         let trimmed = text.trim();
         let (tool, spec) = match trimmed.split_once('(') {
             None => (trimmed, None),
-            Some((tool, rest)) => (tool, Some(rest.strip_suffix(')').ok_or_else(|| bad("missing `)`"))?)),
+            Some((tool, rest)) => (tool, Some(rest.strip_suffix(')').ok_or_else(|| bad(RuleProblem::MissingParen))?)),
         };
         // MCP tool names (`mcp__server__tool`) may also have `-`.
         let mcp = tool.starts_with("mcp__");
         if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || (mcp && c == '-')) {
-            return Err(bad("expected a tool name such as Bash or Edit"));
+            return Err(bad(RuleProblem::ToolName));
         }
         let spec = match spec.map(str::trim) {
             None | Some("" | "*") => Spec::Any,
-            Some(s) if tool == "Bash" => Spec::Command(command_pattern(s).map_err(|e| bad(&e))?),
-            Some(s) if FILE_TOOLS.contains(&tool) => Spec::Path(path_pattern(s, cwd).map_err(|e| bad(&e))?),
-            Some(_) => return Err(bad("only Bash and the file tools take a specifier")),
+            Some(s) if tool == "Bash" => Spec::Command(command_pattern(s).map_err(bad)?),
+            Some(s) if FILE_TOOLS.contains(&tool) => Spec::Path(path_pattern(s, cwd).map_err(bad)?),
+            Some(_) => return Err(bad(RuleProblem::Specifier)),
         };
         Ok(Rule { text: text.to_owned(), tool: tool.to_owned(), spec })
     }
@@ -233,21 +233,53 @@ impl Rule {
     }
 }
 
+/// What is wrong with a rule that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    /// `Tool(…` without its closing parenthesis.
+    #[error("missing `)`")]
+    MissingParen,
+    /// The tool name is empty or not a name.
+    #[error("expected a tool name such as Bash or Edit")]
+    ToolName,
+    /// A specifier on a tool that takes none.
+    #[error("only Bash and the file tools take a specifier")]
+    Specifier,
+    /// A Bash rule with more (or less) than one simple command.
+    #[error("a Bash rule names one simple command (use one rule per command)")]
+    OneCommand,
+    /// A Bash rule with something that is not a plain word.
+    #[error("a Bash rule names plain words; here {0}")]
+    NotPlain(shell::Hazard),
+    /// A Bash rule that starts with `NAME=value`.
+    #[error("a Bash rule cannot start with variable assignments")]
+    Assignments,
+    /// A word of a Bash rule that the shell would expand.
+    #[error("`{0}` is not a plain word")]
+    NotPlainWord(String),
+    /// A Bash rule of no words.
+    #[error("the command is empty")]
+    EmptyCommand,
+    /// A glob that does not compile.
+    #[error(transparent)]
+    Glob(#[from] globset::Error),
+}
+
 /// `git status:*`, `git status *`, `npm test`: shell words (quotes allowed), one command.
-fn command_pattern(spec: &str) -> Result<CommandPattern, String> {
+fn command_pattern(spec: &str) -> Result<CommandPattern, RuleProblem> {
     let (body, prefix) = match spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *")) {
         Some(body) => (body.trim(), true),
         None => (spec, false),
     };
     let analysis = shell::analyze(body);
     let [cmd] = analysis.commands.as_slice() else {
-        return Err("a Bash rule names one simple command (use one rule per command)".into());
+        return Err(RuleProblem::OneCommand);
     };
     if !analysis.is_clean() && !analysis.hazards.iter().all(|h| matches!(h, shell::Hazard::Assignment(_))) {
-        return Err(format!("a Bash rule names plain words; here {}", analysis.hazards[0]));
+        return Err(RuleProblem::NotPlain(analysis.hazards[0].clone()));
     }
     if !cmd.assignments.is_empty() {
-        return Err("a Bash rule cannot start with variable assignments".into());
+        return Err(RuleProblem::Assignments);
     }
     let words = cmd
         .words
@@ -258,18 +290,18 @@ fn command_pattern(spec: &str) -> Result<CommandPattern, String> {
                 .literal_separator(false)
                 .build()
                 .map(|g| RuleWord::Glob(g.compile_matcher()))
-                .map_err(|e| e.to_string()),
-            WordKind::Dynamic => Err(format!("`{}` is not a plain word", w.text)),
+                .map_err(RuleProblem::Glob),
+            WordKind::Dynamic => Err(RuleProblem::NotPlainWord(w.text.clone())),
         })
         .collect::<Result<Vec<_>, _>>()?;
     if words.is_empty() {
-        return Err("the command is empty".into());
+        return Err(RuleProblem::EmptyCommand);
     }
     Ok(CommandPattern { words, prefix })
 }
 
 /// `./secrets/**`, `src/**`, `//etc/hosts`, `~/notes/**`: a glob over absolute paths.
-fn path_pattern(spec: &str, cwd: &Path) -> Result<PathPattern, String> {
+fn path_pattern(spec: &str, cwd: &Path) -> Result<PathPattern, RuleProblem> {
     let absolute = if let Some(abs) = spec.strip_prefix("//") {
         PathBuf::from("/").join(abs)
     } else if let Some(home) = spec.strip_prefix("~/") {
@@ -281,7 +313,7 @@ fn path_pattern(spec: &str, cwd: &Path) -> Result<PathPattern, String> {
         cwd.join(spec.trim_start_matches("./"))
     };
     let pattern = absolute.to_string_lossy().into_owned();
-    let glob = GlobBuilder::new(&pattern).literal_separator(true).build().map_err(|e| e.to_string())?;
+    let glob = GlobBuilder::new(&pattern).literal_separator(true).build()?;
     let literal_end = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
     let literal = &pattern[..literal_end];
     let base = if literal_end == pattern.len() {

@@ -44,12 +44,23 @@ struct Data {
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
 const VERSION_3: u32 = 0x2008_0522;
 
+/// The kernel refused to read or lower this process's capability sets.
+#[derive(Debug, thiserror::Error)]
+pub enum CapsError {
+    /// `capget(2)` failed.
+    #[error("capget: {0}")]
+    Get(std::io::Error),
+    /// `capset(2)` failed.
+    #[error("capset: {0}")]
+    Set(std::io::Error),
+}
+
 /// Drop [`DROPPED`] from this process's bounding, ambient, effective, permitted and
 /// inheritable sets.
 ///
 /// # Errors
-/// A message when the kernel refuses (then the command must not run).
-pub fn drop_dangerous() -> Result<(), String> {
+/// [`CapsError`] when the kernel refuses (then the command must not run).
+pub fn drop_dangerous() -> Result<(), CapsError> {
     for &(cap, _) in DROPPED {
         // SAFETY: prctl with integer arguments. EINVAL (an unknown capability on an old
         // kernel) is fine: nobody can have it. EPERM without CAP_SETPCAP means it is not in
@@ -66,7 +77,7 @@ pub fn drop_dangerous() -> Result<(), String> {
     let mut data = [Data::default(); 2];
     // SAFETY: header and data are the layout capget(2) expects for version 3.
     if unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) } != 0 {
-        return Err(format!("capget: {}", std::io::Error::last_os_error()));
+        return Err(CapsError::Get(std::io::Error::last_os_error()));
     }
     for &(cap, _) in DROPPED {
         let (word, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
@@ -76,7 +87,7 @@ pub fn drop_dangerous() -> Result<(), String> {
     }
     // SAFETY: as above; capset only lowers sets here, which is always allowed.
     if unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) } != 0 {
-        return Err(format!("capset: {}", std::io::Error::last_os_error()));
+        return Err(CapsError::Set(std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -3,9 +3,9 @@
 //! agentloop starts for every command (a Bash call, a hook, a background shell).
 //!
 //! It becomes a child subreaper, forks, and in the child applies the policy — read-only
-//! bind mounts of the protected paths ([`super::mounts`]), dropped capabilities
-//! ([`super::caps`]), Landlock ([`super::landlock`]),
-//! the seccomp filter ([`super::seccomp`]), `no_new_privs` — then executes the program. It
+//! bind mounts of the protected paths (`super::mounts`), dropped capabilities
+//! (`super::caps`), Landlock (`super::landlock`),
+//! the seccomp filter (`super::seccomp`), `no_new_privs` — then executes the program. It
 //! never runs the program when a step fails: the command gets exit code 126 and one line on
 //! stderr. Without `--policy` the command runs unconfined, but still under the reaper.
 //!
@@ -45,25 +45,62 @@ struct Request {
     argv: Vec<OsString>,
 }
 
+/// What is wrong with the helper's arguments.
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    /// `--policy` last.
+    #[error("--policy needs a value")]
+    PolicyMissing,
+    /// A `--policy` that is not UTF-8.
+    #[error("--policy is not UTF-8")]
+    PolicyNotUtf8,
+    /// A `--policy` that is not a policy.
+    #[error("bad --policy: {0}")]
+    BadPolicy(serde_json::Error),
+    /// Another argument before `--` (`None` when it is not UTF-8).
+    #[error("unexpected argument {0:?}")]
+    Unexpected(Option<String>),
+    /// Nothing to run.
+    #[error("no program after --")]
+    NoProgram,
+}
+
+/// Why the policy could not be applied (the program is not run).
+#[derive(Debug, thiserror::Error)]
+enum ConfineError {
+    /// The dangerous capabilities could not be dropped.
+    #[error(transparent)]
+    Caps(#[from] super::caps::CapsError),
+    /// Landlock refused the rules.
+    #[error(transparent)]
+    Landlock(#[from] super::landlock::LandlockError),
+    /// `PR_SET_NO_NEW_PRIVS` failed.
+    #[error("no_new_privs: {0}")]
+    NoNewPrivs(std::io::Error),
+    /// The seccomp filter could not be installed.
+    #[error(transparent)]
+    Seccomp(#[from] super::seccomp::SeccompError),
+}
+
 /// Read the helper's arguments (those after the subcommand).
-fn parse(args: &[OsString]) -> Result<Request, String> {
+fn parse(args: &[OsString]) -> Result<Request, RequestError> {
     let mut policy = None;
     let mut rest = args.iter();
     loop {
         match rest.next().map(|a| a.to_str()) {
             Some(Some("--policy")) => {
-                let json = rest.next().ok_or("--policy needs a value")?;
-                let json = json.to_str().ok_or("--policy is not UTF-8")?;
-                policy = Some(serde_json::from_str(json).map_err(|e| format!("bad --policy: {e}"))?);
+                let json = rest.next().ok_or(RequestError::PolicyMissing)?;
+                let json = json.to_str().ok_or(RequestError::PolicyNotUtf8)?;
+                policy = Some(serde_json::from_str(json).map_err(RequestError::BadPolicy)?);
             }
             Some(Some("--")) => break,
-            Some(other) => return Err(format!("unexpected argument {other:?}")),
-            None => return Err("no program after --".into()),
+            Some(other) => return Err(RequestError::Unexpected(other.map(str::to_owned))),
+            None => return Err(RequestError::NoProgram),
         }
     }
     let argv: Vec<OsString> = rest.cloned().collect();
     if argv.is_empty() {
-        return Err("no program after --".into());
+        return Err(RequestError::NoProgram);
     }
     Ok(Request { policy, argv })
 }
@@ -212,15 +249,15 @@ fn exec_confined(request: &Request) -> ! {
 }
 
 /// Apply `policy` to this process: mounts, Landlock, `no_new_privs`, seccomp.
-fn confine(policy: &Policy) -> Result<(), String> {
+fn confine(policy: &Policy) -> Result<(), ConfineError> {
     let mounted = super::mounts::protect(&policy.read_only).is_ok();
     super::caps::drop_dangerous()?;
-    super::landlock::restrict(policy, !mounted).map_err(|e| e.to_string())?;
+    super::landlock::restrict(policy, !mounted)?;
     // SAFETY: prctl with integer arguments (Landlock has set it already; this is explicit).
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
+        return Err(ConfineError::NoNewPrivs(std::io::Error::last_os_error()));
     }
-    super::seccomp::install(policy.network).map_err(|e| e.to_string())
+    Ok(super::seccomp::install(policy.network)?)
 }
 
 /// SIGKILL every descendant until none is left (orphans come back to this subreaper, so
@@ -326,8 +363,8 @@ mod tests {
 
     #[test]
     fn refuses_a_missing_program_or_a_bad_policy() {
-        assert_eq!(parse(&os(&["--"])).unwrap_err(), "no program after --");
-        assert!(parse(&os(&["--policy", "{", "--", "x"])).unwrap_err().starts_with("bad --policy: "));
-        assert_eq!(parse(&os(&["-x"])).unwrap_err(), r#"unexpected argument Some("-x")"#);
+        assert_eq!(parse(&os(&["--"])).unwrap_err().to_string(), "no program after --");
+        assert!(parse(&os(&["--policy", "{", "--", "x"])).unwrap_err().to_string().starts_with("bad --policy: "));
+        assert_eq!(parse(&os(&["-x"])).unwrap_err().to_string(), r#"unexpected argument Some("-x")"#);
     }
 }

@@ -5,33 +5,33 @@
 //! sandbox decides what a command can do. Each command is started through a small helper,
 //! `agentloop-sandbox --policy JSON -- bash -c …` installed beside agentloop (or agentloop
 //! itself re-executed as `agentloop __sandbox-exec …`) ([`helper`]), which applies a [`Policy`] — Landlock for the file system, TCP and
-//! signal/abstract-socket scoping ([`landlock`]), a seccomp filter ([`seccomp`]), read-only
-//! bind mounts for protected paths ([`mounts`]), `no_new_privs` — and, as a child
+//! signal/abstract-socket scoping (`landlock`), a seccomp filter (`seccomp`), read-only
+//! bind mounts for protected paths (`mounts`), `no_new_privs` — and, as a child
 //! subreaper, kills every process the command left behind when it ends.
 //!
 //! Which policy a command gets ([`Launch`]):
 //! - proven read-only (auto-approved): [`Policy::read_only`] — reads the working
 //!   directory, the readable roots and the system; writes nothing but `/dev/null`;
 //! - allowed by a rule or approved by a person, and hooks: [`Policy::writing`] — writes the
-//!   working directory (but [`policy::PROTECTED`]) and the session's temp directory;
+//!   working directory (but `policy::PROTECTED`) and the session's temp directory;
 //! - `bypassPermissions`, `sandbox.enabled: false`, an excluded command: unconfined, and
 //!   said so in `system/init` and the trace header ([`Sandbox::status`]).
 
-pub mod caps;
-pub mod grants;
+pub(crate) mod caps;
+pub(crate) mod grants;
 pub mod helper;
-pub mod landlock;
-pub mod mounts;
-pub mod policy;
-pub mod seccomp;
-pub mod settings;
+pub(crate) mod landlock;
+pub(crate) mod mounts;
+pub(crate) mod policy;
+pub(crate) mod seccomp;
+pub(crate) mod settings;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use policy::{Network, Policy};
-pub use settings::SandboxSettings;
+pub use policy::{Network, Policy, Reads};
+pub use settings::{NetworkSettings, SandboxSettings};
 
 /// Whether commands of this run are confined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -270,7 +270,7 @@ impl Sandbox {
 
     /// The process group of a command started with [`Sandbox::command`] whose leader is
     /// `pid`: through the helper it is stopped with SIGTERM, else with SIGKILL.
-    pub fn group(&self, pid: Option<u32>) -> crate::process_group::ProcessGroup {
+    pub(crate) fn group(&self, pid: Option<u32>) -> crate::process_group::ProcessGroup {
         crate::process_group::ProcessGroup::of_command(pid, self.has_helper())
     }
 }
@@ -291,7 +291,7 @@ impl Eq for Sandbox {}
 /// directories of `path` (a `PATH` value); `None` when there is none. Through the helper a
 /// missing program is the helper's exit code 127, not a spawn error, so callers that report
 /// one look first.
-pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(PathBuf::from(program)).filter(|p| p.is_file());
     }
@@ -301,7 +301,7 @@ pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
 /// The environment variable that makes agentloop behave as on a kernel without Landlock
 /// (`AGENTLOOP_SANDBOX=unavailable`), to see and test what a run does there. It can only
 /// make agentloop stricter: nothing is auto-approved as read-only then.
-pub const SIMULATE_ENV: &str = "AGENTLOOP_SANDBOX";
+pub(crate) const SIMULATE_ENV: &str = "AGENTLOOP_SANDBOX";
 
 /// The kernel's Landlock ABI, or 0 when [`SIMULATE_ENV`] says there is none.
 fn kernel_abi() -> i32 {

@@ -11,11 +11,38 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Why the protected paths could not be mounted read-only.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// Neither a mount namespace nor a user namespace with one could be made.
+    #[error("no mount namespace: {0}")]
+    Namespace(std::io::Error),
+    /// The user namespace's id maps could not be written.
+    #[error("cannot write {file} for a user namespace: {error}")]
+    IdMap {
+        /// The `/proc/self` file.
+        file: &'static str,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A path that cannot be handed to the kernel.
+    #[error("{} holds a NUL", .0.display())]
+    Nul(PathBuf),
+    /// A mount failed.
+    #[error("mount {}: {error}", .target.display())]
+    Mount {
+        /// The mount point.
+        target: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
 /// Make the existing `paths` read-only for the calling process and what it runs.
 ///
 /// # Errors
-/// A message when no mount namespace could be made or a mount failed.
-pub fn protect(paths: &[PathBuf]) -> Result<(), String> {
+/// [`MountError`] when no mount namespace could be made or a mount failed.
+pub fn protect(paths: &[PathBuf]) -> Result<(), MountError> {
     let existing: Vec<&PathBuf> =
         paths.iter().filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink())).collect();
     if existing.is_empty() {
@@ -34,7 +61,7 @@ pub fn protect(paths: &[PathBuf]) -> Result<(), String> {
 
 /// A new mount namespace: directly with `CAP_SYS_ADMIN`, else inside a new user namespace
 /// that maps the caller's own ids.
-fn enter_namespace() -> Result<(), String> {
+fn enter_namespace() -> Result<(), MountError> {
     // SAFETY: unshare takes flags only.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } == 0 {
         return Ok(());
@@ -42,10 +69,10 @@ fn enter_namespace() -> Result<(), String> {
     // SAFETY: as above; getuid and getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-        return Err(format!("no mount namespace: {}", std::io::Error::last_os_error()));
+        return Err(MountError::Namespace(std::io::Error::last_os_error()));
     }
-    let write = |file: &str, text: String| {
-        std::fs::write(file, text).map_err(|e| format!("cannot write {file} for a user namespace: {e}"))
+    let write = |file: &'static str, text: String| {
+        std::fs::write(file, text).map_err(|error| MountError::IdMap { file, error })
     };
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
@@ -76,12 +103,16 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     flags
 }
 
-fn mount(source: Option<&Path>, target: &Path, flags: libc::c_ulong) -> Result<(), String> {
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", p.display()));
+fn mount(source: Option<&Path>, target: &Path, flags: libc::c_ulong) -> Result<(), MountError> {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| MountError::Nul(p.to_path_buf()));
     let target_c = c(target)?;
     let source_c = source.map(c).transpose()?;
     let source_ptr = source_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
     // SAFETY: every pointer is a valid C string or null, as mount(2) allows for these flags.
     let done = unsafe { libc::mount(source_ptr, target_c.as_ptr(), std::ptr::null(), flags, std::ptr::null()) };
-    if done == 0 { Ok(()) } else { Err(format!("mount {}: {}", target.display(), std::io::Error::last_os_error())) }
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(MountError::Mount { target: target.to_path_buf(), error: std::io::Error::last_os_error() })
+    }
 }

@@ -123,7 +123,7 @@ impl Policy {
     }
 
     /// The policy of a call a rule allowed or a person approved: it reads everything but
-    /// `deny_read`, writes in `cwd` and `temp` but the [`PROTECTED`] paths, and reaches the
+    /// `deny_read`, writes in `cwd` and `temp` but the `PROTECTED` paths, and reaches the
     /// network as `network` says.
     pub fn writing(cwd: &Path, temp: &Path, deny_read: Vec<PathBuf>, network: Network) -> Policy {
         let cwd = canonical(cwd);

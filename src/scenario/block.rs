@@ -30,14 +30,45 @@ pub enum ScriptBlock {
     },
 }
 
+/// What a scripted block lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    /// The block is not a JSON object (what it is instead).
+    #[error("expected a content block object, found {0}")]
+    NotAnObject(&'static str),
+    /// `type` is missing or not one the scripted model streams.
+    #[error("expected `type` to be \"text\", \"tool_use\" or \"thinking\"")]
+    Type,
+    /// A required field is missing or not a string.
+    #[error("a {block} block needs `{key}`, a string")]
+    Required {
+        /// The block's type.
+        block: &'static str,
+        /// The field.
+        key: &'static str,
+    },
+    /// A `tool_use` block without an object `input`.
+    #[error("a tool_use block needs `input`, an object")]
+    Input,
+    /// An optional field that is not a string.
+    #[error("a {block} block's `{key}` must be a string")]
+    NotAString {
+        /// The block's type.
+        block: &'static str,
+        /// The field.
+        key: &'static str,
+    },
+}
+
 impl ScriptBlock {
     /// Check one scripted block.
     ///
     /// # Errors
-    /// A message saying what the block lacks, e.g. ``a tool_use block needs `name`, a string``.
-    pub fn from_value(block: &Value) -> Result<ScriptBlock, String> {
+    /// [`BlockError`] saying what the block lacks, e.g. ``a tool_use block needs `name`, a
+    /// string``.
+    pub fn from_value(block: &Value) -> Result<ScriptBlock, BlockError> {
         let Value::Object(map) = block else {
-            return Err(format!("expected a content block object, found {}", kind_of(block)));
+            return Err(BlockError::NotAnObject(kind_of(block)));
         };
         match map.get("type").and_then(Value::as_str) {
             Some("text") => Ok(ScriptBlock::Text { text: required_str(map, "text", "text")? }),
@@ -45,7 +76,7 @@ impl ScriptBlock {
                 let id = optional_str(map, "id", "tool_use")?;
                 let name = required_str(map, "name", "tool_use")?;
                 let Some(Value::Object(input)) = map.get("input") else {
-                    return Err("a tool_use block needs `input`, an object".to_owned());
+                    return Err(BlockError::Input);
                 };
                 Ok(ScriptBlock::ToolUse { id, name, input: input.clone() })
             }
@@ -53,7 +84,7 @@ impl ScriptBlock {
                 thinking: required_str(map, "thinking", "thinking")?,
                 signature: optional_str(map, "signature", "thinking")?,
             }),
-            _ => Err("expected `type` to be \"text\", \"tool_use\" or \"thinking\"".to_owned()),
+            _ => Err(BlockError::Type),
         }
     }
 
@@ -73,18 +104,22 @@ impl ScriptBlock {
     }
 }
 
-fn required_str(map: &Map<String, Value>, key: &str, block: &str) -> Result<String, String> {
+fn required_str(map: &Map<String, Value>, key: &'static str, block: &'static str) -> Result<String, BlockError> {
     match map.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("a {block} block needs `{key}`, a string")),
+        _ => Err(BlockError::Required { block, key }),
     }
 }
 
-fn optional_str(map: &Map<String, Value>, key: &str, block: &str) -> Result<Option<String>, String> {
+fn optional_str(
+    map: &Map<String, Value>,
+    key: &'static str,
+    block: &'static str,
+) -> Result<Option<String>, BlockError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("a {block} block's `{key}` must be a string")),
+        Some(_) => Err(BlockError::NotAString { block, key }),
     }
 }
 
@@ -136,7 +171,7 @@ mod tests {
             (json!({"type": "thinking"}), "a thinking block needs `thinking`, a string"),
         ];
         for (block, message) in cases {
-            assert_eq!(ScriptBlock::from_value(&block), Err(message.to_owned()), "{block}");
+            assert_eq!(ScriptBlock::from_value(&block).map_err(|e| e.to_string()), Err(message.to_owned()), "{block}");
         }
     }
 }

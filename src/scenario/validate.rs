@@ -71,7 +71,8 @@ pub(super) fn check(scenario: &Scenario) -> Result<(), Invalid> {
 }
 
 fn check_response(path: &str, response: &ScriptedResponse) -> Result<(), Invalid> {
-    let blocks = response.blocks().map_err(|(index, why)| invalid(format!("{path}.content[{index}]"), why))?;
+    let blocks =
+        response.blocks().map_err(|(index, why)| invalid(format!("{path}.content[{index}]"), why.to_string()))?;
     let too_many = |field: &str, n: usize| {
         invalid(format!("{path}.{field}"), format!("is {n}, but the response has {} content blocks", blocks.len()))
     };

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use crate::peer::PeerError;
 use crate::permissions::approver::{Approval, ApprovalRequest, Approver};
 use crate::sdk::control::Controller;
 
@@ -65,7 +66,7 @@ fn split_rule(rule: &str) -> (&str, Option<&str>) {
 }
 
 /// The approval an SDK answer (`Ok`: the `response` object; `Err`: its error) stands for.
-pub fn approval(request: &ApprovalRequest, answer: Result<Value, String>) -> Approval {
+pub fn approval(request: &ApprovalRequest, answer: Result<Value, PeerError>) -> Approval {
     let response = match answer {
         Ok(response) => response,
         Err(e) => {
@@ -165,7 +166,7 @@ mod tests {
         let stop = json!({"behavior": "deny", "message": "stop", "interrupt": true});
         assert_eq!(approval(&r, Ok(stop)), Approval::DenyAndInterrupt { message: "stop".into() });
         assert_eq!(
-            approval(&r, Err("canUseTool callback is not provided".into())),
+            approval(&r, Err(PeerError::Answered("canUseTool callback is not provided".into()))),
             Approval::Deny {
                 message: "The Claude Agent SDK could not decide on this call: canUseTool callback is not provided"
                     .into()

@@ -13,14 +13,15 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::cli::interrupt::Stdout;
 use crate::hooks::command::HookCallbacks;
+use crate::launch::stdio::Stdout;
+use crate::peer::PeerError;
 
 /// Sends control requests on stdout and matches the answers read from stdin.
 pub struct Controller {
     stdout: Stdout,
     next: AtomicU64,
-    waiting: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
+    waiting: Mutex<HashMap<String, oneshot::Sender<Result<Value, PeerError>>>>,
     closed: Mutex<bool>,
 }
 
@@ -35,7 +36,7 @@ impl Controller {
     ///
     /// # Errors
     /// The SDK's error, or that stdin closed before the answer came.
-    pub async fn request(&self, request: Value) -> Result<Value, String> {
+    pub async fn request(&self, request: Value) -> Result<Value, PeerError> {
         self.send(request)?.await
     }
 
@@ -46,22 +47,20 @@ impl Controller {
     /// # Errors
     /// Stdin is closed: nobody can answer. The returned wait fails with the SDK's error, or
     /// when stdin closes before the answer came.
-    pub fn send(&self, request: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+    pub fn send(&self, request: Value) -> Result<BoxFuture<'static, Result<Value, PeerError>>, PeerError> {
         let id = format!("agentloop_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         {
             // Held while the slot is added, so that `close` cannot clear the slots in between.
             let closed = self.closed.lock().expect("never poisoned");
             if *closed {
-                return Err("the SDK's input is closed: nobody can answer".into());
+                return Err(PeerError::Closed);
             }
             self.waiting.lock().expect("never poisoned").insert(id.clone(), tx);
         }
         let line = json!({"type": "control_request", "request_id": id, "request": request});
         self.stdout.line(&line.to_string());
-        Ok(Box::pin(
-            async move { rx.await.unwrap_or_else(|_| Err("the SDK's input closed before it answered".into())) },
-        ))
+        Ok(Box::pin(async move { rx.await.unwrap_or(Err(PeerError::ClosedBeforeAnswer)) }))
     }
 
     /// Route a `control_response` frame's `response` object to the request waiting for it.
@@ -71,11 +70,9 @@ impl Controller {
         let Some(slot) = self.waiting.lock().expect("never poisoned").remove(id) else { return false };
         let result = match response.get("subtype").and_then(Value::as_str) {
             Some("success") => Ok(response.get("response").cloned().unwrap_or(Value::Object(Default::default()))),
-            _ => Err(response
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("the SDK answered with an error")
-                .to_owned()),
+            _ => Err(PeerError::Answered(
+                response.get("error").and_then(Value::as_str).unwrap_or("the SDK answered with an error").to_owned(),
+            )),
         };
         let _ = slot.send(result);
         true
@@ -89,7 +86,7 @@ impl Controller {
 }
 
 impl crate::mcp::sdk::Channel for Controller {
-    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, String>>, String> {
+    fn send(&self, server: &str, message: Value) -> Result<BoxFuture<'static, Result<Value, PeerError>>, PeerError> {
         Controller::send(self, json!({"subtype": "mcp_message", "server_name": server, "message": message}))
     }
 }
@@ -100,7 +97,7 @@ impl HookCallbacks for Controller {
         id: &'a str,
         input: &'a Value,
         tool_use_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, PeerError>> {
         Box::pin(async move {
             let request =
                 json!({"subtype": "hook_callback", "callback_id": id, "input": input, "tool_use_id": tool_use_id});
@@ -137,7 +134,9 @@ mod tests {
             tokio::task::yield_now().await;
         }
         controller.close();
-        assert_eq!(failing.await.unwrap(), Err("the SDK's input closed before it answered".to_owned()));
-        assert_eq!(controller.request(json!({})).await, Err("the SDK's input is closed: nobody can answer".to_owned()));
+        assert_eq!(failing.await.unwrap(), Err(PeerError::ClosedBeforeAnswer));
+        assert_eq!(controller.request(json!({})).await, Err(PeerError::Closed));
+        assert_eq!(PeerError::ClosedBeforeAnswer.to_string(), "the SDK's input closed before it answered");
+        assert_eq!(PeerError::Closed.to_string(), "the SDK's input is closed: nobody can answer");
     }
 }

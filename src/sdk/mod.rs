@@ -33,41 +33,50 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::interrupt::{Stdout, stderr_line};
-use crate::cli::output::{
-    CliSink, Ending, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
-};
-use crate::cli::run::{RunFlags, RunSpec};
-use crate::cli::{EXIT_INTERNAL, OutputFormat};
 use crate::engine::clock::SystemClock;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
-use crate::engine::run::{Prompt, RunOutcome, run_prompt_with};
+use crate::engine::run::{EngineError, Prompt, RunOutcome, run_prompt_with};
 use crate::engine::session::Session;
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::Settings;
 use crate::hooks::settings::{HookCommand, HookKind, HookMatcher, HookTable, ToolMatcher};
+use crate::launch::ExitStatus;
+use crate::launch::output::{
+    Ending, OutputSink, PROTOCOL_VERSION, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
+};
+use crate::launch::signals::{Signals, Stop};
+use crate::launch::spec::{OutputFormat, RunSpec};
+use crate::launch::stdio::Stdout;
 use crate::model::Model;
 use crate::permissions::Mode;
 use crate::permissions::approver::Approver;
 use crate::permissions::{Policy, Unattended};
+use crate::stderr;
 use crate::tools::Registry;
 use crate::tools::shell_env::ShellEnv;
 use control::Controller;
 use wire::Inbound;
 
-/// The Claude Code version whose stream-json protocol this mode speaks, reported as
-/// `claude_code_version` so the SDK's version checks pass (agentloop's own version is
-/// reported beside it as `agentloop_version`).
-pub const PROTOCOL_VERSION: &str = "2.1.332";
+type Running = Pin<
+    Box<dyn Future<Output = (Session, Result<RunOutcome, EngineError>, Instant, Arc<std::sync::atomic::AtomicU64>)>>,
+>;
 
-type Running =
-    Pin<Box<dyn Future<Output = (Session, Result<RunOutcome, String>, Instant, Arc<std::sync::atomic::AtomicU64>)>>>;
+/// What the SDK mode takes from the command line besides the run itself.
+#[derive(Debug, Clone, Default)]
+pub struct SdkOptions {
+    /// `--session-mirror`: print each transcript line as a `transcript_mirror` frame.
+    pub session_mirror: bool,
+    /// `--permission-prompt-tool`: `stdio` asks the SDK when a permission decision is "ask".
+    pub permission_prompt_tool: Option<String>,
+    /// `--replay-user-messages`: echo each user message as its prompt starts.
+    pub replay_user_messages: bool,
+}
 
 /// Serve the SDK on stdin and stdout until stdin closes and every prompt received has run.
 /// Returns the exit status: 0, 1 when the last result was an error (as Claude Code exits),
-/// or [`EXIT_INTERNAL`] when the engine failed.
-pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
+/// or [`ExitStatus::Internal`] when the engine failed.
+pub async fn serve(spec: RunSpec, flags: SdkOptions) -> ExitStatus {
     if spec.format != OutputFormat::StreamJson {
         eprintln!(
             "agentloop: warning: --input-format stream-json answers in stream-json whatever --output-format says"
@@ -83,7 +92,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     // prompt's permission questions wait for those answers while this loop may be waiting
     // for them.
     tokio::spawn(read_stdin(tx, controller.clone()));
-    let (mut host, session) = Host::new(spec, flags, stdout.clone(), controller.clone());
+    let (mut host, session) = Host::new(spec, &flags, stdout.clone(), controller.clone());
     let mut session = Some(session);
     let mut queue: VecDeque<(Prompt, Value)> = VecDeque::new();
     // The prompt that runs: its result echoes its `origin` and uuid.
@@ -100,8 +109,8 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
     // A signal ends the current prompt through its abort edges (its tools' process groups are
     // killed, its transcript stays consistent) and drops the prompts not yet started; a second
     // one exits at once.
-    let mut signals = crate::cli::interrupt::Signals::install().ok();
-    let mut stopped: Option<crate::cli::interrupt::Stop> = None;
+    let mut signals = Signals::install().ok();
+    let mut stopped: Option<Stop> = None;
 
     loop {
         if running.is_none() {
@@ -125,9 +134,9 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             signal = async { signals.as_mut().expect("guarded").next().await }, if signals.is_some() => {
                 if stopped.is_some() {
                     crate::process_group::kill_all();
-                    return signal.exit_code();
+                    return signal.exit_status();
                 }
-                stderr_line(&format!("agentloop: {}", signal.describe()));
+                stderr::line(&format!("agentloop: {}", signal.describe()));
                 stopped = Some(signal);
                 cancel.cancel();
                 queue.clear();
@@ -137,7 +146,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             () = stdout.closed(), if stopped.is_none() => {
                 // Nobody reads the answers any more: the prompts not started are dropped and
                 // the session ends once the running one has taken its abort edges.
-                stopped = Some(crate::cli::interrupt::Stop::ClosedStdout);
+                stopped = Some(Stop::ClosedStdout);
                 queue.clear();
                 input_open = false;
                 controller.close();
@@ -164,7 +173,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                     stdout.line(&host.answer(&id, &request, &cancel).to_string());
                 }
                 Some(Inbound::Ignored(_)) => {}
-                Some(Inbound::Bad(why)) => stderr_line(&format!("agentloop: warning: ignored a line of stdin: {why}")),
+                Some(Inbound::Bad(why)) => stderr::line(&format!("agentloop: warning: ignored a line of stdin: {why}")),
             },
             (done, result, started, api_ms) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
                 running = None;
@@ -181,7 +190,7 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
                         stdout.line(&with_structured_output(result, &outcome).to_string());
                     }
                     Err(e) => {
-                        stderr_line(&format!("agentloop: internal error: {e}"));
+                        stderr::line(&format!("agentloop: internal error: {e}"));
                         failed = true;
                     }
                 }
@@ -190,12 +199,12 @@ pub async fn serve(spec: RunSpec, flags: &RunFlags) -> u8 {
             }
         }
     }
-    let stopped = stopped.or(stdout.is_closed().then_some(crate::cli::interrupt::Stop::ClosedStdout));
+    let stopped = stopped.or(stdout.is_closed().then_some(Stop::ClosedStdout));
     match (failed, stopped) {
-        (true, _) => EXIT_INTERNAL,
-        (false, Some(crate::cli::interrupt::Stop::ClosedStdout)) => stdout.closed_exit_code(),
-        (false, Some(signal)) => signal.exit_code(),
-        (false, None) => u8::from(last_result_failed),
+        (true, _) => ExitStatus::Internal,
+        (false, Some(Stop::ClosedStdout)) => stdout.closed_exit_status(),
+        (false, Some(signal)) => signal.exit_status(),
+        (false, None) => ExitStatus::failure_if(last_result_failed),
     }
 }
 
@@ -251,8 +260,8 @@ impl Host {
     /// The host of `spec`'s run, and its session. The MCP servers go on starting in the
     /// background until the first prompt waits for them ([`Host::servers_ready`]): their
     /// tools join the built-in ones for every prompt.
-    fn new(spec: RunSpec, flags: &RunFlags, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
-        let mirror = flags.unsupported.session_mirror.then(|| transcript_mirror(&stdout));
+    fn new(spec: RunSpec, flags: &SdkOptions, stdout: Stdout, controller: Arc<Controller>) -> (Host, Session) {
+        let mirror = flags.session_mirror.then(|| transcript_mirror(&stdout));
         let RunSpec {
             cwd,
             options,
@@ -266,6 +275,7 @@ impl Host {
             commands,
             output_styles,
             output_style,
+            partial_messages,
             ..
         } = spec;
         let mcp_servers = mcp.servers().clone();
@@ -279,7 +289,7 @@ impl Host {
                 Arc::new(approver::SdkApprover::new(controller.clone()))
             }
             Some(other) => {
-                stderr_line(&format!(
+                stderr::line(&format!(
                     "agentloop: warning: --permission-prompt-tool {other} is not supported (only stdio)"
                 ));
                 Arc::new(Unattended)
@@ -298,7 +308,7 @@ impl Host {
             shell_env,
             sandbox,
             approver,
-            partial_messages: flags.include_partial_messages,
+            partial_messages,
             mcp: Some(mcp),
             mcp_servers,
             mcp_status: None,
@@ -329,7 +339,7 @@ impl Host {
         if let (Some(mirror), Some(writer)) = (&self.mirror, session.transcript.as_mut())
             && let Err(e) = writer.mirror_to(mirror.clone(), existing)
         {
-            stderr_line(&format!("agentloop: warning: the transcript is not mirrored to the SDK: {e}"));
+            stderr::line(&format!("agentloop: warning: the transcript is not mirrored to the SDK: {e}"));
         }
     }
 
@@ -377,7 +387,7 @@ impl Host {
         if self.mcp.as_mut().is_some_and(|startup| startup.add(servers.clone())) {
             self.mcp_servers.extend(servers);
         } else {
-            stderr_line("agentloop: warning: the SDK servers of a second initialize are not started");
+            stderr::line("agentloop: warning: the SDK servers of a second initialize are not started");
         }
     }
 
@@ -460,7 +470,7 @@ impl Host {
             let warnings;
             (policy, warnings) = invocation.apply(&mut options, &self.policy);
             for warning in warnings {
-                stderr_line(&format!("agentloop: warning: {warning}"));
+                stderr::line(&format!("agentloop: warning: {warning}"));
             }
         }
         let deps = Deps {
@@ -480,7 +490,7 @@ impl Host {
         if self.replay {
             self.stdout.line(&wire::replay(frame, &id).to_string());
         }
-        let mut sink = CliSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
+        let mut sink = OutputSink::new(None, OutputFormat::StreamJson, id, self.stdout.clone());
         sink.model = options.model.clone();
         sink.skip_prompt_line = true;
         sink.partial_messages = self.partial_messages;
@@ -491,14 +501,14 @@ impl Host {
                 Some(invocation) => {
                     let resolved = invocation.resolve(&deps, &session).await;
                     for warning in resolved.warnings {
-                        stderr_line(&format!("agentloop: warning: {warning}"));
+                        stderr::line(&format!("agentloop: warning: {warning}"));
                     }
                     Prompt { text: resolved.text, ..prompt }
                 }
                 None => prompt,
             };
             let result = run_prompt_with(&mut session, deps, options, &prompt, Box::new(sink)).await;
-            (session, result.map_err(|e| e.to_string()), started, api_ms)
+            (session, result, started, api_ms)
         })
     }
 
@@ -507,7 +517,7 @@ impl Host {
         match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
             "initialize" => match self.initialize(request) {
                 Ok(response) => wire::success(id, response),
-                Err(message) => wire::error(id, &message),
+                Err(e) => wire::error(id, &e.to_string()),
             },
             "interrupt" => {
                 cancel.cancel();
@@ -570,7 +580,7 @@ impl Host {
     /// `appendSystemPrompt`), add the MCP servers it declares here (`mcpServers`, and its
     /// in-process `sdkMcpServers`), and start the SDK servers. The answer says who answers
     /// and what was applied.
-    fn initialize(&mut self, request: &Value) -> Result<Value, String> {
+    fn initialize(&mut self, request: &Value) -> Result<Value, InitializeError> {
         register_callbacks(&mut self.settings.hooks, &request["hooks"], &mut self.model_switch_hooks)?;
         let texts: Vec<&str> = match request.get("systemPrompt") {
             Some(Value::String(text)) => vec![text.as_str()],
@@ -632,7 +642,7 @@ impl Host {
             tokio::spawn(async move {
                 use crate::hooks::command::HookCallbacks as _;
                 if let Err(e) = controller.call(&callback, &input, None).await {
-                    stderr_line(&format!("agentloop: warning: PostModelSwitch hook callback {callback}: {e}"));
+                    stderr::line(&format!("agentloop: warning: PostModelSwitch hook callback {callback}: {e}"));
                 }
             });
         }
@@ -676,7 +686,7 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
             Ok(_) => {}
         }
         let Ok(line) = std::str::from_utf8(&bytes) else {
-            stderr_line("agentloop: warning: ignored a line of stdin: not UTF-8");
+            stderr::line("agentloop: warning: ignored a line of stdin: not UTF-8");
             continue;
         };
         if line.trim().is_empty() {
@@ -685,7 +695,7 @@ async fn read_stdin(tx: mpsc::UnboundedSender<Inbound>, controller: Arc<Controll
         let frame = match wire::parse(line) {
             Inbound::Response(response) => {
                 if !controller.answer(&response) {
-                    stderr_line("agentloop: warning: a control_response answers no request of ours");
+                    stderr::line("agentloop: warning: a control_response answers no request of ours");
                 }
                 continue;
             }
@@ -708,7 +718,7 @@ fn initialize_response(
     style: &str,
     styles: &[String],
 ) -> Value {
-    use crate::cli::auth::Credential;
+    use crate::credentials::Credential;
     let account = match Credential::from_lookup(crate::credentials::var) {
         Credential::ApiKey => {
             json!({"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY", "apiProvider": "firstParty"})
@@ -772,12 +782,32 @@ pub const SDK_HOOK_EVENTS: &[&str] = &[
     "PreSkillShellCommand",
 ];
 
+/// Why the SDK's `initialize` is refused (its error answer says it).
+#[derive(Debug, thiserror::Error)]
+enum InitializeError {
+    /// A hook callback's `matcher` that does not compile.
+    #[error("hook matcher `{matcher}`: {error}")]
+    Matcher {
+        /// The matcher as sent.
+        matcher: String,
+        /// The regular expression's error.
+        error: regex::Error,
+    },
+    /// Its `mcpServers` are not a configuration.
+    #[error(transparent)]
+    McpConfig(#[from] crate::mcp::config::ConfigError),
+}
+
 /// Add the hook callbacks `initialize` registers (`{"PreToolUse": [{"matcher": …,
 /// "hookCallbackIds": [...], "timeout": …}]}`) to the hook table, after the settings' hooks.
 /// `PostModelSwitch` callback ids go to `model_switch`; the other events of
 /// [`SDK_HOOK_EVENTS`] are accepted and not run, and an event outside it is named in a
 /// warning.
-fn register_callbacks(table: &mut HookTable, hooks: &Value, model_switch: &mut Vec<String>) -> Result<(), String> {
+fn register_callbacks(
+    table: &mut HookTable,
+    hooks: &Value,
+    model_switch: &mut Vec<String>,
+) -> Result<(), InitializeError> {
     let Some(events) = hooks.as_object() else { return Ok(()) };
     for (event, matchers) in events {
         let groups = match event.as_str() {
@@ -792,13 +822,16 @@ fn register_callbacks(table: &mut HookTable, hooks: &Value, model_switch: &mut V
             }
             known if SDK_HOOK_EVENTS.contains(&known) => continue,
             other => {
-                stderr_line(&format!("agentloop: warning: {other} hook callbacks are not run: no such hook event"));
+                stderr::line(&format!("agentloop: warning: {other} hook callbacks are not run: no such hook event"));
                 continue;
             }
         };
         for m in matchers.as_array().into_iter().flatten() {
             let matcher = match m.get("matcher").and_then(Value::as_str) {
-                Some(text) => Some(ToolMatcher::new(text).map_err(|e| format!("hook matcher `{text}`: {e}"))?),
+                Some(text) => Some(
+                    ToolMatcher::new(text)
+                        .map_err(|error| InitializeError::Matcher { matcher: text.to_owned(), error })?,
+                ),
                 None => None,
             };
             let timeout = m.get("timeout").and_then(Value::as_u64);

@@ -5,10 +5,11 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::session_args::{self, SessionArgs};
 use crate::engine::session::Session;
+use crate::launch::session::{self, SessionOptions};
 use crate::session::time::format_rfc3339_millis;
 use crate::session::{SessionMeta, Uuid};
+use crate::stderr;
 
 /// The prompt text that clears the conversation.
 pub const CLEAR: &str = "/clear";
@@ -22,14 +23,12 @@ pub fn is_clear(text: &str) -> bool {
 /// new transcript with `meta` when `old` was written to one (in memory only otherwise), as
 /// the interactive session's `/clear` opens one.
 pub fn fresh_session(old: &Session, meta: &SessionMeta) -> Session {
-    let args = SessionArgs { no_session_persistence: old.transcript.is_none(), ..SessionArgs::default() };
-    let mut session = session_args::open(&args, &old.cwd).unwrap_or_else(|e| {
-        crate::cli::interrupt::stderr_line(&format!(
-            "agentloop: warning: the session after /clear is not written ({e})"
-        ));
+    let args = SessionOptions { no_session_persistence: old.transcript.is_none(), ..SessionOptions::default() };
+    let mut session = session::open(&args, &old.cwd).unwrap_or_else(|e| {
+        stderr::line(&format!("agentloop: warning: the session after /clear is not written ({e})"));
         Session::in_memory(Uuid::new_v4(), old.cwd.clone())
     });
-    session_args::write_meta(&mut session, &meta.model, &meta.table_sha256, &meta.permission_mode);
+    session::write_meta(&mut session, &meta.model, &meta.table_sha256, &meta.permission_mode);
     session
 }
 

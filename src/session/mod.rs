@@ -8,27 +8,27 @@
 //! `docs/sessions.md`).
 //!
 //! - [`Uuid`]: session ids and line uuids (version 4).
-//! - [`paths`]: the store's root and the cwd slug.
-//! - [`time`]: RFC 3339 timestamps.
-//! - [`line`](mod@line): the JSON shapes of the lines.
+//! - `paths`: the store's root and the cwd slug.
+//! - `time`: RFC 3339 timestamps.
+//! - `line`: the JSON shapes of the lines.
 //! - [`TranscriptWriter`]: appends one line per message, one `write` per line.
 //! - [`SessionLock`]: one writer per transcript (an advisory lock the kernel releases on exit).
 //! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill;
 //!   drops `tool_result` blocks that answer no call.
-//! - [`repair`]: answers tool calls left without results, as the live abort path does.
+//! - `repair`: answers tool calls left without results, as the live abort path does.
 //! - [`SessionStore`]: the directory of a working directory's sessions, listing, forking.
 
 use std::io;
 use std::path::PathBuf;
 
 mod id;
-pub mod line;
+pub(crate) mod line;
 mod lock;
-pub mod paths;
+pub(crate) mod paths;
 mod reader;
-mod repair;
+pub(crate) mod repair;
 mod store;
-pub mod time;
+pub(crate) mod time;
 mod writer;
 
 #[cfg(test)]
@@ -36,11 +36,12 @@ mod tests;
 
 pub use id::{Uuid, UuidError};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
-pub use lock::{SessionLock, lock_path};
+pub use lock::SessionLock;
 pub use reader::{LoadedSession, load, load_cut};
-pub use repair::{Repair, RepairReport, RepairWrite, Unpaired, repair};
-pub use store::{FIRST_PROMPT_CHARS, SessionStore, SessionSummary};
-pub use writer::{Mirror, TranscriptWriter};
+pub use repair::{Repair, RepairReport, Unpaired};
+pub use store::{SessionStore, SessionSummary};
+pub(crate) use writer::Mirror;
+pub use writer::TranscriptWriter;
 
 /// What can go wrong reading or writing transcripts. Every variant names the file; line
 /// errors name the 1-based line too.

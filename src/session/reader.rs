@@ -89,7 +89,7 @@ pub fn load_cut(path: &Path, at: &str, drops_turn: Option<&str>) -> Result<Loade
 }
 
 impl LoadedSession {
-    /// Make the history valid for the next request (see [`repair`](super::repair())): the
+    /// Make the history valid for the next request (see `repair`): the
     /// returned report starts with [`LoadedSession::repairs`]. Record it with
     /// [`TranscriptWriter::record_repair`] so the file loads as the repaired history.
     pub fn repair(&mut self) -> RepairReport {

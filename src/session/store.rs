@@ -37,7 +37,7 @@ pub struct SessionSummary {
     /// How the last prompt ended.
     pub last_terminal_reason: Option<String>,
     /// The first user text, whitespace runs made single spaces, cut to
-    /// [`FIRST_PROMPT_CHARS`] characters (the last one `…` when cut).
+    /// `FIRST_PROMPT_CHARS` characters (the last one `…` when cut).
     pub first_prompt: Option<String>,
     /// Why the transcript could not be read, if it could not (the other fields then hold
     /// what the file system says).
@@ -55,7 +55,7 @@ impl SessionStore {
         SessionStore { home: roots.primary, legacy: roots.legacy }
     }
 
-    /// The store of the environment ([`roots_from`]): `AGENTLOOP_HOME` when set, else
+    /// The store of the environment (`roots_from`): `AGENTLOOP_HOME` when set, else
     /// `CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; the last two also read `$HOME/.agentloop`.
     pub fn from_env() -> Result<Self> {
         let var = std::env::var_os;

@@ -9,6 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::reader::scan;
+use super::repair::{RepairWrite, repair};
 use super::time::parse_rfc3339;
 use super::*;
 use crate::engine::acting::INTERRUPTED_TOOLS;
@@ -695,7 +696,7 @@ fn one_writer_at_a_time_holds_a_transcript() {
     let (_dir, store) = store();
     let w = store.create(Path::new(CWD)).unwrap();
     let path = w.path().to_owned();
-    let lock_file = lock_path(&path);
+    let lock_file = super::lock::lock_path(&path);
     assert_eq!(lock_file, path.with_extension("jsonl.lock"));
     assert_eq!(fs::read_to_string(&lock_file).unwrap(), format!("{}\n", std::process::id()));
     let session = w.session_id().to_string();

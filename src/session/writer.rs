@@ -317,7 +317,7 @@ impl TranscriptWriter {
         Ok(())
     }
 
-    /// Record what [`repair`](super::repair) changed, so the file loads as the repaired
+    /// Record what `repair` changed, so the file loads as the repaired
     /// `messages`: the appended messages as message lines, or a snapshot of `messages`.
     pub fn record_repair(&mut self, report: &RepairReport, messages: &[Message]) -> Result<()> {
         match &report.write {

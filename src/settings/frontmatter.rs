@@ -59,7 +59,38 @@ pub struct FrontmatterError {
     pub message: String,
 }
 
+/// Why a file with frontmatter (a custom command, an output style) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {error}")]
+    Read {
+        /// The file, as errors name it.
+        file: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Its frontmatter, or a field of it, is malformed.
+    #[error(transparent)]
+    Frontmatter(#[from] FrontmatterError),
+}
+
 impl Document {
+    /// Read and parse the file at `path`: the name errors give it (its path as shown) and
+    /// the document.
+    ///
+    /// # Errors
+    /// [`FileError`] when the file cannot be read or its frontmatter does not parse.
+    pub fn read(path: &std::path::Path) -> Result<(String, Document), FileError> {
+        let file = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => return Err(FileError::Read { file, error }),
+        };
+        let doc = Document::parse(&file, &text)?;
+        Ok((file, doc))
+    }
+
     /// Parse `text`, the content of `file` (which names it in errors).
     ///
     /// # Errors
@@ -372,8 +403,13 @@ impl fmt::Display for FieldValue {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Document, String> {
-        Document::parse(".claude/commands/x.md", text).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<Document, FrontmatterError> {
+        Document::parse(".claude/commands/x.md", text)
+    }
+
+    /// The message of the error `text` is.
+    fn error(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
     }
 
     fn text(key: &str, value: &str, line: usize) -> Field {
@@ -445,42 +481,33 @@ mod tests {
     fn bad_blocks_are_errors_naming_the_file_and_line() {
         let f = ".claude/commands/x.md";
         assert_eq!(
-            parse("---\ndescription: x\n").unwrap_err(),
+            error("---\ndescription: x\n"),
             format!("{f}:1: the frontmatter block opened here is never closed by a `---` line")
         );
+        assert_eq!(error("---\na: 1\njust words\n---\n"), format!("{f}:3: expected `key: value`, found `just words`"));
         assert_eq!(
-            parse("---\na: 1\njust words\n---\n").unwrap_err(),
-            format!("{f}:3: expected `key: value`, found `just words`")
-        );
-        assert_eq!(
-            parse("---\na: 1\nmeta:\n  nested: 2\n---\n").unwrap_err(),
+            error("---\na: 1\nmeta:\n  nested: 2\n---\n"),
             format!("{f}:4: an indented line here belongs to no key (nested values are not supported)")
         );
+        assert_eq!(error("---\na: 1\na: 2\n---\n"), format!("{f}:3: `a` is given twice (first on line 2)"));
         assert_eq!(
-            parse("---\na: 1\na: 2\n---\n").unwrap_err(),
-            format!("{f}:3: `a` is given twice (first on line 2)")
-        );
-        assert_eq!(
-            parse("---\n\ndescription: \"open\n---\n").unwrap_err(),
+            error("---\n\ndescription: \"open\n---\n"),
             format!("{f}:3: the value opened with \" is never closed on this line")
         );
         assert_eq!(
-            parse("---\nx: [a, b\n---\n").unwrap_err(),
+            error("---\nx: [a, b\n---\n"),
             format!("{f}:2: a list opened with [ must close with ] on the same line")
         );
         assert_eq!(
-            parse("---\nx: {a: 1}\n---\n").unwrap_err(),
+            error("---\nx: {a: 1}\n---\n"),
             format!("{f}:2: `{{a: 1}}`: mappings, anchors and tags are not supported here")
         );
-        assert_eq!(parse("---\nx: 'a' b\n---\n").unwrap_err(), format!("{f}:2: unexpected `b` after a quoted value"));
+        assert_eq!(error("---\nx: 'a' b\n---\n"), format!("{f}:2: unexpected `b` after a quoted value"));
         assert_eq!(
-            parse("---\nbad key: 1\n---\n").unwrap_err(),
+            error("---\nbad key: 1\n---\n"),
             format!("{f}:2: `bad key` is not a key (letters, digits, `-` and `_`)")
         );
-        assert_eq!(
-            parse("---\nx: \"a\\q\"\n---\n").unwrap_err(),
-            format!("{f}:2: unknown escape `\\q` in a quoted value")
-        );
+        assert_eq!(error("---\nx: \"a\\q\"\n---\n"), format!("{f}:2: unknown escape `\\q` in a quoted value"));
     }
 
     #[test]

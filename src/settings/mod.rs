@@ -130,11 +130,6 @@ impl SettingSources {
         Ok(SettingSources { list })
     }
 
-    /// Whether `source` is read.
-    pub fn includes(&self, source: SettingSource) -> bool {
-        self.list.contains(&source)
-    }
-
     /// The sources read, lowest precedence first.
     pub fn list(&self) -> &[SettingSource] {
         &self.list
@@ -144,7 +139,7 @@ impl SettingSources {
 /// Where the sources live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigDirs {
-    /// The user's Claude Code directory ([`user_config_dir`]); `None` without a home.
+    /// The user's Claude Code directory (`user_config_dir`); `None` without a home.
     pub user: Option<PathBuf>,
     /// The working directory (the project's `.claude/` is in it).
     pub project: PathBuf,
@@ -180,13 +175,25 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// Why the settings of a run cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// `--settings` starts like JSON but is not.
+    #[error("--settings: not valid JSON: {0}")]
+    FlagSyntax(serde_json::Error),
+    /// `--settings` (its JSON, or the file it names), or the merged settings, are not
+    /// settings.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+}
+
 /// Read the settings of `sources` in `dirs`, then `flag` (`--settings`: a file or the JSON
 /// itself), and merge them. A settings file that is missing is skipped; one that cannot be
 /// read or parsed is skipped with a warning (Claude Code skips it silently).
 ///
 /// # Errors
-/// A message when `--settings` cannot be used: the flag is the user's own and explicit.
-pub fn load(sources: &SettingSources, dirs: &ConfigDirs, flag: Option<&str>) -> Result<Loaded, String> {
+/// `LoadError` when `--settings` cannot be used: the flag is the user's own and explicit.
+pub fn load(sources: &SettingSources, dirs: &ConfigDirs, flag: Option<&str>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     let mut layers: Vec<Value> = Vec::new();
     for &source in sources.list() {
@@ -223,7 +230,7 @@ confinement (put it in {where_to})",
         layers.push(value);
     }
     let merged = layers.into_iter().fold(Value::Null, merge::merge);
-    loaded.settings = Settings::from_value("the merged settings", &merged).map_err(|e| e.to_string())?;
+    loaded.settings = Settings::from_value("the merged settings", &merged)?;
     Ok(loaded)
 }
 
@@ -248,14 +255,14 @@ fn read_value(path: &Path) -> Result<Value, SettingsError> {
 
 /// `--settings`: the JSON itself (the Claude Agent SDK passes it inline), or a file. Returns
 /// the value and the file, if it was one.
-fn flag_value(flag: &str) -> Result<(Value, Option<PathBuf>), String> {
+fn flag_value(flag: &str) -> Result<(Value, Option<PathBuf>), LoadError> {
     if flag.trim_start().starts_with('{') {
-        let value: Value = serde_json::from_str(flag).map_err(|e| format!("--settings: not valid JSON: {e}"))?;
-        Settings::from_value("--settings", &value).map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_str(flag).map_err(LoadError::FlagSyntax)?;
+        Settings::from_value("--settings", &value)?;
         return Ok((value, None));
     }
     let path = PathBuf::from(flag);
-    let value = read_value(&path).map_err(|e| e.to_string())?;
+    let value = read_value(&path)?;
     Ok((value, Some(path)))
 }
 

@@ -111,10 +111,16 @@ the file is ignored",
         ]
     );
     // The flag is the user's own: a bad one is an error.
-    assert_eq!(load(&SettingSources::none(), &f.dirs, Some("{")).unwrap_err().split(':').next(), Some("--settings"));
+    assert_eq!(
+        load(&SettingSources::none(), &f.dirs, Some("{")).unwrap_err().to_string().split(':').next(),
+        Some("--settings")
+    );
     let missing = f.dirs.project.join("missing.json");
     assert!(
-        load(&SettingSources::none(), &f.dirs, Some(missing.to_str().unwrap())).unwrap_err().contains("cannot read")
+        load(&SettingSources::none(), &f.dirs, Some(missing.to_str().unwrap()))
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read")
     );
 }
 

@@ -28,7 +28,6 @@ mod tests;
 
 use std::cell::RefCell;
 
-pub use brace::MAX_BRACE_WORDS;
 pub use word::{Word, WordKind};
 
 /// How deep `bash -c '…'` / `eval '…'` scripts and nested constructs are followed before the
@@ -233,7 +232,7 @@ thread_local! {
     static LAST: RefCell<Option<(String, Analysis)>> = const { RefCell::new(None) };
 }
 
-/// Analyse a Bash command line. Never fails: what cannot be understood is a [`Hazard`].
+/// Analyse a Bash command line. Never fails: what cannot be understood is a `Hazard`.
 pub fn analyze(command: &str) -> Analysis {
     if let Some(hit) =
         LAST.with(|last| last.borrow().as_ref().filter(|(line, _)| line == command).map(|(_, a)| a.clone()))

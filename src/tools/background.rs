@@ -125,7 +125,7 @@ impl BackgroundShells {
         self.dir.path()
     }
 
-    /// Start `shell` (built by [`super::bash::shell_command`] for `command`) in the background:
+    /// Start `shell` (built by `super::bash::shell_command` for `command`) in the background:
     /// its stdout and stderr go to a new file `<id>.output` (mode 0600) in [`Self::dir`], its
     /// process group is `group(pid)` (as the foreground Bash makes its own), and a tokio task
     /// records how it ends. Must run inside a tokio runtime.

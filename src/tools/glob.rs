@@ -24,7 +24,7 @@ pub const MAX_RESULTS: usize = 100;
 /// The `Glob` tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Glob {
-    /// Walker threads; 0 means the machine's parallelism (see [`walk::threads`]).
+    /// Walker threads; 0 means the machine's parallelism (see `walk::threads`).
     pub threads: usize,
 }
 

@@ -27,7 +27,7 @@ use search::{Failure, Hits, Query};
 /// The `Grep` tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Grep {
-    /// Walker threads; 0 means the machine's parallelism (see [`walk::threads`]).
+    /// Walker threads; 0 means the machine's parallelism (see `walk::threads`).
     pub threads: usize,
 }
 

@@ -4,29 +4,29 @@
 //! A tool failure is data, not an `Err`: bad input, a missing file or a refused path all
 //! become an `is_error` tool_result that the model reads, and the loop goes on.
 
-pub mod background;
-pub mod bash;
-pub mod edit;
+pub(crate) mod background;
+pub(crate) mod bash;
+pub(crate) mod edit;
 #[cfg(test)]
 mod fixture;
-pub mod fresh;
-pub mod glob;
-pub mod grep;
-pub mod orchestrate;
-pub mod paths;
+pub(crate) mod fresh;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod orchestrate;
+pub(crate) mod paths;
 #[cfg(test)]
 mod processes;
-pub mod read;
+pub(crate) mod read;
 #[cfg(test)]
 mod schema_tests;
-pub mod shell_env;
-pub mod spill;
-pub mod streaming;
-pub mod structured_output;
-pub mod task_output;
-pub mod task_stop;
-pub mod walk;
-pub mod write;
+pub(crate) mod shell_env;
+pub(crate) mod spill;
+pub(crate) mod streaming;
+pub(crate) mod structured_output;
+pub(crate) mod task_output;
+pub(crate) mod task_stop;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,6 +38,16 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolDefinition;
+
+pub use background::BackgroundShells;
+pub use bash::Bash;
+pub use edit::Edit;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use orchestrate::{INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT};
+pub use read::Read;
+pub use shell_env::{KeepError, KeepPattern, ShellEnv};
+pub use write::Write;
 
 /// One call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,8 +78,8 @@ pub struct ToolOutput {
     pub images: Vec<ToolImage>,
     /// Set by a call that gives the run's structured answer (`StructuredOutput`): whether its
     /// input matched the `--json-schema`. The engine ends the run on a valid one and counts
-    /// the invalid ones ([`structured_output`]).
-    pub structured: Option<structured_output::Answer>,
+    /// the invalid ones (`structured_output`).
+    pub(crate) structured: Option<structured_output::Answer>,
 }
 
 /// An image in a tool result, sent to the model as an image block of the `tool_result`.
@@ -124,7 +134,7 @@ pub struct ToolContext {
     /// What `Read(…)` deny rules hide: Grep and Glob skip it while they walk.
     pub read_deny: Arc<crate::permissions::ReadDeny>,
     /// This call was approved only because it was proven read-only: git in it runs with
-    /// program-running configuration neutralised ([`crate::permissions::git::neutralise`]).
+    /// program-running configuration neutralised (`crate::permissions::git::neutralise`).
     pub guard_git: bool,
     /// The session's sandbox: how commands are started.
     pub sandbox: Arc<crate::sandbox::Sandbox>,
@@ -164,7 +174,7 @@ pub enum ToolKind {
     /// working directory.
     EditsFiles,
     /// It runs command lines: `Bash(…)` rules cover it, and the policy judges the parsed
-    /// command line ([`crate::permissions::bash`]).
+    /// command line (`crate::permissions::bash`).
     RunsCommands,
     /// None of these: only rules that name the tool cover it.
     #[default]

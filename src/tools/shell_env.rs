@@ -34,19 +34,30 @@ pub struct KeepPattern {
     source: String,
 }
 
+/// Why a pattern of `shellEnvironment.keep` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeepError {
+    /// The empty pattern.
+    #[error("an empty pattern keeps nothing: write a variable name or a pattern like `NPM_*`")]
+    Empty,
+    /// One of the `CREDENTIALS`.
+    #[error("`{0}` is a model credential: it is never passed to tools or hooks")]
+    Credential(String),
+}
+
 impl KeepPattern {
     /// Read a pattern.
     ///
     /// # Errors
-    /// A message when the pattern is empty or is exactly one of the [`CREDENTIALS`], which
+    /// [`KeepError`] when the pattern is empty or is exactly one of the `CREDENTIALS`, which
     /// can never be kept. (A wildcard pattern that happens to match a credential is allowed;
     /// it keeps everything else it matches.)
-    pub fn new(source: &str) -> Result<KeepPattern, String> {
+    pub fn new(source: &str) -> Result<KeepPattern, KeepError> {
         if source.is_empty() {
-            return Err("an empty pattern keeps nothing: write a variable name or a pattern like `NPM_*`".to_owned());
+            return Err(KeepError::Empty);
         }
         if CREDENTIALS.contains(&source) {
-            return Err(format!("`{source}` is a model credential: it is never passed to tools or hooks"));
+            return Err(KeepError::Credential(source.to_owned()));
         }
         Ok(KeepPattern { source: source.to_owned() })
     }
@@ -95,7 +106,7 @@ pub fn is_removed(name: &OsStr, keep: &[KeepPattern]) -> bool {
     SECRET_MARKS.iter().any(|mark| upper.contains(mark)) && !keep.iter().any(|pattern| pattern.matches(&name))
 }
 
-/// The environment child shells run with: the inherited variables that [`is_removed`] lets
+/// The environment child shells run with: the inherited variables that `is_removed` lets
 /// through. Its `Debug` shows variable names only, never values.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ShellEnv {
@@ -120,12 +131,12 @@ impl ShellEnv {
     }
 
     /// Exactly `vars`, nothing removed: for a child whose configuration decides its whole
-    /// environment (an MCP server, [`crate::mcp::stdio::inherited`]).
+    /// environment (an MCP server, `crate::mcp::stdio::inherited`).
     pub fn exactly(vars: Vec<(OsString, OsString)>) -> ShellEnv {
         ShellEnv { vars, removed: Vec::new() }
     }
 
-    /// This process's environment as it was at startup ([`crate::credentials::vars_os`]: the
+    /// This process's environment as it was at startup (`crate::credentials::vars_os`: the
     /// secrets are no longer in the process environment itself) less what the policy
     /// removes, with `keep` from the settings.
     pub fn inherited(keep: &[KeepPattern]) -> ShellEnv {
@@ -241,15 +252,15 @@ mod tests {
         // Everything else a catch-all pattern names is kept.
         assert!(!removed("OPENAI_API_KEY", &["*"]));
         assert_eq!(
-            KeepPattern::new("ANTHROPIC_API_KEY"),
+            KeepPattern::new("ANTHROPIC_API_KEY").map_err(|e| e.to_string()),
             Err("`ANTHROPIC_API_KEY` is a model credential: it is never passed to tools or hooks".to_owned())
         );
         assert_eq!(
-            KeepPattern::new("ANTHROPIC_AUTH_TOKEN"),
+            KeepPattern::new("ANTHROPIC_AUTH_TOKEN").map_err(|e| e.to_string()),
             Err("`ANTHROPIC_AUTH_TOKEN` is a model credential: it is never passed to tools or hooks".to_owned())
         );
         assert_eq!(
-            KeepPattern::new(""),
+            KeepPattern::new("").map_err(|e| e.to_string()),
             Err("an empty pattern keeps nothing: write a variable name or a pattern like `NPM_*`".to_owned())
         );
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agentloop::model::anthropic::redirect::RedirectRefused;
+use agentloop::model::anthropic::RedirectRefused;
 use agentloop::model::anthropic::{AnthropicConfig, AnthropicModel, Auth, Secret};
 use agentloop::model::assemble::{Assembled, Assembler};
 use agentloop::model::{ErrorClass, Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};

@@ -13,8 +13,8 @@ use agentloop::harness::{ScenarioRun, run_scenario, run_scenario_approved, scena
 use agentloop::permissions::{Approval, ApprovalRequest, Approver};
 use agentloop::protocol::{ContentBlock, Message, Role};
 use agentloop::scenario::Scenario;
+use agentloop::tools::INTERRUPTED_RESULT;
 use agentloop::tools::Registry;
-use agentloop::tools::orchestrate::INTERRUPTED_RESULT;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 

@@ -7,12 +7,12 @@ use std::sync::{Arc, OnceLock};
 use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
 use agentloop::audit::export::{DiagramFormat, render};
 use agentloop::audit::{AuditOptions, Report, audit_table, audit_table_unexplored, report, trace};
-use agentloop::cli::demo::SCENARIOS;
 use agentloop::engine::clock::VirtualClock;
 use agentloop::engine::run::header;
 use agentloop::engine::table::{SHIPPED_TABLE, shipped};
 use agentloop::harness::{run_scenario, scenario_options};
 use agentloop::scenario::Scenario;
+use agentloop::scenario::builtin::SCENARIOS;
 use agentloop::table::finding::Finding;
 use serde_json::Value;
 

@@ -29,7 +29,7 @@ fn demo_list_names_every_scenario_with_what_it_shows() {
     let (code, out, _) = run(&["demo", "--list"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), agentloop::cli::demo::SCENARIOS.len());
+    assert_eq!(lines.len(), agentloop::scenario::builtin::SCENARIOS.len());
     assert!(lines[0].starts_with("read-greeting "), "{}", lines[0]);
     assert!(lines.iter().all(|l| l.split_whitespace().count() > 2), "every line says what it shows");
 }
@@ -39,7 +39,7 @@ fn demo_all_summarises_every_scenario() {
     let (code, out, err) = run(&["demo", "--all"]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), agentloop::cli::demo::SCENARIOS.len());
+    assert_eq!(lines.len(), agentloop::scenario::builtin::SCENARIOS.len());
     let first: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(first, ["read-greeting", "completed", "9", "transitions", "2", "model", "calls"]);
     assert!(out.contains("abort-tools") && out.contains("aborted_tools"), "{out}");

@@ -357,7 +357,7 @@ fn sigterm_at_the_prompt_ends_the_session_with_143() {
 
 /// Whether `request` is a compaction's summary request (recognised by its system prompt).
 fn is_summary_request(request: &mock_api::Recorded) -> bool {
-    request.body["system"][0]["text"] == agentloop::context::COMPACT_SYSTEM
+    request.body["system"][0]["text"] == agentloop::internals::context::COMPACT_SYSTEM
 }
 
 /// Every transcript file under `home`, read.
@@ -434,12 +434,15 @@ fn compact_replaces_the_history_with_a_summary_and_ctrl_c_stops_it() {
         .to_owned();
     assert_eq!(
         instruction,
-        format!("{}\n\nAdditional instructions: keep the file names", agentloop::context::COMPACT_INSTRUCTION)
+        format!(
+            "{}\n\nAdditional instructions: keep the file names",
+            agentloop::internals::context::COMPACT_INSTRUCTION
+        )
     );
     // The next prompt sends exactly the compacted history, with the prompt after the summary.
     let next: Vec<_> = requests.iter().filter(|r| !is_summary_request(r)).collect();
     assert_eq!(next.len(), 2);
-    let compacted = &agentloop::context::compacted_history(SUMMARY)[0];
+    let compacted = &agentloop::internals::context::compacted_history(SUMMARY)[0];
     assert_eq!(
         next[1].body["messages"],
         json!([{"role": "user", "content": [

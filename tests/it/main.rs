@@ -47,7 +47,6 @@ mod sdk_protocol;
 mod secrets;
 mod sessions;
 mod settings;
-mod sse_fixtures;
 mod table_flag;
 mod tools;
 mod transcripts;

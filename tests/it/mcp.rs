@@ -756,7 +756,7 @@ fn sdk_mcp_status_lists_a_connected_servers_tools() {
 /// waiting, and `finish` (where the run needs the tools) waits for it.
 #[tokio::test]
 async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_needed() {
-    use agentloop::mcp::startup::Startup;
+    use agentloop::internals::mcp::Startup;
     let dir = tempfile::tempdir().unwrap();
     let (started, gate) = (dir.path().join("started"), dir.path().join("gate"));
     // The server says it started, then waits for the gate before it speaks MCP.
@@ -766,7 +766,7 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
         gate.display(),
         everything_entry().display()
     );
-    let servers = agentloop::mcp::config::parse(
+    let servers = agentloop::internals::mcp::parse(
         "test",
         &json!({"mcpServers": {"gated": {"command": "sh", "args": ["-c", script]}}}),
         &|_| None,
@@ -784,8 +784,11 @@ async fn servers_start_in_the_background_and_are_waited_for_where_the_tools_are_
     std::fs::write(&gate, "").unwrap();
     let mut tools = agentloop::tools::Registry::new();
     let statuses = startup.finish(&mut tools).await;
-    let info = agentloop::mcp::ServerInfo { name: "mcp-servers/everything".into(), version: "2.0.0".into() };
-    assert_eq!(statuses, vec![agentloop::mcp::ServerStatus::connected("gated").with_server_info(Some(info))]);
+    let info = agentloop::internals::mcp::ServerInfo { name: "mcp-servers/everything".into(), version: "2.0.0".into() };
+    assert_eq!(
+        statuses,
+        vec![agentloop::internals::mcp::ServerStatus::connected("gated").with_server_info(Some(info))]
+    );
     assert!(tools.get("mcp__gated__echo").is_some(), "{tools:?}");
 }
 

@@ -181,10 +181,7 @@ fn an_interrupt_cancels_a_running_http_call() {
     assert_eq!(results.len(), 1, "{lines:#?}");
     let (text, is_error) = &results[0];
     assert!(is_error);
-    assert!(
-        text == "MCP tool call was cancelled" || text == agentloop::tools::orchestrate::INTERRUPTED_RESULT,
-        "{text}"
-    );
+    assert!(text == "MCP tool call was cancelled" || text == agentloop::tools::INTERRUPTED_RESULT, "{text}");
     assert_eq!(lines.last().unwrap()["terminal_reason"], "aborted_tools");
 }
 

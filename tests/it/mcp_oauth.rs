@@ -306,8 +306,8 @@ fn keep_tokens(home: &Path, server: &MockServer, mut tokens: Value, expires_at: 
         "tokens": tokens,
     });
     // Where agentloop keeps it: the store's file of the URL.
-    let store = agentloop::mcp::oauth::store::Store::new(home.join("mcp-oauth"));
-    let entry: agentloop::mcp::oauth::store::Entry = serde_json::from_value(entry).unwrap();
+    let store = agentloop::internals::mcp::Store::new(home.join("mcp-oauth"));
+    let entry: agentloop::internals::mcp::Entry = serde_json::from_value(entry).unwrap();
     store.save(&entry).unwrap();
 }
 
@@ -359,7 +359,7 @@ async fn an_expired_token_is_refreshed_before_the_first_request() {
     assert_eq!(stream_json::tool_results(&lines), vec![("you are signed in".to_owned(), false)]);
     assert_eq!(token_requests(&server).await, vec![refresh_request(&server)]);
     assert!(bearers(&server).await.iter().all(|b| b == "Bearer fresh-1"), "{:?}", bearers(&server).await);
-    let entry = agentloop::mcp::oauth::store::Store::new(home.path().join("mcp-oauth")).load(&url).unwrap();
+    let entry = agentloop::internals::mcp::Store::new(home.path().join("mcp-oauth")).load(&url).unwrap();
     let tokens = entry.tokens.unwrap();
     assert_eq!((tokens.access_token.as_str(), tokens.refresh_token.as_deref()), ("fresh-1", Some("r2")));
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use agentloop::permissions::{Decision, Mode, Policy, unattended_message};
-use agentloop::tools::bash::Bash;
+use agentloop::tools::Bash;
 use agentloop::tools::{Subject, Tool, ToolContext, ToolKind, ToolOutput};
 use futures::future::BoxFuture;
 use proptest::prelude::*;

@@ -168,7 +168,7 @@ const OUTCOME_UNKNOWN: &str = "Interrupted: the tool may have started and its ou
 
 #[test]
 fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
-    assert_eq!(agentloop::tools::orchestrate::OUTCOME_UNKNOWN_RESULT, OUTCOME_UNKNOWN);
+    assert_eq!(agentloop::tools::OUTCOME_UNKNOWN_RESULT, OUTCOME_UNKNOWN);
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_str().unwrap();
@@ -289,7 +289,7 @@ async fn prompts_in_a_row_on_one_session_send_the_growing_history() {
     use agentloop::scenario::Scenario;
     use agentloop::session::Uuid;
     use agentloop::tools::Registry;
-    use agentloop::tools::shell_env::ShellEnv;
+    use agentloop::tools::ShellEnv;
     use std::sync::Arc;
     use tokio_util::sync::CancellationToken;
 
@@ -350,7 +350,7 @@ fn an_orphan_or_repeated_tool_result_is_dropped_with_a_warning_naming_its_line()
     let dir = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
     let id = "0b7e2a4c-1d3f-4e5a-8b6c-7d8e9f0a1b2c";
-    let project = home.path().join("projects").join(agentloop::session::paths::slug(&cwd));
+    let project = agentloop::session::SessionStore::new(home.path()).project_dir(&cwd);
     std::fs::create_dir_all(&project).unwrap();
     let path = project.join(format!("{id}.jsonl"));
     let read = json!({"file_path": "a.txt"});
@@ -540,7 +540,8 @@ fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
     let cwd_arg = cwd.to_str().unwrap();
-    let slug = agentloop::session::paths::slug(&cwd);
+    // The directory of the sessions of `cwd` in the store rooted at `home`.
+    let project_dir = |home: &std::path::Path| agentloop::session::SessionStore::new(home).project_dir(&cwd);
     let prompt = ["run", "-p", "Hi", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
 
     // Under a regular file: ENOTDIR.
@@ -550,7 +551,7 @@ fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
     let api = MockApi::start(vec![answer("Hello.")]);
     let (code, out, err) = run(&under_file, &api.base_url(), &prompt);
     assert_eq!((code, out.as_str()), (0, "Hello.\n"), "{err}");
-    let projects = under_file.join("projects").join(&slug);
+    let projects = project_dir(&under_file);
     assert_eq!(
         err,
         format!(
@@ -570,7 +571,7 @@ fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
         err,
         format!(
             "agentloop: warning: the session is not written ({}: Read-only file system (os error 30))\n",
-            store.join("projects").join(&slug).display()
+            project_dir(&store).display()
         )
     );
 
@@ -585,7 +586,7 @@ fn an_unwritable_store_keeps_the_session_in_memory_with_one_warning() {
     let resume = ["run", "--resume", &id, "-p", "Again", "--model", "claude-sonnet-4-5", "--cwd", cwd_arg];
     let (code, out, err) = run_with_mounts(&store, &api.base_url(), remount, &resume).unwrap();
     assert_eq!((code, out.as_str()), (0, "Second.\n"), "{err}");
-    let lock = store.join("projects").join(&slug).join(format!("{id}.jsonl.lock"));
+    let lock = project_dir(&store).join(format!("{id}.jsonl.lock"));
     assert_eq!(
         err,
         format!(

@@ -6,13 +6,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use agentloop::audit::trace::replay;
-use agentloop::cli::demo::SCENARIOS;
 use agentloop::engine::clock::VirtualClock;
 use agentloop::engine::run::header;
 use agentloop::engine::state::pairing_violation;
 use agentloop::engine::table::shipped;
 use agentloop::harness::{ScenarioRun, run_scenario, scenario_options};
 use agentloop::protocol::{ContentBlock, Role};
+use agentloop::scenario::builtin::SCENARIOS;
 use agentloop::scenario::{Outcome, Scenario};
 
 fn scenario(name: &str) -> Scenario {
@@ -76,7 +76,7 @@ fn every_scenario_file_is_built_in_under_its_name() {
     for (name, _) in SCENARIOS {
         assert_eq!(scenario(name).name, *name, "the scenario's `name` is its file's");
     }
-    assert_eq!(SCENARIOS[0].0, agentloop::cli::demo::DEFAULT_DEMO);
+    assert_eq!(SCENARIOS[0].0, agentloop::scenario::builtin::DEFAULT_DEMO);
 }
 
 #[tokio::test]

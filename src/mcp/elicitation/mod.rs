@@ -37,15 +37,6 @@ pub enum Action {
 }
 
 impl Action {
-    /// The action's name on the wire: `accept`, `decline`, `cancel`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Accept => "accept",
-            Action::Decline => "decline",
-            Action::Cancel => "cancel",
-        }
-    }
-
     /// The action named `name`.
     pub fn parse(name: &str) -> Option<Action> {
         match name {

@@ -108,22 +108,43 @@ fn describe(error: &rmcp::service::ClientInitializeError) -> String {
     }
 }
 
+/// Why an HTTP server's client cannot be set up; a header is named, never its value.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A name that is not a header name.
+    #[error("header `{0}`: not a valid HTTP header name")]
+    HeaderName(String),
+    /// A header the transport sets itself.
+    #[error("header `{0}`: set by the MCP transport, it cannot be configured")]
+    Reserved(String),
+    /// A value that is not a header value.
+    #[error("header `{0}`: the value is not a valid HTTP header value")]
+    HeaderValue(String),
+    /// reqwest could not build the client.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+}
+
+impl From<SetupError> for OpenError {
+    fn from(error: SetupError) -> Self {
+        OpenError::Failed(error.to_string())
+    }
+}
+
 /// The configured headers as HTTP headers.
 ///
 /// # Errors
-/// A name that is not a header name, a value that is not a header value, or a header the
-/// transport sets itself.
-pub fn header_map(headers: &BTreeMap<String, String>) -> Result<HashMap<HeaderName, HeaderValue>, String> {
+/// [`SetupError`]: a name that is not a header name, a value that is not a header value, or a
+/// header the transport sets itself.
+pub fn header_map(headers: &BTreeMap<String, String>) -> Result<HashMap<HeaderName, HeaderValue>, SetupError> {
     headers
         .iter()
         .map(|(name, value)| {
-            let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("header `{name}`: not a valid HTTP header name"))?;
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| SetupError::HeaderName(name.clone()))?;
             if RESERVED.contains(&header.as_str()) {
-                return Err(format!("header `{name}`: set by the MCP transport, it cannot be configured"));
+                return Err(SetupError::Reserved(name.clone()));
             }
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| format!("header `{name}`: the value is not a valid HTTP header value"))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| SetupError::HeaderValue(name.clone()))?;
             value.set_sensitive(true);
             Ok((header, value))
         })
@@ -132,7 +153,7 @@ pub fn header_map(headers: &BTreeMap<String, String>) -> Result<HashMap<HeaderNa
 
 /// The reqwest client for one server: rustls with the ring provider, no CA roots needed for
 /// plain `http://`.
-fn http_client(plain_http: bool) -> Result<reqwest::Client, String> {
+fn http_client(plain_http: bool) -> Result<reqwest::Client, SetupError> {
     // The model client may have installed it already; any installed provider will do.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = reqwest::Client::builder()
@@ -150,7 +171,7 @@ fn http_client(plain_http: bool) -> Result<reqwest::Client, String> {
     if plain_http {
         builder = builder.tls_certs_only(std::iter::empty());
     }
-    builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
+    builder.build().map_err(SetupError::Client)
 }
 
 #[cfg(test)]
@@ -174,15 +195,15 @@ mod tests {
     #[test]
     fn bad_and_reserved_headers_are_refused_without_their_values() {
         assert_eq!(
-            header_map(&map(&[("bad name", "v")])).unwrap_err(),
+            header_map(&map(&[("bad name", "v")])).unwrap_err().to_string(),
             "header `bad name`: not a valid HTTP header name"
         );
         assert_eq!(
-            header_map(&map(&[("X-Key", "line\nbreak-s3cret")])).unwrap_err(),
+            header_map(&map(&[("X-Key", "line\nbreak-s3cret")])).unwrap_err().to_string(),
             "header `X-Key`: the value is not a valid HTTP header value"
         );
         assert_eq!(
-            header_map(&map(&[("Mcp-Session-Id", "x")])).unwrap_err(),
+            header_map(&map(&[("Mcp-Session-Id", "x")])).unwrap_err().to_string(),
             "header `Mcp-Session-Id`: set by the MCP transport, it cannot be configured"
         );
     }

@@ -191,12 +191,12 @@ async fn authorization_code(
             query.append_pair(name, value);
         }
     }
-    crate::cli::interrupt::stderr_line(&format!(
+    crate::stderr::line(&format!(
         "agentloop: MCP server `{}` needs you to sign in; opening your browser at:\n  {endpoint}",
         auth.name()
     ));
     if let Err(e) = crate::mcp::browser::open(endpoint.as_str()) {
-        crate::cli::interrupt::stderr_line(&format!("agentloop: cannot open a browser ({e}): open the URL yourself"));
+        crate::stderr::line(&format!("agentloop: cannot open a browser ({e}): open the URL yourself"));
     }
     let code = tokio::time::timeout(SIGN_IN_WAIT, callback.wait(&state))
         .await

@@ -9,6 +9,26 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 
+/// Why a key cannot sign.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No PKCS#8 block in the PEM text.
+    #[error("no `BEGIN PRIVATE KEY` block (a PKCS#8 PEM key is needed)")]
+    NoBlock,
+    /// The block does not end.
+    #[error("the `PRIVATE KEY` block has no end")]
+    NoEnd,
+    /// The block is not base64.
+    #[error("the `PRIVATE KEY` block is not base64")]
+    NotBase64,
+    /// A key of another kind.
+    #[error("the private key is neither an EC P-256 or P-384 key nor an RSA key")]
+    Unsupported,
+    /// ring could not sign.
+    #[error("cannot sign the assertion")]
+    Sign,
+}
+
 /// A private key that signs assertions.
 pub struct SigningKey {
     key: Key,
@@ -31,7 +51,7 @@ impl SigningKey {
     ///
     /// # Errors
     /// No such block, or a key that is neither EC P-256/P-384 nor RSA.
-    pub fn from_pem(pem: &str) -> Result<SigningKey, String> {
+    pub fn from_pem(pem: &str) -> Result<SigningKey, KeyError> {
         let der = pkcs8_der(pem)?;
         let rng = SystemRandom::new();
         for (alg, algorithm) in [
@@ -44,7 +64,7 @@ impl SigningKey {
         }
         match RsaKeyPair::from_pkcs8(&der) {
             Ok(pair) => Ok(SigningKey { key: Key::Rsa(pair) }),
-            Err(_) => Err("the private key is neither an EC P-256 or P-384 key nor an RSA key".into()),
+            Err(_) => Err(KeyError::Unsupported),
         }
     }
 
@@ -60,19 +80,17 @@ impl SigningKey {
     ///
     /// # Errors
     /// The signature could not be made.
-    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+    pub fn sign(&self, claims: &Value) -> Result<String, KeyError> {
         let header = json!({"alg": self.alg(), "typ": "JWT"});
         let input =
             format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
         let rng = SystemRandom::new();
         let signature = match &self.key {
-            Key::Ec { pair, .. } => {
-                pair.sign(&rng, input.as_bytes()).map_err(|_| "cannot sign the assertion")?.as_ref().to_vec()
-            }
+            Key::Ec { pair, .. } => pair.sign(&rng, input.as_bytes()).map_err(|_| KeyError::Sign)?.as_ref().to_vec(),
             Key::Rsa(pair) => {
                 let mut out = vec![0; pair.public().modulus_len()];
                 pair.sign(&signature::RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut out)
-                    .map_err(|_| "cannot sign the assertion")?;
+                    .map_err(|_| KeyError::Sign)?;
                 out
             }
         };
@@ -81,13 +99,13 @@ impl SigningKey {
 }
 
 /// The DER bytes of the `PRIVATE KEY` block of `pem`.
-fn pkcs8_der(pem: &str) -> Result<Vec<u8>, String> {
+fn pkcs8_der(pem: &str) -> Result<Vec<u8>, KeyError> {
     const BEGIN: &str = "-----BEGIN PRIVATE KEY-----";
     const END: &str = "-----END PRIVATE KEY-----";
-    let start = pem.find(BEGIN).ok_or("no `BEGIN PRIVATE KEY` block (a PKCS#8 PEM key is needed)")? + BEGIN.len();
-    let end = start + pem[start..].find(END).ok_or("the `PRIVATE KEY` block has no end")?;
+    let start = pem.find(BEGIN).ok_or(KeyError::NoBlock)? + BEGIN.len();
+    let end = start + pem[start..].find(END).ok_or(KeyError::NoEnd)?;
     let body: String = pem[start..end].chars().filter(|c| !c.is_whitespace()).collect();
-    STANDARD.decode(body).map_err(|_| "the `PRIVATE KEY` block is not base64".to_owned())
+    STANDARD.decode(body).map_err(|_| KeyError::NotBase64)
 }
 
 #[cfg(test)]
@@ -130,11 +148,13 @@ mod tests {
     #[test]
     fn what_is_not_a_pkcs8_key_is_refused() {
         assert_eq!(
-            SigningKey::from_pem("nothing").unwrap_err(),
+            SigningKey::from_pem("nothing").unwrap_err().to_string(),
             "no `BEGIN PRIVATE KEY` block (a PKCS#8 PEM key is needed)"
         );
         assert_eq!(
-            SigningKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----").unwrap_err(),
+            SigningKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
+                .unwrap_err()
+                .to_string(),
             "the private key is neither an EC P-256 or P-384 key nor an RSA key"
         );
     }

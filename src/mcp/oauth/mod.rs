@@ -395,7 +395,7 @@ impl Authorizer {
         if let Some(store) = &self.store
             && let Err(e) = store.save(&state.entry)
         {
-            crate::cli::interrupt::stderr_line(&format!(
+            crate::stderr::line(&format!(
                 "agentloop: warning: MCP server `{}`: cannot keep its sign-in in {}: {e}",
                 self.name,
                 store.path_of(self.url.as_str()).display()

@@ -161,17 +161,6 @@ impl Store {
         }
         Ok(())
     }
-
-    /// Forget what is kept for `url`.
-    ///
-    /// # Errors
-    /// The file exists and cannot be removed.
-    pub fn remove(&self, url: &str) -> std::io::Result<()> {
-        match std::fs::remove_file(self.path_of(url)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
-    }
 }
 
 /// A fresh temporary name in `path`'s directory.
@@ -221,9 +210,6 @@ mod tests {
         store.save(&entry(url)).unwrap();
         assert_eq!(std::fs::read_dir(home.path().join(DIR)).unwrap().count(), 1);
         assert_eq!(mode(&store.path_of(url)), 0o600);
-        store.remove(url).unwrap();
-        store.remove(url).unwrap();
-        assert_eq!(store.load(url), None);
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub fn assertion(key: &SigningKey, client_id: &str, audience: &str) -> Result<St
         "exp": issued + 300,
         "jti": super::pkce::random_string(32),
     });
-    key.sign(&claims).map_err(OAuthError::Client)
+    key.sign(&claims).map_err(|e| OAuthError::Client(e.to_string()))
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl AnthropicConfig {
     }
 
     /// Read `ANTHROPIC_API_KEY` (preferred) or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`,
-    /// from agentloop's environment as it was at startup ([`crate::credentials::var`]: the
+    /// from agentloop's environment as it was at startup (`crate::credentials::var`: the
     /// credentials are no longer in the process environment).
     ///
     /// # Errors

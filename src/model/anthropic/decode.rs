@@ -95,7 +95,7 @@ impl<'a> PieceDelta<'a> {
     }
 }
 
-/// A [`Handler`] for the SSE parser that decodes each event of a Messages stream ([`push_payload`]),
+/// A `Handler` for the SSE parser that decodes each event of a Messages stream ([`push_payload`]),
 /// pushes it into an [`Assembler`] and reports each [`Step`] to a callback.
 ///
 /// The feed stops after `message_stop`, an `error` event or the first failure, which is kept

@@ -27,7 +27,7 @@ so the credentials stay with the configured server"
         /// The origin the redirect named.
         to: String,
     },
-    /// More than [`MAX_REDIRECTS`] redirects in a row, all within the origin.
+    /// More than `MAX_REDIRECTS` redirects in a row, all within the origin.
     #[error("the model server at {origin} redirected more than {MAX_REDIRECTS} times")]
     TooMany {
         /// The configured server's origin.

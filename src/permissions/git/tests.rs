@@ -88,7 +88,7 @@ impl Repo {
     }
 
     fn risk(&self) -> Option<String> {
-        repo_config_risk(&self.top)
+        risk_at(&self.top)
     }
 }
 
@@ -109,6 +109,11 @@ impl Planted {
     }
 }
 
+/// The risk `repo_config_risk` finds from `dir`, as its message.
+fn risk_at(dir: &Path) -> Option<String> {
+    repo_config_risk(dir).map(|risk| risk.to_string())
+}
+
 fn some(reason: &str) -> Option<String> {
     Some(reason.to_owned())
 }
@@ -120,9 +125,9 @@ fn a_fresh_repository_and_no_repository_are_no_risk() {
     let repo = Repo::new();
     assert_eq!(repo.risk(), None);
     fs::create_dir_all(repo.path("a/b")).unwrap();
-    assert_eq!(repo_config_risk(&repo.path("a/b")), None);
+    assert_eq!(risk_at(&repo.path("a/b")), None);
     let elsewhere = tempfile::tempdir().unwrap();
-    assert_eq!(repo_config_risk(elsewhere.path()), None);
+    assert_eq!(risk_at(elsewhere.path()), None);
 }
 
 #[test]
@@ -257,12 +262,12 @@ fn a_gitfile_leads_to_its_git_directory() {
     fs::rename(repo.path(".git"), store.join("repo.git")).unwrap();
     repo.write(".git", "gitdir: ../store/repo.git\n");
     fs::create_dir_all(repo.path("a/b")).unwrap();
-    assert_eq!(repo_config_risk(&repo.path("a/b")), None);
+    assert_eq!(risk_at(&repo.path("a/b")), None);
     let mut config = fs::read_to_string(store.join("repo.git/config")).unwrap();
     config.push_str("[core]\n\tfsmonitor = x\n");
     fs::write(store.join("repo.git/config"), config).unwrap();
     let expected = format!("{}/store/repo.git/config sets core.fsmonitor", repo.root.display());
-    assert_eq!(repo_config_risk(&repo.path("a/b")), Some(expected.clone()));
+    assert_eq!(risk_at(&repo.path("a/b")), Some(expected.clone()));
     assert_eq!(repo.risk(), Some(expected));
 
     repo.write(".git", "worktree: elsewhere\n");
@@ -274,10 +279,10 @@ fn a_nested_working_directory_finds_the_repository() {
     let repo = Repo::new();
     fs::create_dir_all(repo.path("src/deep/er")).unwrap();
     repo.configure("[filter \"crypt\"]\n\tsmudge = x\n");
-    assert_eq!(repo_config_risk(&repo.path("src/deep/er")), some(".git/config sets filter.crypt.smudge"));
+    assert_eq!(risk_at(&repo.path("src/deep/er")), some(".git/config sets filter.crypt.smudge"));
     // A `.git` directory git does not accept does not hide the repository above it.
     fs::create_dir_all(repo.path("src/.git")).unwrap();
-    assert_eq!(repo_config_risk(&repo.path("src/deep")), some(".git/config sets filter.crypt.smudge"));
+    assert_eq!(risk_at(&repo.path("src/deep")), some(".git/config sets filter.crypt.smudge"));
 }
 
 #[test]
@@ -286,7 +291,7 @@ fn a_symlinked_working_directory_is_resolved_first() {
     repo.configure("[alias]\n\tl = log\n");
     let link = repo.root.join("link");
     std::os::unix::fs::symlink(&repo.top, &link).unwrap();
-    assert_eq!(repo_config_risk(&link), some(".git/config sets alias.l"));
+    assert_eq!(risk_at(&link), some(".git/config sets alias.l"));
 }
 
 #[test]
@@ -296,14 +301,14 @@ fn a_linked_worktree_reads_the_common_config_and_its_own() {
     repo.commit();
     ok(git(&repo.top).args(["worktree", "add", "-q", "../wt"]));
     let wt = repo.root.join("wt");
-    assert_eq!(repo_config_risk(&wt), None);
+    assert_eq!(risk_at(&wt), None);
     fs::write(repo.path(".git/worktrees/wt/config.worktree"), "[core]\n\tpager = x\n").unwrap();
     assert_eq!(
-        repo_config_risk(&wt),
+        risk_at(&wt),
         Some(format!("{}/repo/.git/worktrees/wt/config.worktree sets core.pager", repo.root.display()))
     );
     repo.configure("[diff]\n\texternal = x\n");
-    assert_eq!(repo_config_risk(&wt), Some(format!("{}/repo/.git/config sets diff.external", repo.root.display())));
+    assert_eq!(risk_at(&wt), Some(format!("{}/repo/.git/config sets diff.external", repo.root.display())));
 }
 
 #[test]
@@ -311,13 +316,13 @@ fn a_bare_repository_is_found_from_inside() {
     let repo = Repo::new();
     ok(git(&repo.root).args(["init", "-q", "--bare", "bare.git"]));
     let bare = repo.root.join("bare.git");
-    assert_eq!(repo_config_risk(&bare.join("refs/heads")), None);
+    assert_eq!(risk_at(&bare.join("refs/heads")), None);
     let mut config = fs::read_to_string(bare.join("config")).unwrap();
     config.push_str("[gpg \"x509\"]\n\tprogram = x\n");
     fs::write(bare.join("config"), config).unwrap();
     let expected = format!("{}/bare.git/config sets gpg.x509.program", repo.root.display());
-    assert_eq!(repo_config_risk(&bare.join("refs/heads")), Some(expected.clone()));
-    assert_eq!(repo_config_risk(&bare), Some(expected));
+    assert_eq!(risk_at(&bare.join("refs/heads")), Some(expected.clone()));
+    assert_eq!(risk_at(&bare), Some(expected));
 }
 
 #[test]

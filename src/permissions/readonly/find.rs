@@ -7,7 +7,7 @@
 use crate::shell::Word;
 
 use super::options::may_be_option;
-use super::{DOT, PathArg};
+use super::{DOT, NotReadOnly, PathArg};
 
 /// Primaries without an argument.
 const NO_ARGUMENT: &[&str] = &[
@@ -92,7 +92,7 @@ fn starts_expression(word: &Word) -> bool {
 }
 
 /// The paths `find ARGS` reads, or why it is not read-only.
-pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, String> {
+pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, NotReadOnly> {
     let mut i = 0;
     while let Some(word) = args.get(i).filter(|w| w.is_literal()) {
         match word.text.as_str() {
@@ -114,7 +114,7 @@ pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, String> {
         i += 1;
         let text = word.text.as_str();
         if !word.is_literal() {
-            return Err(format!("`{text}` is only known when the shell runs"));
+            return Err(NotReadOnly::FindPrimaryUnknown(text.to_owned()));
         }
         if NO_ARGUMENT.contains(&text) {
             continue;
@@ -122,9 +122,9 @@ pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, String> {
         let newer = text.strip_prefix("-newer").filter(|xy| xy.len() == 2 && xy.chars().all(|c| "aBcmt".contains(c)));
         let path = PATH_ARGUMENT.contains(&text) || newer.is_some_and(|xy| !xy.ends_with('t'));
         if !(path || newer.is_some() || TEXT_ARGUMENT.contains(&text)) {
-            return Err(format!("`find {text}` is not a known read-only primary"));
+            return Err(NotReadOnly::FindPrimary(text.to_owned()));
         }
-        let value = args.get(i).filter(|v| v.is_literal()).ok_or_else(|| format!("`{text}` needs a literal value"))?;
+        let value = args.get(i).filter(|v| v.is_literal()).ok_or_else(|| NotReadOnly::FindValue(text.to_owned()))?;
         i += 1;
         if path {
             paths.push(PathArg { word: value, suffix: None, recursive: false, may_be_option: false });

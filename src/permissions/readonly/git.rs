@@ -7,8 +7,8 @@
 
 use crate::shell::Word;
 
-use super::PathArg;
 use super::options::{BASE, Operands, Spec, Value, parse as parse_options};
+use super::{NotReadOnly, PathArg};
 
 const T: Value = Value::Text;
 const P: Value = Value::Path;
@@ -18,11 +18,11 @@ pub(crate) const GIT_READ_ONLY: &[&str] =
     &["status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "branch"];
 
 /// The paths `git ARGS` reads, or why it is not read-only.
-pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, String> {
-    let at = args.iter().position(|a| !(a.is_literal() && a.text == "--no-pager")).ok_or("`git` alone")?;
+pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, NotReadOnly> {
+    let at = args.iter().position(|a| !(a.is_literal() && a.text == "--no-pager")).ok_or(NotReadOnly::GitAlone)?;
     let (sub, rest) = (&args[at], &args[at + 1..]);
     if !sub.is_literal() {
-        return Err(format!("the git subcommand `{}` is only known when the shell runs", sub.text));
+        return Err(NotReadOnly::GitSubcommandUnknown(sub.text.clone()));
     }
     let spec = match sub.text.as_str() {
         "status" => &STATUS,
@@ -32,9 +32,9 @@ pub(super) fn parse(args: &[Word]) -> Result<Vec<PathArg<'_>>, String> {
         "ls-files" => &LS_FILES,
         "blame" => &BLAME,
         "branch" => {
-            return if branch_lists(rest) { Ok(Vec::new()) } else { Err("`git branch` changes branches".into()) };
+            return if branch_lists(rest) { Ok(Vec::new()) } else { Err(NotReadOnly::GitBranchChanges) };
         }
-        other => return Err(format!("`git {other}` is not a read-only subcommand")),
+        other => return Err(NotReadOnly::GitSubcommand(other.to_owned())),
     };
     parse_options(spec, rest)
 }

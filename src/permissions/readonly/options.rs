@@ -5,7 +5,7 @@
 
 use crate::shell::{Word, WordKind};
 
-use super::PathArg;
+use super::{NotReadOnly, PathArg};
 
 /// What an option's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub(super) struct Spec {
     /// may be given, even where it could be an option.
     pub(super) loose: bool,
     /// A last check of the operands (`uniq` writes its second one).
-    pub(super) check: fn(&[&Word]) -> Result<(), String>,
+    pub(super) check: fn(&[&Word]) -> Result<(), NotReadOnly>,
 }
 
 /// A spec with nothing allowed, to build the others from (`Spec { flags: "l", ..BASE }`).
@@ -169,7 +169,7 @@ pub(super) fn may_be_option(word: &Word) -> bool {
 
 /// Parse `args` against `spec`: the paths the command reads (option values and operands),
 /// or why it is not on the allow-list.
-pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>>, String> {
+pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>>, NotReadOnly> {
     let mut paths = Vec::new();
     let mut operands: Vec<(&Word, bool)> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -191,23 +191,23 @@ pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>
                 operands.push((arg, options));
                 continue;
             }
-            return Err(format!("the option `{text}` is only known when the shell runs"));
+            return Err(NotReadOnly::OptionUnknown(text.to_owned()));
         }
         if text == "--" {
             options = false;
             continue;
         }
-        let mut value_of = |arg_kind: Arg, attached: Option<usize>, name: &str| -> Result<(), String> {
+        let mut value_of = |arg_kind: Arg, attached: Option<usize>, name: &str| -> Result<(), NotReadOnly> {
             let Arg::Required(value) = arg_kind else { return Ok(()) };
             let word = match attached {
                 Some(_) => arg,
                 None => {
                     i += 1;
-                    args.get(i - 1).ok_or_else(|| format!("`{name}` needs a value"))?
+                    args.get(i - 1).ok_or_else(|| NotReadOnly::OptionValueMissing(name.to_owned()))?
                 }
             };
             if !word.is_literal() {
-                return Err(format!("the value `{}` of `{name}` is only known when the shell runs", word.text));
+                return Err(NotReadOnly::OptionValueUnknown { option: name.to_owned(), value: word.text.clone() });
             }
             if value == Value::Path {
                 paths.push(PathArg { word, suffix: attached, recursive: false, may_be_option: false });
@@ -219,9 +219,9 @@ pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>
                 Some((name, _)) => (name, Some(name.len() + 3)),
                 None => (long, None),
             };
-            let arg_kind = spec.long(name).ok_or_else(|| format!("`--{name}` is not a known read-only option"))?;
+            let arg_kind = spec.long(name).ok_or_else(|| NotReadOnly::LongOption(name.to_owned()))?;
             if arg_kind == Arg::No && attached.is_some() {
-                return Err(format!("`--{name}` takes no value"));
+                return Err(NotReadOnly::TakesNoValue(name.to_owned()));
             }
             value_of(arg_kind, attached, &format!("--{name}"))?;
             seen.push(format!("--{name}"));
@@ -232,7 +232,7 @@ pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>
             continue;
         }
         for (at, c) in cluster.char_indices() {
-            let arg_kind = spec.short(c).ok_or_else(|| format!("`-{c}` is not a known read-only option"))?;
+            let arg_kind = spec.short(c).ok_or(NotReadOnly::ShortOption(c))?;
             seen.push(format!("-{c}"));
             let rest = 1 + at + c.len_utf8();
             match arg_kind {
@@ -270,7 +270,7 @@ pub(super) fn parse<'w>(spec: &Spec, args: &'w [Word]) -> Result<Vec<PathArg<'w>
         let text_ok = spec.loose || spec.operands == Operands::Test || word.is_literal();
         let pattern_slot = matches!(spec.operands, Operands::PatternThenPaths(_));
         if !text_ok && (word.kind == WordKind::Pattern || pattern_slot || (in_options && may_be_option(word))) {
-            return Err(format!("the operand `{}` is only known when the shell runs", word.text));
+            return Err(NotReadOnly::OperandUnknown(word.text.clone()));
         }
     }
     let no_operand = paths.len() == before;

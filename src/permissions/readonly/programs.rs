@@ -10,6 +10,7 @@
 
 use crate::shell::Word;
 
+use super::NotReadOnly;
 use super::options::{BASE, Dot, Operands, Order, Spec, Value};
 
 const T: Value = Value::Text;
@@ -388,11 +389,11 @@ const UNIQ: Spec = Spec {
 };
 
 /// `uniq` writes its second operand: one literal operand at most (a glob could be two).
-fn one_known_input(operands: &[&Word]) -> Result<(), String> {
+fn one_known_input(operands: &[&Word]) -> Result<(), NotReadOnly> {
     match operands {
         [] => Ok(()),
         [input] if input.is_literal() => Ok(()),
-        _ => Err("`uniq` writes to its second operand".into()),
+        _ => Err(NotReadOnly::UniqOutput),
     }
 }
 
@@ -712,11 +713,11 @@ const DATE: Spec = Spec {
 };
 
 /// `date`'s one operand is a `+FORMAT`; any other sets the clock.
-fn only_format(operands: &[&Word]) -> Result<(), String> {
+fn only_format(operands: &[&Word]) -> Result<(), NotReadOnly> {
     match operands {
         [] => Ok(()),
         [format] if format.is_literal() && format.text.starts_with('+') => Ok(()),
-        _ => Err("`date` sets the clock to an operand that is not `+FORMAT`".into()),
+        _ => Err(NotReadOnly::DateSetsClock),
     }
 }
 

@@ -216,7 +216,7 @@ async fn guarded_git_still_runs_textconv_which_only_the_risk_check_sees() {
     assert_eq!(diff, ToolOutput::ok(expected));
     assert!(marker.exists());
     assert_eq!(
-        crate::permissions::git::repo_config_risk(&ctx.cwd),
+        crate::permissions::git::repo_config_risk(&ctx.cwd).map(|risk| risk.to_string()),
         Some(".git/config sets diff.pdf.textconv".to_owned())
     );
 }

@@ -13,13 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use agentloop::model::ModelError;
-use agentloop::model::anthropic::decode::{Intake, decode};
-use agentloop::model::anthropic::sse::Parser;
-use agentloop::model::anthropic::stream::sse_reply;
-use agentloop::model::assemble::{Assembled, Assembler, Step};
-use agentloop::model::reply;
-use agentloop::protocol::StreamEvent;
+use super::decode::{Intake, decode};
+use super::sse::Parser;
+use super::stream::sse_reply;
+use crate::model::ModelError;
+use crate::model::assemble::{Assembled, Assembler, Step};
+use crate::model::reply;
+use crate::protocol::StreamEvent;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -189,7 +189,8 @@ fn to_expected_shape(outcome: &Outcome) -> Value {
     }
 }
 
-fn check_against_expected(fixture: &Fixture, outcome: &Outcome) -> Result<(), String> {
+/// How `outcome` differs from the fixture's `expected.json`, if it does.
+fn difference_from_expected(fixture: &Fixture, outcome: &Outcome) -> Option<String> {
     let got = to_expected_shape(outcome);
     let keys = ["content", "stop_reason", "stop_sequence", "usage", "error", "partial_content"];
     let mut problems = Vec::new();
@@ -204,13 +205,13 @@ fn check_against_expected(fixture: &Fixture, outcome: &Outcome) -> Result<(), St
     if fixture.expected.get("error").is_none() && outcome.error.is_some() {
         problems.push(format!("  unexpected error {:?}", outcome.error));
     }
-    if problems.is_empty() { Ok(()) } else { Err(format!("{}:\n{}", fixture.name, problems.join("\n"))) }
+    (!problems.is_empty()).then(|| format!("{}:\n{}", fixture.name, problems.join("\n")))
 }
 
 #[test]
 fn every_fixture_assembles_as_expected() {
     let failures: Vec<String> =
-        fixtures().iter().filter_map(|f| check_against_expected(f, &run([f.bytes.as_slice()])).err()).collect();
+        fixtures().iter().filter_map(|f| difference_from_expected(f, &run([f.bytes.as_slice()]))).collect();
     assert!(failures.is_empty(), "{} fixtures differ:\n{}", failures.len(), failures.join("\n"));
 }
 

@@ -1,0 +1,340 @@
+//! What a run prints: the model's text (or JSON) on stdout, tool activity and warnings on
+//! stderr, and the trace on stderr or in a file ([`OutputSink`]); the result object and the
+//! stream-json `system/init` line ([`result`]).
+//!
+//! In text mode a reply attempt that is abandoned (a stream cut and retried, a truncated reply
+//! sent again) never leaves its text behind. On a terminal the text streams as it arrives and
+//! an abandoned attempt is erased with ANSI escapes; when stdout is not a terminal a reply's
+//! text is held back and printed only once the reply is kept in the conversation, when it can
+//! no longer be retried ([`TextOut`]).
+
+pub mod result;
+pub mod text;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::trace::TraceWriter;
+use crate::launch::spec::OutputFormat;
+use crate::launch::stdio::Stdout;
+use crate::protocol::Role;
+use crate::stderr;
+pub use result::{
+    Ending, PROTOCOL_VERSION, WithCommands, WithSandbox, result_object, system_init, with_structured_output,
+};
+pub use text::TextOut;
+
+/// Called when a tool phase starts (the scripted model uses it for `abort.phase = tools`).
+pub type ToolPhaseHook = Arc<dyn Fn() + Send + Sync>;
+
+/// The sink of a front end's run: prints it in its [`OutputFormat`] (the headless command
+/// line, and the SDK mode's stream-json).
+pub struct OutputSink {
+    /// Where the trace goes, if tracing.
+    pub trace: Option<TraceWriter>,
+    /// The stdout format.
+    pub format: OutputFormat,
+    /// Whether tool activity is shown on stderr.
+    pub show_tools: bool,
+    /// Called at each tool phase start.
+    pub on_tool_phase: Option<ToolPhaseHook>,
+    /// Called when Stop hooks start (the scripted model uses it for `abort.phase = stop_hooks`).
+    pub on_stop_hooks: Option<ToolPhaseHook>,
+    /// Session id for stream-json.
+    pub session_id: String,
+    /// The run's model, for assistant lines that come without usage.
+    pub model: String,
+    /// In stream-json, leave out the prompt's own user line (the Claude Agent SDK sent it).
+    pub skip_prompt_line: bool,
+    /// In stream-json, also print the reply as it streams (`--include-partial-messages`):
+    /// one `stream_event` line per event of the Messages API stream, as Claude Code forwards
+    /// them (`message_start`, `content_block_start`, the text, thinking and tool-input
+    /// deltas, `content_block_stop`, `message_delta`, `message_stop`); consecutive deltas
+    /// of one block that arrived in one read are joined into one.
+    pub partial_messages: bool,
+    /// The trace is pretty and written to stderr: its tool lines share the screen with the
+    /// model's text.
+    pub pretty_trace_on_stderr: bool,
+    /// Where stdout output goes (it notices when stdout is closed).
+    pub stdout: Stdout,
+    /// Milliseconds spent in model calls (from entering `Request` to leaving `Consume`), for
+    /// `duration_api_ms`; shared so the caller can read it after the run.
+    pub api_ms: Arc<std::sync::atomic::AtomicU64>,
+    api_since: Option<f64>,
+    text: TextOut,
+    last_usage: Option<(String, crate::protocol::Usage)>,
+    started: Instant,
+    turn: u32,
+}
+
+impl OutputSink {
+    /// A sink printing in `format`.
+    pub fn new(trace: Option<TraceWriter>, format: OutputFormat, session_id: String, stdout: Stdout) -> Self {
+        OutputSink {
+            trace,
+            format,
+            show_tools: format == OutputFormat::Text,
+            on_tool_phase: None,
+            on_stop_hooks: None,
+            session_id,
+            model: String::new(),
+            skip_prompt_line: false,
+            partial_messages: false,
+            pretty_trace_on_stderr: false,
+            stdout,
+            api_ms: Arc::default(),
+            api_since: None,
+            text: TextOut::new(if format == OutputFormat::Text { text::stdout_columns() } else { None }),
+            last_usage: None,
+            started: Instant::now(),
+            turn: 1,
+        }
+    }
+
+    /// Let the text writer write into a buffer, then send the buffer to stdout (a closed
+    /// stdout is noticed there).
+    fn emit(&mut self, write: impl FnOnce(&mut TextOut, &mut Vec<u8>)) {
+        let mut buf = Vec::new();
+        write(&mut self.text, &mut buf);
+        if !buf.is_empty() {
+            self.stdout.write(&buf);
+        }
+    }
+
+    fn end_text_line(&mut self) {
+        self.emit(|t, out| t.end_line(out));
+    }
+
+    /// Note a line written to stderr, which may share the screen with the streamed text.
+    fn note_stderr_line(&mut self, line: &str) {
+        if self.format == OutputFormat::Text && stderr::is_terminal() {
+            self.text.other_line(line);
+        }
+    }
+
+    fn trace_tool(&mut self, text: &str) {
+        self.end_text_line();
+        if self.trace.is_some() && self.pretty_trace_on_stderr {
+            // The line's time, turn and indent come before the text.
+            self.note_stderr_line(&format!("{:32}{text}", ""));
+        }
+        let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        if let Some(trace) = &mut self.trace
+            && let Err(e) = trace.tool_line(t_ms, self.turn, text)
+        {
+            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
+            self.trace = None;
+        }
+    }
+
+    fn stream_json(&self, value: Value) {
+        self.stdout.line(&value.to_string());
+    }
+
+    /// A `stream_event` line wrapping `event`.
+    fn stream_event(&self, event: Value) {
+        self.stream_json(json!({"type": "stream_event", "event": event, "session_id": self.session_id,
+            "parent_tool_use_id": null, "uuid": crate::session::Uuid::new_v4().to_string()}));
+    }
+}
+
+impl EventSink for OutputSink {
+    fn event(&mut self, event: &EngineEvent) {
+        match event {
+            EngineEvent::Transition(record) => {
+                self.turn = record.turn;
+                if self.partial_messages && record.to == "Request" {
+                    // Claude Code says so before each model request it streams.
+                    self.stream_json(json!({"type": "system", "subtype": "status", "status": "requesting",
+                        "session_id": self.session_id, "uuid": crate::session::Uuid::new_v4().to_string()}));
+                }
+                let calling = |state: &str| state == "Request" || state == "Consume";
+                match (calling(record.from), calling(record.to), self.api_since) {
+                    (false, true, _) => self.api_since = Some(record.t_ms),
+                    (true, false, Some(since)) => {
+                        let ms = (record.t_ms - since).max(0.0).round() as u64;
+                        self.api_ms.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+                        self.api_since = None;
+                    }
+                    _ => {}
+                }
+                if self.format == OutputFormat::Text && crate::engine::edge::Edge::id_abandons_attempt(&record.edge) {
+                    self.emit(|t, out| t.abandon(out));
+                }
+                if let Some(trace) = &mut self.trace
+                    && let Err(e) = trace.record(record)
+                {
+                    stderr::line(&format!("agentloop: cannot write the trace: {e}"));
+                    self.trace = None;
+                }
+            }
+            EngineEvent::ReplyStarted { id, model, usage } if self.partial_messages => {
+                let model = model.as_deref().unwrap_or(&self.model);
+                self.stream_event(json!({"type": "message_start", "message": {"id": id, "type": "message",
+                    "role": "assistant", "model": model, "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": usage}}));
+            }
+            EngineEvent::BlockStarted { index, block } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_start", "index": index, "content_block": block}));
+            }
+            EngineEvent::InputJsonDelta { index, partial_json } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": partial_json}}));
+            }
+            EngineEvent::BlockStopped { index } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_stop", "index": index}));
+            }
+            EngineEvent::ReplyDelta { stop_reason, stop_sequence, usage } if self.partial_messages => {
+                self.stream_event(json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence}, "usage": usage}));
+            }
+            EngineEvent::TextDelta { index, text } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": text}}));
+            }
+            EngineEvent::ThinkingDelta { index, thinking } if self.partial_messages => {
+                self.stream_event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": thinking}}));
+            }
+            EngineEvent::TextDelta { text, .. } if self.format == OutputFormat::Text => {
+                self.emit(|t, out| t.delta(out, text));
+            }
+            EngineEvent::Message { message, .. }
+                if self.format == OutputFormat::Text && message.role == Role::Assistant =>
+            {
+                self.emit(|t, out| t.keep(out));
+            }
+            EngineEvent::Usage { model, usage, .. } => self.last_usage = Some((model.clone(), *usage)),
+            EngineEvent::Message { .. } if self.format == OutputFormat::StreamJson && self.skip_prompt_line => {
+                // The first message of a run is its prompt.
+                self.skip_prompt_line = false;
+            }
+            EngineEvent::Message { message, uuid, reply } if self.format == OutputFormat::StreamJson => {
+                if self.partial_messages && message.role == Role::Assistant {
+                    self.stream_event(json!({"type": "message_stop"}));
+                }
+                // The line's uuid is its transcript line's, as in Claude Code.
+                let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
+                    "parent_tool_use_id": null, "uuid": uuid.to_string()});
+                if message.role == Role::Assistant {
+                    line["type"] = json!("assistant");
+                    let asks_tools = message.tool_uses().next().is_some();
+                    line["message"]["type"] = json!("message");
+                    line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
+                    match self.last_usage.take() {
+                        Some((model, usage)) => {
+                            line["message"]["model"] = json!(model);
+                            line["message"]["usage"] = json!(usage);
+                        }
+                        None => line["message"]["model"] = json!(self.model),
+                    }
+                    if let Some(reply) = reply {
+                        with_reply_info(&mut line, reply);
+                    }
+                }
+                self.stream_json(line);
+            }
+            EngineEvent::ToolPhaseStarted { .. } => {
+                if let Some(hook) = &self.on_tool_phase {
+                    hook();
+                }
+            }
+            EngineEvent::StopHooksStarted => {
+                if let Some(hook) = &self.on_stop_hooks {
+                    hook();
+                }
+            }
+            EngineEvent::ToolStarted { id, name, input, running, early, mcp } => {
+                let beside =
+                    if running.is_empty() { String::new() } else { format!(" (beside {})", running.join(", ")) };
+                let when = if *early { "early" } else { "after reply" };
+                self.trace_tool(&format!("⇢ {name} {id} started {when}{beside}{}", on_server(mcp.as_ref())));
+                if self.show_tools {
+                    let line = format!("→ {name} {}", compact(input));
+                    self.end_text_line();
+                    self.note_stderr_line(&line);
+                    stderr::line(&line);
+                }
+                if self.format == OutputFormat::StreamJson {
+                    let mut line = json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
+                        "name": name, "concurrent_with": running, "started_early": early,
+                        "session_id": self.session_id});
+                    if let Some(mcp) = mcp {
+                        line["mcp"] = json!(mcp);
+                    }
+                    self.stream_json(line);
+                }
+            }
+            EngineEvent::ToolFinished { id, name, is_error, duration, mcp, .. } => {
+                let status = if *is_error { "error" } else { "ok" };
+                let ms = duration.as_secs_f64() * 1e3;
+                self.trace_tool(&format!("⇠ {name} {id} {status} after {ms:.1}ms{}", on_server(mcp.as_ref())));
+                if self.show_tools {
+                    let line = format!("← {name} {status} ({ms:.1} ms)");
+                    self.end_text_line();
+                    self.note_stderr_line(&line);
+                    stderr::line(&line);
+                }
+                if self.format == OutputFormat::StreamJson {
+                    let mut line = json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
+                        "name": name, "is_error": is_error, "duration_ms": ms, "session_id": self.session_id});
+                    if let Some(mcp) = mcp {
+                        line["mcp"] = json!(mcp);
+                    }
+                    self.stream_json(line);
+                }
+            }
+            EngineEvent::Retrying { attempt, max, delay, error } if self.format == OutputFormat::Text => {
+                // A run waiting in silence looks hung: say what failed and how long the wait is.
+                let line = format!(
+                    "agentloop: {error}; retry {attempt}/{max} in {}",
+                    crate::engine::events::human_duration(*delay)
+                );
+                self.end_text_line();
+                self.note_stderr_line(&line);
+                stderr::line(&line);
+            }
+            EngineEvent::Warning(w) => {
+                let line = format!("agentloop: warning: {w}");
+                self.end_text_line();
+                self.note_stderr_line(&line);
+                stderr::line(&line);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Put what the API said about a reply on its stream-json line, as Claude Code does: the
+/// message's `id`, `stop_sequence`, and (when the API gave them) its `stop_reason` and
+/// `model`; the request's `request_id` beside the message.
+fn with_reply_info(line: &mut Value, reply: &crate::session::ReplyInfo) {
+    line["message"]["id"] = json!(reply.id);
+    line["message"]["stop_sequence"] = json!(reply.stop_sequence);
+    if let Some(reason) = &reply.stop_reason {
+        line["message"]["stop_reason"] = json!(reason);
+    }
+    if let Some(model) = &reply.model {
+        line["message"]["model"] = json!(model);
+    }
+    if let Some(id) = &reply.request_id {
+        line["request_id"] = json!(id);
+    }
+}
+
+/// What the trace adds to the lines of an MCP call: ` [MCP server S, tool T]`; nothing for
+/// a built-in tool.
+fn on_server(mcp: Option<&crate::tools::McpOrigin>) -> String {
+    mcp.map(|m| format!(" [MCP server {}, tool {}]", m.server, m.tool)).unwrap_or_default()
+}
+
+fn compact(input: &Value) -> String {
+    let text = input.to_string();
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
