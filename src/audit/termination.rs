@@ -35,12 +35,13 @@ pub fn termination_findings(table: &Table, path: &str, ranking_line: Option<usiz
     let graph = StateGraph::new(table);
     let consuming = |e: usize| !table.edges[e].consumes.is_empty();
     // Whether edge `e` lies on a cycle of edges `allow` lets through (`e` itself included).
-    let on_cycle_of =
-        |e: usize, allow: &dyn Fn(usize) -> bool| {
-            graph.succ.iter().enumerate().any(|(s, succ)| {
-                succ.iter().any(|&(x, t)| x == e && (t == s || graph.search(t, |x| allow(x)).reached[s]))
-            })
-        };
+    let on_cycle_of = |e: usize, allow: &dyn Fn(usize) -> bool| {
+        graph
+            .succ
+            .iter()
+            .enumerate()
+            .any(|(s, succ)| succ.iter().any(|&(x, t)| x == e && (t == s || graph.search(t, allow).reached[s])))
+    };
     // Whether edge `x` consumes a counter ranked above every counter in `resets`.
     let outranks = |x: usize, resets: &[String]| {
         table.edges[x]

@@ -84,8 +84,8 @@ pub enum ResolveError {
         known: Vec<String>,
     },
     /// The engine's options, once every flag applied, are out of range.
-    #[error("{0}")]
-    Options(String),
+    #[error(transparent)]
+    Options(crate::engine::options::OptionsError),
     /// The settings' `sandbox` block cannot be used.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),

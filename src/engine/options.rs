@@ -88,25 +88,45 @@ impl EngineOptions {
     /// Check the combinations that cannot run.
     ///
     /// # Errors
-    /// A message naming the bad option.
-    pub fn validate(&self) -> Result<(), String> {
+    /// [`OptionsError`] naming the bad option.
+    pub fn validate(&self) -> Result<(), OptionsError> {
         if self.max_turns == Some(0) {
-            return Err("max_turns must be at least 1".into());
+            return Err(OptionsError::MaxTurns);
         }
         if self.context_window < 1_000 {
-            return Err(format!("context_window {} is too small (at least 1000 tokens)", self.context_window));
+            return Err(OptionsError::ContextWindow(self.context_window));
         }
         if self.max_tool_concurrency == 0 {
-            return Err("max_tool_concurrency must be at least 1".into());
+            return Err(OptionsError::MaxToolConcurrency);
         }
         if self.token_budget == Some(0) {
-            return Err("token_budget must be positive".into());
+            return Err(OptionsError::TokenBudget);
         }
         if let Some(usd) = self.max_budget_usd
             && !(usd.is_finite() && usd > 0.0)
         {
-            return Err(format!("max_budget_usd must be a positive number of US dollars, not {usd}"));
+            return Err(OptionsError::MaxBudgetUsd(usd));
         }
         Ok(())
     }
+}
+
+/// An engine option out of range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    /// `max_turns` is zero.
+    #[error("max_turns must be at least 1")]
+    MaxTurns,
+    /// The context window is too small to hold a request.
+    #[error("context_window {0} is too small (at least 1000 tokens)")]
+    ContextWindow(u64),
+    /// No tool could run.
+    #[error("max_tool_concurrency must be at least 1")]
+    MaxToolConcurrency,
+    /// A token budget of zero.
+    #[error("token_budget must be positive")]
+    TokenBudget,
+    /// A spend cap that is not a positive number.
+    #[error("max_budget_usd must be a positive number of US dollars, not {0}")]
+    MaxBudgetUsd(f64),
 }

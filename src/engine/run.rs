@@ -27,11 +27,11 @@ use crate::tools::structured_output::StructuredOutput;
 const MAX_DISPATCHES: usize = 1_000_000;
 
 /// Why a run could not be carried out at all (as opposed to ending with a terminal reason).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
     /// The options cannot run.
     #[error("invalid options: {0}")]
-    Options(String),
+    Options(crate::engine::options::OptionsError),
     /// The machine took a transition the table does not declare: a bug.
     #[error("undeclared transition: {0}")]
     UndeclaredTransition(String),

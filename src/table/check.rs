@@ -15,13 +15,67 @@ pub const SCHEMA: u32 = 1;
 /// Refuse a table written for another format version: its keys may mean something else.
 ///
 /// # Errors
-/// The message naming both versions.
-pub fn check_schema(schema: u32) -> Result<(), String> {
-    if schema == SCHEMA {
-        Ok(())
-    } else {
-        Err(format!("unknown table schema {schema}: this agentloop reads schema {SCHEMA}"))
-    }
+/// [`UnknownSchema`], naming both versions.
+pub fn check_schema(schema: u32) -> Result<(), UnknownSchema> {
+    if schema == SCHEMA { Ok(()) } else { Err(UnknownSchema(schema)) }
+}
+
+/// A table written for a format version this build does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown table schema {0}: this agentloop reads schema {SCHEMA}")]
+pub struct UnknownSchema(pub u32);
+
+/// Why a guard does not fit the table's declarations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum GuardProblem {
+    /// The text is not a guard.
+    #[error(transparent)]
+    Parse(#[from] crate::table::guard::GuardError),
+    /// A compared value is not among the fact's values.
+    #[error("`{value}` is not a value of fact `{fact}`")]
+    NotAValue { fact: String, value: String },
+    /// A boolean fact compared, or an enumerated one read bare.
+    #[error("fact `{fact}` must be used {how}")]
+    WrongUse { fact: String, how: &'static str },
+    /// A name that is neither a fact nor `COUNTER_left`.
+    #[error("guard reads `{0}`, which is neither a fact nor `COUNTER_left`")]
+    Unknown(String),
+}
+
+/// Why a `sets` value does not fit its fact.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetsProblem {
+    /// No such fact is declared.
+    #[error("`sets` names `{0}`, which is not a declared fact")]
+    UnknownFact(String),
+    /// A boolean fact given something else than `true` or `false`.
+    #[error("`sets` gives boolean fact `{fact}` the value {value}; it takes true or false")]
+    NotBoolean {
+        /// The fact.
+        fact: String,
+        /// The value given, as TOML.
+        value: String,
+    },
+    /// A string not among the fact's values.
+    #[error("`sets` gives `{fact}` the value \"{value}\", which is not one of its values ({values})")]
+    NotAValue {
+        /// The fact.
+        fact: String,
+        /// The value given.
+        value: String,
+        /// The fact's values, quoted.
+        values: String,
+    },
+    /// An enumerated fact given something else than a string.
+    #[error("`sets` gives enumerated fact `{fact}` the value {value}; it takes one of {values}")]
+    NotEnumerated {
+        /// The fact.
+        fact: String,
+        /// The value given, as TOML.
+        value: String,
+        /// The fact's values, quoted.
+        values: String,
+    },
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -114,7 +168,7 @@ pub fn check_raw(
         line: line_of(text, offset),
         message,
     };
-    check_schema(*raw.schema.get_ref()).map_err(|m| unusable(raw.schema.span().start, m))?;
+    check_schema(*raw.schema.get_ref()).map_err(|e| unusable(raw.schema.span().start, e.to_string()))?;
     for spanned in &raw.edge {
         let e = spanned.get_ref();
         if let Some(guard) = &e.guard
@@ -288,19 +342,19 @@ pub fn check_raw(
     Ok(out)
 }
 
-fn check_guard(text: &str, facts: &BTreeMap<&str, &[String]>, counters: &BTreeSet<&str>) -> Result<(), String> {
-    let guard = Guard::parse(text).map_err(|e| e.to_string())?;
+fn check_guard(text: &str, facts: &BTreeMap<&str, &[String]>, counters: &BTreeSet<&str>) -> Result<(), GuardProblem> {
+    let guard = Guard::parse(text)?;
     for (name, values) in guard.atoms() {
         if let Some(declared) = facts.get(name.as_str()) {
             if let Some(v) = values.iter().find(|v| !declared.contains(v)) {
-                return Err(format!("`{v}` is not a value of fact `{name}`"));
+                return Err(GuardProblem::NotAValue { fact: name.clone(), value: v.clone() });
             }
             if declared.is_empty() != values.is_empty() {
                 let how = if declared.is_empty() { "boolean, not compared" } else { "enumerated, compared with `==`" };
-                return Err(format!("fact `{name}` must be used {how}"));
+                return Err(GuardProblem::WrongUse { fact: name, how });
             }
         } else if !name.strip_suffix("_left").is_some_and(|c| counters.contains(c)) {
-            return Err(format!("guard reads `{name}`, which is neither a fact nor `COUNTER_left`"));
+            return Err(GuardProblem::Unknown(name));
         }
     }
     Ok(())
@@ -310,23 +364,20 @@ fn check_guard(text: &str, facts: &BTreeMap<&str, &[String]>, counters: &BTreeSe
 /// the fact's `values` (empty for a boolean fact), `None` when no such fact is declared.
 ///
 /// # Errors
-/// What is wrong, for a message: an unknown fact, a value of the wrong kind (a boolean fact
-/// takes `true` or `false`, an enumerated one a string), or a string not among the values.
-pub fn set_value(name: &str, declared: Option<&[String]>, value: &toml::Value) -> Result<FactValue, String> {
+/// [`SetsProblem`]: an unknown fact, a value of the wrong kind (a boolean fact takes `true` or
+/// `false`, an enumerated one a string), or a string not among the values.
+pub fn set_value(name: &str, declared: Option<&[String]>, value: &toml::Value) -> Result<FactValue, SetsProblem> {
     let Some(values) = declared else {
-        return Err(format!("`sets` names `{name}`, which is not a declared fact"));
+        return Err(SetsProblem::UnknownFact(name.to_owned()));
     };
     let quoted = || values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ");
+    let fact = name.to_owned();
     match (values.is_empty(), value) {
         (true, toml::Value::Boolean(b)) => Ok(FactValue::Bool(*b)),
-        (true, other) => Err(format!("`sets` gives boolean fact `{name}` the value {other}; it takes true or false")),
+        (true, other) => Err(SetsProblem::NotBoolean { fact, value: other.to_string() }),
         (false, toml::Value::String(v)) if values.contains(v) => Ok(FactValue::Value(v.clone())),
-        (false, toml::Value::String(v)) => {
-            Err(format!("`sets` gives `{name}` the value \"{v}\", which is not one of its values ({})", quoted()))
-        }
-        (false, other) => {
-            Err(format!("`sets` gives enumerated fact `{name}` the value {other}; it takes one of {}", quoted()))
-        }
+        (false, toml::Value::String(v)) => Err(SetsProblem::NotAValue { fact, value: v.clone(), values: quoted() }),
+        (false, other) => Err(SetsProblem::NotEnumerated { fact, value: other.to_string(), values: quoted() }),
     }
 }
 
