@@ -205,8 +205,8 @@ async fn three_overloads_switch_to_the_fallback_model() {
         done.edges(),
         [
             "prepare.request",
-            "request.retry",
-            "request.retry",
+            "request.overload_retry",
+            "request.overload_retry",
             "request.fallback",
             "request.stream_opened",
             "consume.end_turn",
@@ -256,7 +256,7 @@ async fn a_rate_limit_waits_as_long_as_retry_after_says() {
 async fn a_retry_after_longer_than_the_retry_cap_ends_the_run_at_once() {
     let api = MockApi::start(vec![Reply::error(429, "rate_limit_error", "slow down").header("retry-after", "99999")]);
     let done = run_against(&api, options(), "Say done").await;
-    assert_eq!(done.edges(), ["prepare.request", "request.model_error"]);
+    assert_eq!(done.edges(), ["prepare.request", "request.wait_over_cap"]);
     assert_eq!(done.outcome.terminal, TerminalReason::ModelError);
     assert_eq!(
         done.outcome.error.as_deref(),
