@@ -283,8 +283,8 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
             let m = format!(
                 "the exploration reached its memory cap of {} MiB while {what}, holding {} MiB ({} outer nodes, \
                  {} segments with {} nodes), so it proves no worst case and gives no witnesses. With these outer \
-                 counters ({outer}) it needs at most about {} MiB ({} outer nodes, {} segment nodes): audit with \
-                 `--audit-memory {}`, or a smaller `--max-turns`",
+                 counters ({outer}) it needs at most about {} MiB ({} outer nodes, {} segment nodes): audit \
+                 with a smaller `--max-turns`, or fewer counters",
                 mib(cap),
                 mib(s.bytes),
                 s.outer_nodes,
@@ -293,7 +293,6 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
                 mib(e.bytes),
                 e.outer_nodes,
                 e.segment_nodes,
-                mib(e.bytes).max(mib(cap) * 2),
             );
             result.size = s;
             result.findings.push(Finding::new(Code::ExplorationLimit, m, Location::at(path, None)));

@@ -24,9 +24,8 @@
 
 use serde::Serialize;
 
-/// The memory the exploration may hold unless told otherwise (`agentloop audit
-/// --audit-memory MIB`): 2 GiB. The shipped table needs about a sixth of it. Past the cap the
-/// exploration stops and says so (`W_EXPLORATION_LIMIT`, with its estimate of what the whole
+/// The memory the exploration may hold: 2 GiB. The shipped table needs about a sixth of it.
+/// Past the cap the exploration stops and says so (`W_EXPLORATION_LIMIT`, with its estimate of what the whole
 /// exploration needs) instead of reporting a worst case it did not prove.
 pub const DEFAULT_MEMORY_CAP: u64 = 2 << 30;
 
