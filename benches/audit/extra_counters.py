@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Print the shipped table plus N copies of the worked example (docs/architecture.md), each
+with its own bound-1 counter, fact and continue reason: `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
+then `agentloop audit --table /tmp/t10.toml`. Run from the repository root."""
+import re,sys
+src=open('transitions/loop.toml').read()
+def example(n, names):
+    t=src
+    extra=" && ".join(f"!({f} && {c}_left)" for f,c in names)
+    t=t.replace('guard = "!has_tool_use && !truncated && !(paused && pauses_left)"\nto = "Checkpoint"',
+                f'guard = "!has_tool_use && !truncated && !(paused && pauses_left) && {extra}"\nto = "Checkpoint"',1)
+    t=t.replace('  "turns",\n', '  "turns",\n'+"".join(f'  "{c}",\n' for f,c in names),1)
+    for f,c in names:
+        others=" && ".join(f"!{g}" for g,_ in names if g!=f)
+        guard=f"!has_tool_use && !truncated && !(paused && pauses_left) && {f} && {c}_left" + (f" && {others}" if others else "")
+        t+=f'''
+[[reason]]
+name = "{c}_retry"
+kind = "continue"
+doc = "x"
+
+[[fact]]
+name = "{f}"
+doc = "x"
+
+[[counter]]
+name = "{c}"
+bound = 1
+doc = "x"
+
+[[edge]]
+id = "consume.{c}_retry"
+from = "Consume"
+on = "message_complete"
+guard = "{guard}"
+to = "Prepare"
+status = "x"
+continue = "{c}_retry"
+consumes = ["{c}"]
+resets = ["retries"]
+doc = "x"
+'''
+    return t
+n=int(sys.argv[1])
+names=[(f"refused{k}", f"refusals{k}") for k in range(n)]
+print(example(n,names))
