@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Print the shipped table plus N copies of the worked example (docs/architecture.md), each
-with its own bound-1 counter, fact and continue reason: `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
+with its own bound-1 counter, fact and continue reason (each retry's guard also requires the other
+copies' facts false, so the guards stay exclusive): `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
 then `agentloop audit --table /tmp/t10.toml`. Run from the repository root."""
-import re,sys
+import sys
 src=open('transitions/loop.toml').read()
-def example(n, names):
+def replace_once(text, old, new):
+    assert text.count(old) == 1, f'expected once in the table: {old!r}'
+    return text.replace(old, new)
+
+def example(names):
     t=src
     extra=" && ".join(f"!({f} && {c}_left)" for f,c in names)
-    t=t.replace('guard = "!has_tool_use && !truncated && !(paused && pauses_left)"\nto = "Checkpoint"',
-                f'guard = "!has_tool_use && !truncated && !(paused && pauses_left) && {extra}"\nto = "Checkpoint"',1)
-    t=t.replace('  "turns",\n', '  "turns",\n'+"".join(f'  "{c}",\n' for f,c in names),1)
+    t=replace_once(t, 'guard = "!has_tool_use && !truncated && !(paused && pauses_left)"\nto = "Checkpoint"',
+                   f'guard = "!has_tool_use && !truncated && !(paused && pauses_left) && {extra}"\nto = "Checkpoint"')
+    t=replace_once(t, '  "turns",\n', '  "turns",\n'+"".join(f'  "{c}",\n' for f,c in names))
     for f,c in names:
         others=" && ".join(f"!{g}" for g,_ in names if g!=f)
         guard=f"!has_tool_use && !truncated && !(paused && pauses_left) && {f} && {c}_left" + (f" && {others}" if others else "")
@@ -43,4 +48,4 @@ doc = "x"
     return t
 n=int(sys.argv[1])
 names=[(f"refused{k}", f"refusals{k}") for k in range(n)]
-print(example(n,names))
+print(example(names))

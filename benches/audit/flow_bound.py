@@ -13,7 +13,6 @@ def anc(n):
     while n: out.append(n); n=states[n].get('parent')
     return out
 leaves=[n for n,s in states.items() if s.get('kind','leaf')=='leaf']
-terms=[n for n,s in states.items() if s.get('kind')=='terminal']
 C={c['name']:c for c in t['counter']}
 E=t['edge']
 # variables: (edge index, leaf) for each leaf whose ancestry contains from
@@ -27,9 +26,8 @@ def calls(e,excl):
     return 1
 def solve(excl, turn):
     n=len(var)
-    import numpy as np
     Aeq=[];beq=[];Aub=[];bub=[]
-    # per-turn: super source over Prepare (initial) only; next_turn edges are sinks
+    # per turn: the flow starts at the initial state, next_turn edges are sinks, counters start at their bound
     for l in leaves:
         row=[0]*n
         for k,(i,src) in enumerate(var):
@@ -47,6 +45,6 @@ def solve(excl, turn):
         Aub.append(row); bub.append(init)
     cost=[-calls(E[i],excl) for i,_ in var]
     r=linprog(cost,A_ub=Aub,b_ub=bub,A_eq=Aeq,b_eq=beq,bounds=(0,None),method='highs')
-    return -r.fun, r.status
+    return (-r.fun if r.status == 0 else None), r.status
 for turn in (True,False):
     print('turn' if turn else 'run', solve(True,turn), solve(False,turn))
