@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print the shipped table plus N copies of the worked example (docs/architecture.md), each
-with its own bound-1 counter, fact and continue reason (each retry's guard also requires the other
-copies' facts false, so the guards stay exclusive): `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
+with its own bound-1 counter, fact and continue reason (each retry's guard also requires that no
+earlier copy's retry is enabled, so the guards stay exclusive and covering): `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
 then `agentloop audit --table /tmp/t10.toml`. Run from the repository root."""
 import sys
 src=open('transitions/loop.toml').read()
@@ -16,7 +16,10 @@ def example(names):
                    f'guard = "!has_tool_use && !truncated && !(paused && pauses_left) && {extra}"\nto = "Checkpoint"')
     t=replace_once(t, '  "turns",\n', '  "turns",\n'+"".join(f'  "{c}",\n' for f,c in names))
     for f,c in names:
-        others=" && ".join(f"!{g}" for g,_ in names if g!=f)
+        # The first copy whose fact holds with its counter left wins, so the guards stay
+        # exclusive and covering.
+        earlier=names[:names.index((f,c))]
+        others=" && ".join(f"!({g} && {d}_left)" for g,d in earlier)
         guard=f"!has_tool_use && !truncated && !(paused && pauses_left) && {f} && {c}_left" + (f" && {others}" if others else "")
         t+=f'''
 [[reason]]

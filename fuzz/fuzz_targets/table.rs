@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let options = AuditOptions { max_turns: Some(3), engine: true };
+    let options = AuditOptions { max_turns: Some(3), engine: true, ..AuditOptions::default() };
     let Ok(report) = audit_table_unexplored("fuzz.toml", text, &options) else { return };
     let findings: Vec<_> = report.all_findings().collect();
     let _ = report::findings_text(&findings);

@@ -39,6 +39,10 @@ pub struct AuditArgs {
     /// known, each edge's source, event, target, reason and `sets` unchanged.
     #[arg(long)]
     pub engine: bool,
+    /// The memory the exhaustive exploration may hold, in MiB (default 2048). Past it the
+    /// worst case is the flow bound and witnesses come from a search edge by edge.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub memory_cap: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
     pub format: AuditFormat,
@@ -101,7 +105,15 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
         Ok(t) => t,
         Err(e) => return unusable(args.format, &e, out),
     };
-    let mut report = match audit_table(&path, &text, &AuditOptions { max_turns: args.max_turns, engine: args.engine }) {
+    let mut report = match audit_table(
+        &path,
+        &text,
+        &AuditOptions {
+            max_turns: args.max_turns,
+            engine: args.engine,
+            memory_cap: args.memory_cap.map(|mib| mib << 20),
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return unusable(args.format, &e, out),
     };
@@ -155,7 +167,14 @@ mod tests {
         let Command::Audit(a) = cli.command else { panic!("not audit") };
         assert_eq!(
             a,
-            AuditArgs { table: None, trace: None, max_turns: Some(3), engine: false, format: AuditFormat::Json }
+            AuditArgs {
+                table: None,
+                trace: None,
+                max_turns: Some(3),
+                engine: false,
+                memory_cap: None,
+                format: AuditFormat::Json
+            }
         );
         let cli = Cli::try_parse_from(["agentloop", "table", "--format", "dot"]).unwrap();
         let Command::Table(t) = cli.command else { panic!("not table") };
@@ -169,8 +188,14 @@ mod tests {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, "schema = 1\ninitial = \"A\"\n[[state]]\nname = 3\n").unwrap();
         let mut out = Vec::new();
-        let args =
-            AuditArgs { table: Some(bad), trace: None, max_turns: None, engine: false, format: AuditFormat::Text };
+        let args = AuditArgs {
+            table: Some(bad),
+            trace: None,
+            max_turns: None,
+            engine: false,
+            memory_cap: None,
+            format: AuditFormat::Text,
+        };
         assert_eq!(run_audit(&args, &mut out), 2);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("agentloop audit: unusable input: ") && text.contains("line 4"), "{text}");

@@ -6,13 +6,15 @@
 //! read a fact that only some of the ways into the state set.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 
 use crate::engine::table::{EdgeDecl, StateKind, Table};
 use crate::table::finding::{Code, Finding, Location};
 use crate::table::guard::{FactValue, Facts, Guard};
 
-/// Above this many assignments per (state, event) the check is skipped with a warning.
-const MAX_ASSIGNMENTS: usize = 1 << 20;
+/// Above this many partial assignments judged ([`search`]) per (state, event) the check stops
+/// with a warning.
+const MAX_CASES: usize = 1 << 22;
 
 /// The values one atom ranges over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,43 +43,197 @@ pub(crate) fn domains<'g>(table: &Table, guards: impl IntoIterator<Item = &'g Gu
         .collect()
 }
 
-/// How many assignments `domains` has, if it fits in `usize`.
-pub(crate) fn count(domains: &[(String, Domain)]) -> Option<usize> {
-    domains.iter().try_fold(1usize, |acc, (_, d)| match d {
-        Domain::Bool => acc.checked_mul(2),
-        Domain::Values(v) => acc.checked_mul(v.len()),
-    })
+/// The position of each domain's value in `facts`, for ordering assignments as the odometer
+/// meets them.
+fn rank(domains: &[(String, Domain)], facts: &Facts) -> Vec<usize> {
+    domains
+        .iter()
+        .map(|(name, domain)| domain.values().iter().position(|v| facts.get(name) == Some(v)).unwrap_or(0))
+        .collect()
 }
 
-/// Every assignment of `domains`, in odometer order (the last atom varies fastest,
-/// `false` before `true`, values in declared order).
-pub(crate) fn assignments(domains: &[(String, Domain)]) -> impl Iterator<Item = Facts> + '_ {
-    let total = count(domains).unwrap_or(0);
-    (0..total).map(move |mut i| {
-        let mut facts = Facts::new();
-        for (name, domain) in domains.iter().rev() {
-            let value = match domain {
-                Domain::Bool => {
-                    let v = FactValue::Bool(i % 2 == 1);
-                    i /= 2;
-                    v
-                }
-                Domain::Values(values) => {
-                    let v = FactValue::Value(values[i % values.len()].clone());
-                    i /= values.len();
-                    v
-                }
-            };
-            facts.insert(name.clone(), value);
+impl Domain {
+    /// How many values it has.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Domain::Bool => 2,
+            Domain::Values(v) => v.len(),
         }
-        facts
-    })
+    }
+
+    /// Its values in enumeration order: `false` before `true`, values in declared order.
+    pub(crate) fn values(&self) -> Vec<FactValue> {
+        match self {
+            Domain::Bool => vec![FactValue::Bool(false), FactValue::Bool(true)],
+            Domain::Values(v) => v.iter().cloned().map(FactValue::Value).collect(),
+        }
+    }
+
+    /// Its first value.
+    pub(crate) fn first(&self) -> FactValue {
+        match self {
+            Domain::Bool => FactValue::Bool(false),
+            Domain::Values(v) => FactValue::Value(v.first().cloned().unwrap_or_default()),
+        }
+    }
 }
 
-/// Whether `edge` is enabled under `facts` (an edge without a guard always is).
-/// A guard that reads an atom `facts` lacks counts as not enabled.
-pub(crate) fn enabled(edge: &EdgeDecl, facts: &Facts) -> bool {
-    edge.guard.as_ref().is_none_or(|g| g.eval(facts).unwrap_or(false))
+/// What [`search`] does with the assignments that extend a partial one, given each guard's
+/// value under it (`None`: not decided yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Assign the next atom and judge each extension.
+    Descend,
+    /// None of them is wanted.
+    Skip,
+    /// All of them are wanted: hand the block to `take`.
+    Take,
+}
+
+/// A [`search`] judged more partial assignments than its budget allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooMany;
+
+/// A backtracking search over the assignments of `domains` on top of `base`, in odometer
+/// order, with [`Guard::eval_partial`]: `judge` sees each guard's three-valued value under a
+/// partial assignment and says whether to descend, skip every extension or take them all;
+/// `take` gets the first assignment of a taken block and how many it holds (saturating), and
+/// may break. Guards that read two dozen atoms thus cost the cases `judge` tells apart, not
+/// 2^24 assignments, and what the search takes first is what full enumeration finds first.
+/// Under a complete assignment an undecided guard reads an atom outside `domains` and `base`,
+/// and does not hold. At most `budget` partial assignments are judged.
+pub(crate) fn search(
+    domains: &[(String, Domain)],
+    base: &Facts,
+    guards: &[Option<&Guard>],
+    budget: &mut usize,
+    judge: &mut dyn FnMut(&[Option<bool>]) -> Verdict,
+    take: &mut dyn FnMut(&Facts, u64) -> ControlFlow<()>,
+) -> Result<(), TooMany> {
+    let mut walker = Walker { domains, guards, budget: *budget, values: vec![None; guards.len()], judge, take };
+    let flow = walker.walk(0, &mut base.clone());
+    *budget = walker.budget;
+    flow.map(|_| ())
+}
+
+/// The least (in odometer order) of the assignments [`search`] takes, if any: each block's
+/// first assignment is its least whatever order the search assigns atoms in, so the least
+/// of those is the one full enumeration would meet first.
+fn least_taken(
+    domains: &[(String, Domain)],
+    base: &Facts,
+    guards: &[Option<&Guard>],
+    budget: &mut usize,
+    judge: &mut dyn FnMut(&[Option<bool>]) -> Verdict,
+) -> Result<Option<Facts>, TooMany> {
+    let canonical = by_name(domains);
+    let mut least: Option<(Vec<usize>, Facts)> = None;
+    search(domains, base, guards, budget, judge, &mut |first, _| {
+        let r = rank(&canonical, first);
+        if least.as_ref().is_none_or(|(l, _)| r < *l) {
+            least = Some((r, first.clone()));
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(least.map(|(_, f)| f))
+}
+
+/// `domains` sorted by atom name: the odometer's order.
+fn by_name(domains: &[(String, Domain)]) -> Vec<(String, Domain)> {
+    let mut sorted = domains.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted
+}
+
+/// `domains` in the order a search should assign them: the atoms most of `guards` read
+/// first (they decide the most), ties by name.
+fn by_use(domains: &[(String, Domain)], guards: &[Option<&Guard>]) -> Vec<(String, Domain)> {
+    let read: Vec<BTreeMap<String, Vec<String>>> = guards.iter().flatten().map(|g| g.atoms()).collect();
+    let uses = |name: &str| read.iter().filter(|a| a.contains_key(name)).count();
+    let mut sorted = domains.to_vec();
+    sorted.sort_by(|a, b| uses(&b.0).cmp(&uses(&a.0)).then_with(|| a.0.cmp(&b.0)));
+    sorted
+}
+
+/// The first assignment [`search`] takes, if any (for existence: the order of `domains`
+/// decides which one).
+fn first_taken(
+    domains: &[(String, Domain)],
+    base: &Facts,
+    guards: &[Option<&Guard>],
+    budget: &mut usize,
+    judge: &mut dyn FnMut(&[Option<bool>]) -> Verdict,
+) -> Result<Option<Facts>, TooMany> {
+    let mut found = None;
+    search(domains, base, guards, budget, judge, &mut |first, _| {
+        found = Some(first.clone());
+        ControlFlow::Break(())
+    })?;
+    Ok(found)
+}
+
+/// The judge of a search for assignments under which every guard holds.
+fn all_hold(v: &[Option<bool>]) -> Verdict {
+    if v.contains(&Some(false)) {
+        Verdict::Skip
+    } else if v.iter().all(|x| *x == Some(true)) {
+        Verdict::Take
+    } else {
+        Verdict::Descend
+    }
+}
+
+struct Walker<'a, 'g> {
+    domains: &'a [(String, Domain)],
+    guards: &'a [Option<&'g Guard>],
+    budget: usize,
+    values: Vec<Option<bool>>,
+    judge: &'a mut dyn FnMut(&[Option<bool>]) -> Verdict,
+    take: &'a mut dyn FnMut(&Facts, u64) -> ControlFlow<()>,
+}
+
+impl Walker<'_, '_> {
+    fn walk(&mut self, at: usize, facts: &mut Facts) -> Result<ControlFlow<()>, TooMany> {
+        self.budget = self.budget.checked_sub(1).ok_or(TooMany)?;
+        let complete = at == self.domains.len();
+        for (slot, guard) in self.values.iter_mut().zip(self.guards) {
+            let v = guard.map_or(Some(true), |g| g.eval_partial(facts));
+            *slot = if complete { Some(v.unwrap_or(false)) } else { v };
+        }
+        match ((self.judge)(&self.values), complete) {
+            (Verdict::Skip, _) | (Verdict::Descend, true) => Ok(ControlFlow::Continue(())),
+            (Verdict::Take, _) => {
+                let rest = &self.domains[at..];
+                let mut first = facts.clone();
+                for (name, domain) in rest {
+                    first.entry(name.clone()).or_insert_with(|| domain.first());
+                }
+                let size = rest.iter().fold(1u64, |n, (_, d)| n.saturating_mul(d.len() as u64));
+                Ok((self.take)(&first, size))
+            }
+            (Verdict::Descend, false) => {
+                let (name, domain) = &self.domains[at];
+                for value in domain.values() {
+                    facts.insert(name.clone(), value);
+                    let flow = self.walk(at + 1, facts);
+                    if !matches!(flow, Ok(ControlFlow::Continue(()))) {
+                        facts.remove(name);
+                        return flow;
+                    }
+                }
+                facts.remove(name);
+                Ok(ControlFlow::Continue(()))
+            }
+        }
+    }
+}
+
+/// Whether some assignment of the atoms `guard` reads that `base` leaves open makes it hold.
+pub(crate) fn satisfiable(table: &Table, guard: Option<&Guard>, base: &Facts) -> bool {
+    let free: Vec<(String, Domain)> =
+        domains(table, guard).into_iter().filter(|(n, _)| !base.contains_key(n)).collect();
+    // One guard's atoms, a handful: the budget is never what stops it.
+    first_taken(&free, base, &[guard], &mut usize::MAX.clone(), &mut all_hold).is_ok_and(|f| f.is_some())
 }
 
 /// `name=value, ...` for a message.
@@ -158,51 +314,108 @@ pub fn guard_findings(table: &Table, path: &str) -> Vec<Finding> {
                 continue;
             }
             let at = Location::at(path, Some(state.line)).state(&state.name).event(event);
-            let doms = domains(table, edges.iter().filter_map(|e| e.guard.as_ref()));
-            if count(&doms).is_none_or(|n| n > MAX_ASSIGNMENTS) {
-                let m = format!("`{}` on `{event}`: the guards read too many atoms to enumerate", state.name);
-                out.push(Finding::new(Code::ExplorationLimit, m, at));
-                continue;
-            }
-            let mut gap: Option<(Facts, usize)> = None;
-            for facts in assignments(&doms) {
-                let on: Vec<&EdgeDecl> = edges.iter().copied().filter(|e| enabled(e, &facts)).collect();
-                match on.as_slice() {
-                    [] => gap.get_or_insert((facts.clone(), 0)).1 += 1,
-                    [one] => {
-                        unique.insert(&one.id, true);
-                    }
-                    several => {
-                        for (i, a) in several.iter().enumerate() {
-                            unique.entry(&a.id).or_insert(false);
-                            for b in &several[i + 1..] {
-                                if seen_overlaps.insert((a.id.as_str(), b.id.as_str())) {
-                                    let m = format!(
-                                        "edges `{}` and `{}` are both enabled in `{}` on `{event}` when {}",
-                                        a.id,
-                                        b.id,
-                                        state.name,
-                                        describe(&facts)
-                                    );
-                                    let loc = Location { line: Some(b.line), ..at.clone() }.edge(&b.id);
-                                    out.push(Finding::new(Code::GuardOverlap, m, loc));
-                                }
-                            }
+            let guards: Vec<Option<&Guard>> = edges.iter().map(|e| e.guard.as_ref()).collect();
+            let doms = by_use(&domains(table, edges.iter().filter_map(|e| e.guard.as_ref())), &guards);
+            let canonical = by_name(&doms);
+            let mut budget = MAX_CASES;
+            let mut group = || -> Result<(Vec<Finding>, Vec<bool>), TooMany> {
+                let mut found = Vec::new();
+                // Overlaps, in the order full enumeration meets them: by the first assignment
+                // under which both hold, then by edge order.
+                let mut overlaps = Vec::new();
+                for i in 0..edges.len() {
+                    for j in i + 1..edges.len() {
+                        if seen_overlaps.contains(&(edges[i].id.as_str(), edges[j].id.as_str())) {
+                            continue;
+                        }
+                        let pair = [guards[i], guards[j]];
+                        if let Some(first) = least_taken(&doms, &Facts::new(), &pair, &mut budget, &mut all_hold)? {
+                            overlaps.push((rank(&canonical, &first), i, j, first));
                         }
                     }
                 }
-            }
-            for e in &edges {
-                unique.entry(&e.id).or_insert(false);
-            }
-            if let Some((facts, n)) = gap {
-                let m = format!(
-                    "no edge out of `{}` on `{event}` is enabled when {} ({n} uncovered case{})",
-                    state.name,
-                    describe(&facts),
-                    if n == 1 { "" } else { "s" }
-                );
-                out.push(Finding::new(Code::GuardGap, m, at));
+                overlaps.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+                let mut only = vec![false; edges.len()];
+                for (_, i, j, first) in overlaps {
+                    let (a, b) = (edges[i], edges[j]);
+                    seen_overlaps.insert((a.id.as_str(), b.id.as_str()));
+                    let m = format!(
+                        "edges `{}` and `{}` are both enabled in `{}` on `{event}` when {}",
+                        a.id,
+                        b.id,
+                        state.name,
+                        describe(&first)
+                    );
+                    let loc = Location { line: Some(b.line), ..at.clone() }.edge(&b.id);
+                    found.push(Finding::new(Code::GuardOverlap, m, loc));
+                }
+                // Each edge the only one enabled somewhere, or it is shadowed.
+                for (i, e) in edges.iter().enumerate() {
+                    if unique.get(e.id.as_str()) == Some(&true) {
+                        continue;
+                    }
+                    let mut alone = |v: &[Option<bool>]| {
+                        let others = v.iter().enumerate().filter(|&(k, _)| k != i);
+                        if v[i] == Some(false) || others.clone().any(|(_, x)| *x == Some(true)) {
+                            Verdict::Skip
+                        } else if v[i] == Some(true) && others.clone().all(|(_, x)| *x == Some(false)) {
+                            Verdict::Take
+                        } else {
+                            Verdict::Descend
+                        }
+                    };
+                    only[i] = first_taken(&doms, &Facts::new(), &guards, &mut budget, &mut alone)?.is_some();
+                }
+                // Coverage: the first assignment no guard holds under, and how many there are.
+                let mut gap: Option<(Vec<usize>, Facts, u64)> = None;
+                let mut none_hold = |v: &[Option<bool>]| {
+                    if v.contains(&Some(true)) {
+                        Verdict::Skip
+                    } else if v.iter().all(|x| *x == Some(false)) {
+                        Verdict::Take
+                    } else {
+                        Verdict::Descend
+                    }
+                };
+                search(&doms, &Facts::new(), &guards, &mut budget, &mut none_hold, &mut |first, size| {
+                    let r = rank(&canonical, first);
+                    match &mut gap {
+                        Some((least, facts, n)) => {
+                            if r < *least {
+                                (*least, *facts) = (r, first.clone());
+                            }
+                            *n = n.saturating_add(size);
+                        }
+                        None => gap = Some((r, first.clone(), size)),
+                    }
+                    ControlFlow::Continue(())
+                })?;
+                if let Some((_, facts, n)) = gap {
+                    let m = format!(
+                        "no edge out of `{}` on `{event}` is enabled when {} ({n} uncovered case{})",
+                        state.name,
+                        describe(&facts),
+                        if n == 1 { "" } else { "s" }
+                    );
+                    found.push(Finding::new(Code::GuardGap, m, at.clone()));
+                }
+                Ok((found, only))
+            };
+            match group() {
+                Ok((found, only)) => {
+                    out.extend(found);
+                    for (e, only) in edges.iter().zip(only) {
+                        let known = unique.entry(&e.id).or_insert(false);
+                        *known |= only;
+                    }
+                }
+                Err(TooMany) => {
+                    let m = format!(
+                        "`{}` on `{event}`: the guards have more than {MAX_CASES} cases to tell apart",
+                        state.name
+                    );
+                    out.push(Finding::new(Code::ExplorationLimit, m, at));
+                }
             }
         }
     }
@@ -222,12 +435,12 @@ fn consume_findings(table: &Table, path: &str) -> Vec<Finding> {
     for e in &table.edges {
         for c in &e.consumes {
             let left = format!("{c}_left");
-            let mut doms = domains(table, e.guard.iter());
-            if !doms.iter().any(|(n, _)| *n == left) {
-                doms.push((left.clone(), Domain::Bool));
-            }
-            let unguarded = assignments(&doms).find(|f| enabled(e, f) && f.get(&left) == Some(&FactValue::Bool(false)));
-            if let Some(facts) = unguarded {
+            let base: Facts = [(left.clone(), FactValue::Bool(false))].into();
+            let doms: Vec<(String, Domain)> =
+                domains(table, e.guard.iter()).into_iter().filter(|(n, _)| *n != left).collect();
+            // Without the budget: one guard's atoms.
+            let unguarded = least_taken(&doms, &base, &[e.guard.as_ref()], &mut usize::MAX.clone(), &mut all_hold);
+            if let Ok(Some(facts)) = unguarded {
                 let m = format!("edge `{}` consumes `{c}` but is enabled when {}", e.id, describe(&facts));
                 out.push(Finding::new(Code::ConsumeUnguarded, m, Location::at(path, Some(e.line)).edge(&e.id)));
             }
@@ -241,12 +454,57 @@ mod tests {
     use super::*;
     use crate::engine::table::shipped;
 
+    /// Every block a search takes when it takes whatever the atoms so far decide.
+    fn decided_blocks(doms: &[(String, Domain)], guards: &[Option<&Guard>]) -> Vec<String> {
+        let mut budget = usize::MAX;
+        let mut judge =
+            |v: &[Option<bool>]| if v.iter().all(Option::is_some) { Verdict::Take } else { Verdict::Descend };
+        let mut taken = Vec::new();
+        search(doms, &Facts::new(), guards, &mut budget, &mut judge, &mut |first, size| {
+            taken.push(format!("{} x{size}", describe(first)));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        taken
+    }
+
     #[test]
-    fn enumerates_in_odometer_order() {
-        let doms =
-            vec![("a".to_string(), Domain::Bool), ("e".to_string(), Domain::Values(vec!["x".into(), "y".into()]))];
-        let all: Vec<String> = assignments(&doms).map(|f| describe(&f)).collect();
-        assert_eq!(all, vec!["a=false, e=x", "a=false, e=y", "a=true, e=x", "a=true, e=y"]);
+    fn searches_follow_odometer_order_and_skip_decided_atoms() {
+        let doms = vec![
+            ("a".to_string(), Domain::Bool),
+            ("b".to_string(), Domain::Bool),
+            ("e".to_string(), Domain::Values(vec!["x".into(), "y".into()])),
+        ];
+        let g = Guard::parse("a && e == y").unwrap();
+        assert_eq!(
+            decided_blocks(&doms, &[Some(&g), None]),
+            vec![
+                "a=false, b=false, e=x x4",
+                "a=true, b=false, e=x x1",
+                "a=true, b=false, e=y x1",
+                "a=true, b=true, e=x x1",
+                "a=true, b=true, e=y x1",
+            ]
+        );
+        let mut budget = 3;
+        let mut judge = |_: &[Option<bool>]| Verdict::Descend;
+        let r =
+            search(&doms, &Facts::new(), &[Some(&g)], &mut budget, &mut judge, &mut |_, _| ControlFlow::Continue(()));
+        assert_eq!(r, Err(TooMany));
+    }
+
+    #[test]
+    fn two_dozen_atoms_cost_their_outcomes_not_their_assignments() {
+        // `!x0 && … && !x23`: 2^24 assignments, 25 blocks; one holds it.
+        let names: Vec<String> = (0..24).map(|i| format!("x{i:02}")).collect();
+        let text = names.iter().map(|n| format!("!{n}")).collect::<Vec<_>>().join(" && ");
+        let g = Guard::parse(&text).unwrap();
+        let doms: Vec<(String, Domain)> = names.iter().map(|n| (n.clone(), Domain::Bool)).collect();
+        let blocks = decided_blocks(&doms, &[Some(&g)]);
+        assert_eq!(blocks.len(), 25);
+        assert!(blocks[0].starts_with("x00=false") && blocks[0].ends_with(" x1"), "{}", blocks[0]);
+        assert!(blocks[1].starts_with("x00=false") && blocks[1].ends_with("x23=true x1"), "{}", blocks[1]);
+        assert!(blocks[24].starts_with("x00=true") && blocks[24].ends_with(&format!(" x{}", 1u64 << 23)));
     }
 
     #[test]

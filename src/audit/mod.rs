@@ -13,9 +13,11 @@ pub mod cli;
 pub mod engine_check;
 pub mod explore;
 pub mod export;
+pub mod flow;
 pub mod graph;
 pub mod guards;
 pub mod report;
+pub mod simplex;
 pub mod structure;
 pub mod termination;
 pub mod trace;
@@ -34,6 +36,8 @@ pub struct AuditOptions {
     /// Also check that this engine can run the table ([`engine_check`]): what `run --table`
     /// requires.
     pub engine: bool,
+    /// The exploration's memory cap in bytes (default [`explore::DEFAULT_MEMORY_CAP`]).
+    pub memory_cap: Option<u64>,
 }
 
 /// Everything an audit found.
@@ -79,7 +83,8 @@ pub fn audit_table(path: &str, text: &str, options: &AuditOptions) -> Result<Rep
     let Some(table) = &report.table else { return Ok(report) };
     // The exploration keeps all its findings; the report drops an unreachable edge the state
     // graph already showed unreachable.
-    let exploration = explore::explore(table, path, options.max_turns);
+    let cap = options.memory_cap.unwrap_or(explore::DEFAULT_MEMORY_CAP);
+    let exploration = explore::explore_within(table, path, options.max_turns, cap);
     let shown = |f: &Finding| {
         f.code != Code::UnreachableEdge
             || !report.findings.iter().any(|g| g.code == Code::UnreachableEdge && g.location.edge == f.location.edge)

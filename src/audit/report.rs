@@ -5,7 +5,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::audit::Report;
-use crate::audit::explore::{CALL_STATE, Exploration};
+use crate::audit::explore::{CALL_STATE, Exploration, WorstCase};
 use crate::audit::guards::events_of;
 use crate::engine::table::{EdgeKind, StateKind, Table};
 use crate::table::finding::{Code, Finding, Severity};
@@ -164,20 +164,20 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
     line(out, "termination", "every cycle consumes a counter; the ranking decreases along every continue edge".into());
     if let Some(ex) = ex {
         let s = ex.size;
-        line(
-            out,
-            "exploration",
-            format!(
+        let explored = match &ex.stopped {
+            None => format!(
                 "{} outer nodes x {} segments ({} segment nodes, {} node visits): no cycle, no dead end, every edge taken",
                 s.outer_nodes, s.segments, s.segment_nodes, s.node_visits
             ),
-        );
-        if let Some(w) = ex.worst {
-            let turns = max_turns(ex).map(|n| format!(" with max_turns = {n}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "worst case (entries into {CALL_STATE}; counters exact, facts free unless the edge into the state sets them)"
-            );
+            Some(_) => format!(
+                "stopped at its memory cap after {} outer nodes x {} segments ({} segment nodes); a search edge by \
+                 edge, tracking only the counters each needs, took every edge",
+                s.outer_nodes, s.segments, s.segment_nodes
+            ),
+        };
+        line(out, "exploration", explored);
+        let turns = max_turns(ex).map(|n| format!(" with max_turns = {n}")).unwrap_or_default();
+        let figures = |out: &mut String, w: &WorstCase| {
             let _ = writeln!(
                 out,
                 "  per turn: at most {} model calls ({} counting retries and fallback)",
@@ -188,6 +188,41 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
                 "  per run:  at most {} model calls ({} counting retries and fallback){turns}",
                 w.per_run.excluding_resends, w.per_run.including_resends
             );
+        };
+        match (ex.worst, ex.flow_bound) {
+            (Some(w), flow) => {
+                let _ = writeln!(
+                    out,
+                    "worst case (entries into {CALL_STATE}; counters exact, facts free unless the edge into the state sets them)"
+                );
+                figures(out, &w);
+                match flow {
+                    Some(f) if f == w => out.push_str(
+                        "  the flow bound over edge counts is the same: attained
+",
+                    ),
+                    Some(f) => {
+                        let _ = writeln!(
+                            out,
+                            "  the flow bound over edge counts is higher: {}/{} per turn, {}/{} per run",
+                            f.per_turn.excluding_resends,
+                            f.per_turn.including_resends,
+                            f.per_run.excluding_resends,
+                            f.per_run.including_resends
+                        );
+                    }
+                    None => {}
+                }
+            }
+            (None, Some(f)) if ex.stopped.is_some() => {
+                let _ = writeln!(
+                    out,
+                    "worst case (entries into {CALL_STATE}; the flow bound over edge counts, an upper bound: every counter \
+                     consumed at most its bound per reset)"
+                );
+                figures(out, &f);
+            }
+            (None, _) => {}
         }
         if ex.witnesses.is_empty() {
             out.push_str("witnesses: none, the exploration did not complete\n");
@@ -243,6 +278,20 @@ pub fn findings_text(findings: &[&Finding]) -> String {
     out
 }
 
+/// The worst case as JSON: the exploration's exact one, or after the memory cap the flow
+/// bound; `method` says which, `flow_bound` is the bound either way.
+fn worst_json(ex: &Exploration) -> Option<Value> {
+    let (w, method) = match (ex.worst, ex.flow_bound) {
+        (Some(w), _) => (w, "exploration"),
+        (None, Some(f)) if ex.stopped.is_some() => (f, "flow_bound"),
+        (None, _) => return None,
+    };
+    let flow = ex.flow_bound.map(|f| json!({"per_turn": f.per_turn, "per_run": f.per_run}));
+    Some(
+        json!({"call_state": CALL_STATE, "per_turn": w.per_turn, "per_run": w.per_run, "method": method, "flow_bound": flow}),
+    )
+}
+
 /// The report as JSON: result, table, findings, bounds, worst case, witnesses, trace.
 pub fn json(report: &Report) -> Value {
     let findings: Vec<&Finding> = report.all_findings().collect();
@@ -257,7 +306,7 @@ pub fn json(report: &Report) -> Value {
         "table": table,
         "findings": findings,
         "bounds": ex.map(|e| json!({"max_turns": max_turns(e), "counters": e.bounds, "outer_counters": e.outer_counters})),
-        "worst_case": ex.and_then(|e| e.worst).map(|w| json!({"call_state": CALL_STATE, "per_turn": w.per_turn, "per_run": w.per_run})),
+        "worst_case": ex.and_then(worst_json),
         "witnesses": ex.map(|e| e.witnesses.clone()).unwrap_or_default(),
         "exploration": ex.map(|e| e.size),
         "trace": report.trace.as_ref().map(|t| json!({"path": t.path, "records": t.records, "terminal": t.terminal})),

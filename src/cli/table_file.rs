@@ -52,7 +52,7 @@ pub fn load(path: &Path, max_turns: Option<u32>) -> Result<Arc<Table>, TableFile
         Ok(text) => text,
         Err(error) => return Err(TableFileError::Read { shown, error }),
     };
-    let options = AuditOptions { max_turns, engine: true };
+    let options = AuditOptions { max_turns, engine: true, ..AuditOptions::default() };
     let report = audit_table(&shown, &text, &options).map_err(TableFileError::NotATable)?;
     match report.table.clone() {
         Some(table) if report.passed() => {

@@ -120,6 +120,48 @@ impl Guard {
         })
     }
 
+    /// Evaluate against the facts known so far, in Kleene's three-valued logic: `None` when
+    /// the value depends on a fact `facts` lacks (`false && x` is `false` whatever `x` is). A
+    /// fact of the wrong kind reads as not holding, as [`Guard::eval`]'s error does for an
+    /// edge.
+    pub fn eval_partial(&self, facts: &Facts) -> Option<bool> {
+        match self {
+            Guard::Flag(name) => match facts.get(name) {
+                Some(FactValue::Bool(b)) => Some(*b),
+                Some(FactValue::Value(_)) => Some(false),
+                None => None,
+            },
+            Guard::Is(name, value) => match facts.get(name) {
+                Some(FactValue::Value(v)) => Some(v == value),
+                Some(FactValue::Bool(_)) => Some(false),
+                None => None,
+            },
+            Guard::Not(inner) => inner.eval_partial(facts).map(|v| !v),
+            Guard::All(parts) => {
+                let mut known = true;
+                for part in parts {
+                    match part.eval_partial(facts) {
+                        Some(false) => return Some(false),
+                        Some(true) => {}
+                        None => known = false,
+                    }
+                }
+                known.then_some(true)
+            }
+            Guard::Any(parts) => {
+                let mut known = true;
+                for part in parts {
+                    match part.eval_partial(facts) {
+                        Some(true) => return Some(true),
+                        Some(false) => {}
+                        None => known = false,
+                    }
+                }
+                known.then_some(false)
+            }
+        }
+    }
+
     /// Every fact the guard reads, with the values it compares enumerated facts against.
     pub fn atoms(&self) -> BTreeMap<String, Vec<String>> {
         let mut out = BTreeMap::new();
@@ -296,6 +338,21 @@ mod tests {
 
     fn facts(pairs: &[(&str, FactValue)]) -> Facts {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn partial_evaluation_is_three_valued() {
+        let g = Guard::parse("a && !(b || c == x)").unwrap();
+        let yes = || FactValue::Bool(true);
+        let no = || FactValue::Bool(false);
+        assert_eq!(g.eval_partial(&facts(&[])), None);
+        assert_eq!(g.eval_partial(&facts(&[("a", no())])), Some(false));
+        assert_eq!(g.eval_partial(&facts(&[("a", yes())])), None);
+        assert_eq!(g.eval_partial(&facts(&[("a", yes()), ("b", yes())])), Some(false));
+        assert_eq!(g.eval_partial(&facts(&[("a", yes()), ("b", no())])), None);
+        let c = |v: &str| ("c", FactValue::Value(v.into()));
+        assert_eq!(g.eval_partial(&facts(&[("a", yes()), ("b", no()), c("y")])), Some(true));
+        assert_eq!(g.eval_partial(&facts(&[("a", yes()), ("b", no()), c("x")])), Some(false));
     }
 
     #[test]

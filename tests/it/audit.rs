@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use agentloop::audit::cli::{AuditArgs, AuditFormat, TableArgs, run_audit, run_table};
+use agentloop::audit::explore::{Calls, Exploration, WorstCase};
 use agentloop::audit::export::{DiagramFormat, render};
 use agentloop::audit::{AuditOptions, Report, audit_table, audit_table_unexplored, report, trace};
 use agentloop::engine::clock::VirtualClock;
@@ -123,6 +124,7 @@ fn the_shipped_table_passes_with_its_worst_case() {
     let turns = ex.bounds.iter().find(|b| b.name == "turns").unwrap();
     assert_eq!((turns.bound, turns.initial), (100, 99));
     assert_eq!(ex.taken, vec![true; shipped().edges.len()], "every edge is taken by some run");
+    assert_eq!(ex.flow_bound, Some(worst), "the flow bound over edge counts is attained");
     insta::assert_snapshot!("shipped_table_figures", figures(ex));
 }
 
@@ -207,6 +209,7 @@ fn the_text_summary_states_the_proof() {
             "  per run:  at most {} model calls ({} counting retries and fallback) with max_turns = 100\n",
             worst.per_run.excluding_resends, worst.per_run.including_resends
         ),
+        "  the flow bound over edge counts is the same: attained\n".to_owned(),
         "  terminal blocking_limit                    prepare.blocking_limit\n".to_owned(),
         "  terminal budget_exhausted                  prepare.request request.budget_exhausted\n".to_owned(),
         "findings: none\nPASS\n".to_owned(),
@@ -216,6 +219,8 @@ fn the_text_summary_states_the_proof() {
     let json = report::json(shipped_report());
     assert_eq!(json["result"], "pass");
     assert_eq!(json["worst_case"]["per_run"]["including_resends"], worst.per_run.including_resends);
+    assert_eq!(json["worst_case"]["method"], "exploration");
+    assert_eq!(json["worst_case"]["flow_bound"]["per_turn"]["excluding_resends"], worst.per_turn.excluding_resends);
     assert_eq!(json["bounds"]["max_turns"], 100);
     assert_eq!(json["witnesses"].as_array().unwrap().len(), shipped().reasons.len());
 }
@@ -224,15 +229,39 @@ fn the_text_summary_states_the_proof() {
 /// shrinks, and the `max_turns` witness takes the three turns.
 #[test]
 fn max_turns_bounds_the_run() {
-    let r = audit_table("transitions/loop.toml", SHIPPED_TABLE, &AuditOptions { max_turns: Some(3), engine: false })
-        .unwrap();
+    let r = audit_table(
+        "transitions/loop.toml",
+        SHIPPED_TABLE,
+        &AuditOptions { max_turns: Some(3), ..AuditOptions::default() },
+    )
+    .unwrap();
     assert_eq!(r.findings, vec![]);
     let ex = r.exploration.as_ref().unwrap();
     let worst = ex.worst.unwrap();
     let shipped_worst = shipped_report().exploration.as_ref().unwrap().worst.unwrap();
     assert_eq!(worst.per_turn, shipped_worst.per_turn);
     assert!(worst.per_run.including_resends < shipped_worst.per_run.including_resends);
+    assert_eq!(ex.flow_bound, Some(worst), "the flow bound over edge counts is attained");
     insta::assert_snapshot!("max_turns_3_figures", figures(ex));
+
+    // Past a small memory cap the worst case is the flow bound, and the search edge by edge
+    // finds witnesses exactly as short as the exploration's and takes the same edges.
+    let options = AuditOptions { max_turns: Some(3), memory_cap: Some(16 << 20), ..AuditOptions::default() };
+    let capped = audit_table("transitions/loop.toml", SHIPPED_TABLE, &options).unwrap();
+    assert_eq!(capped.findings, vec![]);
+    let cx = capped.exploration.as_ref().unwrap();
+    assert!(cx.stopped.as_deref().is_some_and(|m| m.starts_with("the exploration reached its memory cap of 16 MiB")));
+    assert_eq!((cx.worst, cx.flow_bound), (None, Some(worst)));
+    let lengths = |e: &Exploration| e.witnesses.iter().map(|w| (w.reason.clone(), w.path.len())).collect::<Vec<_>>();
+    assert_eq!(lengths(cx), lengths(ex));
+    assert_eq!(cx.taken, ex.taken);
+    let json = report::json(&capped);
+    assert_eq!((json["result"].as_str(), json["worst_case"]["method"].as_str()), (Some("pass"), Some("flow_bound")));
+    assert_eq!(json["worst_case"]["per_run"]["including_resends"], worst.per_run.including_resends);
+    assert!(report::text(&capped).contains(
+        "worst case (entries into Request; the flow bound over edge counts, an upper bound: every counter consumed at \
+         most its bound per reset)\n"
+    ));
 }
 
 /// The base of the broken tables, `tests/tables/small.toml`, audits clean; each broken one
@@ -493,6 +522,7 @@ fn the_audit_command_exits_by_its_findings() {
         trace: Some(valid.path().to_owned()),
         max_turns: Some(2),
         engine: false,
+        memory_cap: None,
         format: AuditFormat::Text,
     };
     assert_eq!(run_audit(&args, &mut out), 0);
@@ -506,6 +536,7 @@ fn the_audit_command_exits_by_its_findings() {
         trace: None,
         max_turns: None,
         engine: false,
+        memory_cap: None,
         format: AuditFormat::Json,
     };
     assert_eq!(run_audit(&args, &mut out), 1);
@@ -518,7 +549,7 @@ fn the_audit_command_exits_by_its_findings() {
 /// `run_audit` on `args`: its exit status and what it wrote.
 fn audit_command(table: Option<PathBuf>, trace: Option<PathBuf>) -> (u8, String) {
     let mut out = Vec::new();
-    let args = AuditArgs { table, trace, max_turns: None, engine: false, format: AuditFormat::Text };
+    let args = AuditArgs { table, trace, max_turns: None, engine: false, memory_cap: None, format: AuditFormat::Text };
     let code = run_audit(&args, &mut out);
     (code, String::from_utf8(out).unwrap())
 }
@@ -713,9 +744,10 @@ fn apply_diff(text: &str, diff: &str) -> String {
 }
 
 /// The worked example of docs/architecture.md, applied to the shipped table, passes the audit
-/// and reaches its new reason.
+/// and reaches its new reason. Its exhaustive exploration needs more than the default memory
+/// cap (a bound-1 counter per run doubles it); past a small cap here, to keep the test quick,
+/// the flow bound gives the worst case and the search edge by edge the witnesses.
 #[test]
-#[ignore = "the explorer reaches its memory cap on the shipped table plus the example's counter (W_EXPLORATION_LIMIT); run with --ignored"]
 fn the_worked_example_passes_the_audit() {
     let additions = worked_example_blocks("toml");
     let diffs = worked_example_blocks("diff");
@@ -726,10 +758,74 @@ fn the_worked_example_passes_the_audit() {
     }
     table.push('\n');
     table.push_str(&additions[0]);
-    let r = audit_table("refusal.toml", &table, &AuditOptions::default()).unwrap();
+    let options = AuditOptions { memory_cap: Some(64 << 20), ..AuditOptions::default() };
+    let r = audit_table("refusal.toml", &table, &options).unwrap();
     assert_eq!(r.findings, vec![], "{}", report::text(&r));
     let ex = r.exploration.as_ref().unwrap();
-    assert!(ex.worst.is_some(), "the worst case is proven");
+    assert!(ex.stopped.is_some() && ex.worst.is_none());
+    assert_eq!(ex.flow_bound, Some(worst_case([1765, 19426], [2953, 32494])), "one more call per turn and per run");
+    assert_eq!(ex.taken, vec![true; ex.taken.len()], "every edge is taken");
     let witness = ex.witnesses.iter().find(|w| w.reason == "refusal_retry").expect("a witness for refusal_retry");
-    assert_eq!(witness.path.last().map(String::as_str), Some("consume.refusal_retry"));
+    assert_eq!(witness.path, ids(&["prepare.request", "request.stream_opened", "consume.refusal_retry"]));
+}
+
+fn worst_case(per_turn: [u64; 2], per_run: [u64; 2]) -> WorstCase {
+    let calls = |c: [u64; 2]| Calls { excluding_resends: c[0], including_resends: c[1] };
+    WorstCase { per_turn: calls(per_turn), per_run: calls(per_run) }
+}
+
+/// The shipped table with `n` copies of the worked example, each with its own bound-1 counter
+/// per run, fact and continue reason; a copy's retry is enabled only when no earlier copy's
+/// is, so the guards stay exclusive and covering. What `benches/audit/extra_counters.py`
+/// prints.
+fn extra_counters(n: usize) -> String {
+    let replace_once = |text: &str, old: &str, new: &str| {
+        assert_eq!(text.matches(old).count(), 1, "expected once in the table: {old}");
+        text.replacen(old, new, 1)
+    };
+    let names: Vec<(String, String)> = (0..n).map(|k| (format!("refused{k}"), format!("refusals{k}"))).collect();
+    let enabled = |(f, c): &(String, String)| format!("!({f} && {c}_left)");
+    let base = "!has_tool_use && !truncated && !(paused && pauses_left)";
+    let all: Vec<String> = names.iter().map(enabled).collect();
+    let mut t = replace_once(
+        SHIPPED_TABLE,
+        &format!("guard = \"{base}\"\nto = \"Checkpoint\""),
+        &format!("guard = \"{base} && {}\"\nto = \"Checkpoint\"", all.join(" && ")),
+    );
+    let ranked: String = names.iter().map(|(_, c)| format!("  \"{c}\",\n")).collect();
+    t = replace_once(&t, "  \"turns\",\n", &format!("  \"turns\",\n{ranked}"));
+    for (k, (f, c)) in names.iter().enumerate() {
+        let mut guard = format!("{base} && {f} && {c}_left");
+        for earlier in &all[..k] {
+            guard.push_str(" && ");
+            guard.push_str(earlier);
+        }
+        t.push_str(&format!(
+            "\n[[reason]]\nname = \"{c}_retry\"\nkind = \"continue\"\ndoc = \"x\"\n\n[[fact]]\nname = \"{f}\"\ndoc = \"x\"\n\n\
+             [[counter]]\nname = \"{c}\"\nbound = 1\ndoc = \"x\"\n\n[[edge]]\nid = \"consume.{c}_retry\"\nfrom = \"Consume\"\n\
+             on = \"message_complete\"\nguard = \"{guard}\"\nto = \"Prepare\"\nstatus = \"x\"\ncontinue = \"{c}_retry\"\n\
+             consumes = [\"{c}\"]\nresets = [\"retries\"]\ndoc = \"x\"\n"
+        ));
+    }
+    t
+}
+
+/// Ten extra bound-1 counters multiply the explicit product by 1024, past any memory cap;
+/// the audit still proves the table: guards by search, termination by ranking, the worst case
+/// by the flow bound (ten more calls per turn and per run), a shortest witness per reason.
+#[test]
+fn the_audit_proves_the_table_with_ten_extra_counters() {
+    let table = extra_counters(10);
+    let options = AuditOptions { memory_cap: Some(64 << 20), ..AuditOptions::default() };
+    let r = audit_table("ten.toml", &table, &options).unwrap();
+    assert_eq!(r.findings, vec![], "{}", report::text(&r));
+    let ex = r.exploration.as_ref().unwrap();
+    assert_eq!(ex.flow_bound, Some(worst_case([1774, 19525], [2962, 32593])));
+    assert_eq!(ex.taken, vec![true; ex.taken.len()], "every edge is taken");
+    assert_eq!(ex.witnesses.len(), r.table.as_ref().unwrap().reasons.len());
+    for k in 0..10 {
+        let w = ex.witnesses.iter().find(|w| w.reason == format!("refusals{k}_retry")).expect("a witness");
+        let retry = format!("consume.refusals{k}_retry");
+        assert_eq!(w.path, ids(&["prepare.request", "request.stream_opened", retry.as_str()]));
+    }
 }

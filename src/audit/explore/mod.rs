@@ -11,6 +11,7 @@
 //! number of model calls, shortest paths give the witnesses.
 
 pub(crate) mod model;
+pub(crate) mod refine;
 mod search;
 pub(crate) mod segment;
 mod split;
@@ -81,8 +82,18 @@ pub struct Exploration {
     pub size: Size,
     /// The cost model's upper bounds for the chosen split.
     pub estimate: Estimate,
-    /// Worst-case model calls; `None` when the exploration found a cycle or hit its limit.
+    /// Worst-case model calls, exact; `None` when the exploration found a cycle or hit its
+    /// memory cap.
     pub worst: Option<WorstCase>,
+    /// The flow bound on the worst case ([`crate::audit::flow`]), an upper bound whatever the
+    /// table's size; `None` when a cycle makes calls without consuming a counter.
+    pub flow_bound: Option<WorstCase>,
+    /// What the exploration said when it stopped at its memory cap; `None` when it completed.
+    /// Witnesses and edges taken then come from [`refine`], the worst case from the flow bound.
+    pub stopped: Option<String>,
+    /// Edges (table order) of which, after the cap, the refinement search could not tell
+    /// within its budget whether a run takes them.
+    pub undecided: Vec<usize>,
     /// One shortest witness per continue and terminal reason that some edge reaches.
     pub witnesses: Vec<Witness>,
     /// Whether each edge (table order) is taken somewhere in the exploration.

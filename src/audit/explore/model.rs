@@ -9,9 +9,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use crate::audit::explore::split::{self, Estimate};
-use crate::audit::guards::{assignments, domains, enabled, events_of, facts_read};
+use crate::audit::guards::{events_of, facts_read, satisfiable};
 use crate::engine::reason::ContinueReason;
-use crate::engine::table::{EdgeKind, StateKind, Table};
+use crate::engine::table::{EdgeDecl, EdgeKind, StateKind, Table};
 use crate::table::guard::{FactValue, Facts};
 
 /// The state whose entries count as model calls.
@@ -65,6 +65,43 @@ pub struct CounterBound {
     pub option: Option<String>,
 }
 
+impl CounterBound {
+    /// The bounds of `table`'s counters, in table order, with the bound of counters whose
+    /// option is `max_turns` set to `max_turns` when given.
+    pub fn of(table: &Table, max_turns: Option<u32>) -> Vec<CounterBound> {
+        table
+            .counters
+            .iter()
+            .map(|c| {
+                let bound = match (c.option.as_deref(), max_turns) {
+                    (Some("max_turns"), Some(n)) => n,
+                    _ => c.bound,
+                };
+                CounterBound {
+                    name: c.name.clone(),
+                    bound,
+                    initial: bound.saturating_sub(c.spent_at_start),
+                    option: c.option.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether `edge` ends a turn: a continue edge named `next_turn`.
+pub(crate) fn is_next_turn(edge: &EdgeDecl) -> bool {
+    edge.kind == EdgeKind::Continue && edge.reason.as_deref() == Some(ContinueReason::NextTurn.as_str())
+}
+
+/// Model calls `edge` makes: `[excluding re-sends, including re-sends]`. It makes one when it
+/// enters [`CALL_STATE`]; a re-send is an internal edge into it that consumes a counter (a
+/// retry, the fallback switch).
+pub(crate) fn edge_calls(edge: &EdgeDecl) -> [u64; 2] {
+    let call = u64::from(edge.to == CALL_STATE);
+    let resend = edge.kind == EdgeKind::Internal && !edge.consumes.is_empty();
+    [if resend { 0 } else { call }, call]
+}
+
 /// A state as the exploration sees it: a table state with the facts the edge that entered it
 /// `sets`, kept only when the state's guards read them (so edges that fix nothing the state
 /// reads share a place). Every other fact is free there.
@@ -105,7 +142,7 @@ pub(crate) struct Radix {
 }
 
 impl Radix {
-    fn new(counters: Vec<usize>, bounds: &[CounterBound]) -> Option<Radix> {
+    pub(crate) fn new(counters: Vec<usize>, bounds: &[CounterBound]) -> Option<Radix> {
         let mut mult = Vec::with_capacity(counters.len());
         let mut base = Vec::with_capacity(counters.len());
         let mut space = 1u64;
@@ -142,7 +179,7 @@ impl Radix {
     }
 
     /// What `consumes` and `resets` (counter indices) do to the digits of this radix.
-    fn effect(&self, consumes: &[usize], resets: &[usize]) -> Effect {
+    pub(crate) fn effect(&self, consumes: &[usize], resets: &[usize]) -> Effect {
         let digits = |list: &[usize]| -> Vec<(u64, u64)> {
             list.iter()
                 .filter_map(|c| self.counters.iter().position(|x| x == c))
@@ -210,22 +247,7 @@ impl<'t> Model<'t> {
     /// and the counters split into outer and inner ones by [`split::choose`].
     /// `None` when the counter values cannot be encoded in 64 bits.
     pub fn new(table: &'t Table, max_turns: Option<u32>) -> Option<Model<'t>> {
-        let bounds: Vec<CounterBound> = table
-            .counters
-            .iter()
-            .map(|c| {
-                let bound = match (c.option.as_deref(), max_turns) {
-                    (Some("max_turns"), Some(n)) => n,
-                    _ => c.bound,
-                };
-                CounterBound {
-                    name: c.name.clone(),
-                    bound,
-                    initial: bound.saturating_sub(c.spent_at_start),
-                    option: c.option.clone(),
-                }
-            })
-            .collect();
+        let bounds = CounterBound::of(table, max_turns);
         if bounds.len() > 64 {
             return None;
         }
@@ -258,8 +280,7 @@ impl<'t> Model<'t> {
             .map(|e| split::EdgeUse {
                 consumes: e.consumes.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
                 resets: e.resets.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
-                exit: (e.kind == EdgeKind::Continue && e.reason.as_deref() == Some(ContinueReason::NextTurn.as_str()))
-                    || table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
+                exit: is_next_turn(e) || table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
                 terminal: table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
             })
             .collect();
@@ -276,17 +297,14 @@ impl<'t> Model<'t> {
             .map(|(e, to)| {
                 let consumes: Vec<usize> = e.consumes.iter().filter_map(|c| index(c)).collect();
                 let resets: Vec<usize> = e.resets.iter().filter_map(|c| index(c)).collect();
-                let call = u64::from(e.to == CALL_STATE);
-                let resend = e.kind == EdgeKind::Internal && !consumes.is_empty();
                 let terminal = table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal);
-                let next_turn =
-                    e.kind == EdgeKind::Continue && e.reason.as_deref() == Some(ContinueReason::NextTurn.as_str());
+                let next_turn = is_next_turn(e);
                 let on_outer = outer.effect(&consumes, &resets);
                 let on_inner = inner.effect(&consumes, &resets);
                 EdgeInfo {
                     to,
                     terminal,
-                    calls: [if resend { 0 } else { call }, call],
+                    calls: edge_calls(e),
                     next_turn,
                     exit: terminal || next_turn || !on_outer.is_empty(),
                     on_outer,
@@ -326,40 +344,38 @@ impl<'t> Model<'t> {
         if let Some(hit) = self.cache.borrow()[place].get(&mask) {
             return Rc::clone(hit);
         }
+        let edges: Rc<[usize]> = self.enabled_knowing(place, mask, u64::MAX).into();
+        self.cache.borrow_mut()[place].insert(mask, Rc::clone(&edges));
+        edges
+    }
+
+    /// Edges out of `place` that some assignment of its free facts and of the `COUNTER_left`
+    /// atoms of counters outside `known` enables, when exactly the counters in `mask` (of
+    /// those in `known`) are left; sorted by table order. With every counter known, what
+    /// [`Model::enabled`] caches.
+    pub fn enabled_knowing(&self, place: usize, mask: u64, known: u64) -> Vec<usize> {
         let table = self.table;
         let Place { state, fixed } = &self.places[place];
         let name = &table.states[*state].name;
+        // The known counters' `_left` atoms come from `mask`, the facts the entering edge set
+        // are fixed; an edge is enabled when some assignment of the rest of what its own guard
+        // reads makes it hold (the groups are exclusive, so it is then the edge taken).
+        let mut base: Facts = fixed.clone();
+        for (c, counter) in table.counters.iter().enumerate().filter(|(c, _)| known & (1 << c) != 0) {
+            let atom = format!("{}_left", counter.name);
+            if table.fact(&atom).is_none() {
+                base.insert(atom, FactValue::Bool(mask & (1 << c) != 0));
+            }
+        }
         let mut out = BTreeSet::new();
         for event in events_of(table, name) {
-            let group = table.edges_from(name, event);
-            let all = domains(table, group.iter().filter_map(|e| e.guard.as_ref()));
-            let mut base = Facts::new();
-            let mut free = Vec::new();
-            for (atom, domain) in all {
-                let counter = atom.strip_suffix("_left").and_then(|c| table.counters.iter().position(|k| k.name == c));
-                match (counter, fixed.get(&atom)) {
-                    (Some(c), _) if table.fact(&atom).is_none() => {
-                        base.insert(atom, FactValue::Bool(mask & (1 << c) != 0));
-                    }
-                    (_, Some(value)) => {
-                        base.insert(atom, value.clone());
-                    }
-                    (_, None) => free.push((atom, domain)),
-                }
-            }
-            for facts in assignments(&free) {
-                let mut facts: Facts = facts;
-                facts.extend(base.iter().map(|(k, v)| (k.clone(), v.clone())));
-                for e in &group {
-                    if enabled(e, &facts) {
-                        out.extend(table.edges.iter().position(|x| std::ptr::eq(x, *e)));
-                    }
+            for e in table.edges_from(name, event) {
+                if satisfiable(table, e.guard.as_ref(), &base) {
+                    out.extend(table.edges.iter().position(|x| std::ptr::eq(x, e)));
                 }
             }
         }
-        let edges: Rc<[usize]> = out.into_iter().collect();
-        self.cache.borrow_mut()[place].insert(mask, Rc::clone(&edges));
-        edges
+        out.into_iter().collect()
     }
 }
 

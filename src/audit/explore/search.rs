@@ -2,10 +2,14 @@
 //! values) that finds cycles, then longest paths (worst-case calls) and shortest paths
 //! (witnesses, edges taken) in topological order.
 
+use std::fmt::Write as _;
+
 use crate::audit::explore::model::{FastMap, Model};
+use crate::audit::explore::refine::{self, Reach};
 use crate::audit::explore::segment::{self, Cycle, NodeIndex, Segment};
 use crate::audit::explore::split::{DEFAULT_MEMORY_CAP, Estimate, OUTER_NODE_BYTES, SEGMENT_NODE_BYTES};
 use crate::audit::explore::{Calls, Exploration, Size, Witness, WorstCase};
+use crate::audit::flow;
 use crate::engine::table::Table;
 use crate::table::finding::{Code, Finding, Location};
 
@@ -190,6 +194,39 @@ impl Search<'_, '_> {
     }
 }
 
+/// Witnesses, edges taken and edges no run takes from [`refine::reach_all`], for an
+/// exploration that stopped at its cap.
+fn refined(table: &Table, path: &str, model: &Model<'_>, cap: u64, result: &mut Exploration) {
+    let ids = |p: &[usize]| p.iter().map(|&e| table.edges[e].id.clone()).collect::<Vec<_>>();
+    let budget = usize::try_from(cap / refine::ABSTRACT_NODE_BYTES).unwrap_or(usize::MAX);
+    let reach = refine::reach_all(model, budget);
+    for terminal in [false, true] {
+        for r in table.reasons.iter().filter(|r| r.terminal == terminal) {
+            let pick = (0..table.edges.len())
+                .filter(|&k| table.edges[k].reason.as_deref() == Some(r.name.as_str()))
+                .filter_map(|k| match &reach[k] {
+                    Reach::Path(p) => Some((p.len(), k, p)),
+                    _ => None,
+                })
+                .min_by_key(|&(len, k, _)| (len, k));
+            if let Some((_, _, p)) = pick {
+                let kind = if terminal { "terminal" } else { "continue" };
+                result.witnesses.push(Witness { kind, reason: r.name.clone(), path: ids(p) });
+            }
+        }
+    }
+    result.taken = reach.iter().map(|r| matches!(r, Reach::Path(_) | Reach::Taken)).collect();
+    result.undecided = (0..reach.len()).filter(|&k| reach[k] == Reach::Unknown).collect();
+    for (_, e) in table.edges.iter().enumerate().filter(|&(k, _)| reach[k] == Reach::Never) {
+        let m = format!(
+            "edge `{}` is never taken: no path from the start reaches it, even with the counters its way \
+             does not need left free",
+            e.id
+        );
+        result.findings.push(Finding::new(Code::UnreachableEdge, m, Location::at(path, Some(e.line)).edge(&e.id)));
+    }
+}
+
 /// Whole MiB, rounded up, for messages.
 fn mib(bytes: u64) -> u64 {
     bytes.div_ceil(1 << 20)
@@ -214,6 +251,7 @@ pub fn explore(table: &Table, path: &str, max_turns: Option<u32>) -> Exploration
 /// saying what it held and its estimate of what the whole exploration needs.
 pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u64) -> Exploration {
     let ids = |p: &[usize]| p.iter().map(|&e| table.edges[e].id.clone()).collect::<Vec<_>>();
+    let flow_bound = flow::flow_bound(table, max_turns).ok();
     let Some(model) = Model::new(table, max_turns) else {
         let f =
             Finding::new(Code::ExplorationLimit, "the counters cannot be encoded in 64 bits", Location::at(path, None));
@@ -223,6 +261,9 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
             size: Size::default(),
             estimate: Estimate::default(),
             worst: None,
+            flow_bound,
+            stopped: None,
+            undecided: Vec::new(),
             witnesses: Vec::new(),
             taken: vec![false; table.edges.len()],
             findings: vec![f],
@@ -234,6 +275,9 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
         size: Size::default(),
         estimate: model.estimate,
         worst: None,
+        flow_bound,
+        stopped: None,
+        undecided: Vec::new(),
         witnesses: Vec::new(),
         taken: vec![false; table.edges.len()],
         findings: Vec::new(),
@@ -278,13 +322,13 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
         }
         Err(Stop::Limit(what)) => {
             let s = size(&search);
+            drop(search);
             let e = model.estimate;
             let outer = if result.outer_counters.is_empty() { "none".into() } else { result.outer_counters.join(", ") };
-            let m = format!(
+            let note = format!(
                 "the exploration reached its memory cap of {} MiB while {what}, holding {} MiB ({} outer nodes, \
-                 {} segments with {} nodes), so it proves no worst case and gives no witnesses. With these outer \
-                 counters ({outer}) it needs at most about {} MiB ({} outer nodes, {} segment nodes): audit \
-                 with a smaller `--max-turns`, or fewer counters",
+                 {} segments with {} nodes); with these outer counters ({outer}) it needs at most about {} MiB \
+                 ({} outer nodes, {} segment nodes)",
                 mib(cap),
                 mib(s.bytes),
                 s.outer_nodes,
@@ -295,7 +339,24 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
                 e.segment_nodes,
             );
             result.size = s;
-            result.findings.push(Finding::new(Code::ExplorationLimit, m, Location::at(path, None)));
+            refined(table, path, &model, cap, &mut result);
+            let unknown: Vec<&str> = result.undecided.iter().map(|&k| table.edges[k].id.as_str()).collect();
+            if !unknown.is_empty() || result.flow_bound.is_none() {
+                let mut m = format!("{note}, so it proves no exact worst case");
+                if result.flow_bound.is_none() {
+                    m.push_str(" and the flow bound gives none");
+                }
+                if !unknown.is_empty() {
+                    let _ = write!(
+                        m,
+                        "; the search for runs edge by edge could not tell within the cap whether a run takes {}",
+                        unknown.join(", ")
+                    );
+                }
+                m.push_str(": audit with a smaller `--max-turns`, or fewer counters");
+                result.findings.push(Finding::new(Code::ExplorationLimit, m, Location::at(path, None)));
+            }
+            result.stopped = Some(note);
             return result;
         }
     };
