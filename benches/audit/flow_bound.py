@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The worst case as a linear program (implicit path enumeration, as WCET tools bound loops):
 maximise the calls over edge counts subject to flow conservation per leaf state and, per
-counter, consumptions <= value at start + bound x resets. A prototype for issue 23 (needs scipy):
+counter, consumptions <= value at start + bound x resets. The prototype of src/audit/flow.rs, kept
+as an independent cross-check with another solver (needs scipy; it keeps flow conservation as
+equalities, the engine as "no leaf left more often than entered", which gives the same optima here):
 `python3 benches/audit/flow_bound.py transitions/loop.toml` prints (per turn, per run) x
 (excluding, including re-sends)."""
 import tomllib,sys

@@ -173,6 +173,108 @@ mod tests {
         assert_eq!(bound.per_run, Calls { excluding_resends: 2952, including_resends: 32483 });
     }
 
+    /// A turn that may start where `next_turn` lands, the call state itself: that edge's call
+    /// counts in the turn it starts, and `next_turn` resets the retries.
+    const RESEND_TABLE: &str = r#"
+schema = 1
+initial = "Start"
+[[state]]
+name = "Start"
+[[state]]
+name = "Request"
+[[state]]
+name = "Check"
+[[state]]
+name = "Done"
+kind = "terminal"
+[[event]]
+name = "go"
+[[fact]]
+name = "failed"
+[[fact]]
+name = "more"
+[[counter]]
+name = "turns"
+bound = 3
+option = "max_turns"
+[[counter]]
+name = "retries"
+bound = 2
+[termination]
+ranking = ["turns", "retries"]
+[[reason]]
+name = "next_turn"
+kind = "continue"
+[[reason]]
+name = "completed"
+kind = "terminal"
+exit_code = 0
+[[reason]]
+name = "max_turns"
+kind = "terminal"
+exit_code = 3
+[[edge]]
+id = "start.request"
+from = "Start"
+on = "go"
+to = "Request"
+[[edge]]
+id = "request.retry"
+from = "Request"
+on = "go"
+guard = "failed && retries_left"
+to = "Request"
+consumes = ["retries"]
+[[edge]]
+id = "request.ok"
+from = "Request"
+on = "go"
+guard = "!(failed && retries_left)"
+to = "Check"
+[[edge]]
+id = "check.next_turn"
+from = "Check"
+on = "go"
+guard = "more && turns_left"
+to = "Request"
+continue = "next_turn"
+consumes = ["turns"]
+resets = ["retries"]
+[[edge]]
+id = "check.completed"
+from = "Check"
+on = "go"
+guard = "!more"
+to = "Done"
+terminal = "completed"
+[[edge]]
+id = "check.max_turns"
+from = "Check"
+on = "go"
+guard = "more && !turns_left"
+to = "Done"
+terminal = "max_turns"
+"#;
+
+    #[test]
+    fn next_turn_into_the_call_state_starts_a_turn_with_its_call() {
+        let table = Table::load("resend.toml", RESEND_TABLE).expect("the table loads");
+        let bound = flow_bound(&table, None).expect("bounded");
+        // A turn: one call in (the start's or next_turn's), two retries.
+        assert_eq!(bound.per_turn, Calls { excluding_resends: 1, including_resends: 3 });
+        // A run: four turns (the start and three next_turn), each with two retries.
+        assert_eq!(bound.per_run, Calls { excluding_resends: 4, including_resends: 12 });
+        let bound = flow_bound(&table, Some(1)).expect("bounded");
+        assert_eq!(bound.per_run, Calls { excluding_resends: 2, including_resends: 6 });
+    }
+
+    #[test]
+    fn a_cycle_that_calls_without_consuming_is_unbounded() {
+        let text = RESEND_TABLE.replacen("consumes = [\"retries\"]\n", "", 1);
+        let table = Table::load("loop.toml", &text).expect("the table loads");
+        assert_eq!(flow_bound(&table, None), Err(FlowError::Unbounded));
+    }
+
     #[test]
     fn the_max_turns_option_scales_the_run_not_the_turn() {
         let bound = flow_bound(table::shipped(), Some(1)).expect("bounded");

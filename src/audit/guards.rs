@@ -232,8 +232,9 @@ impl Walker<'_, '_> {
 pub(crate) fn satisfiable(table: &Table, guard: Option<&Guard>, base: &Facts) -> bool {
     let free: Vec<(String, Domain)> =
         domains(table, guard).into_iter().filter(|(n, _)| !base.contains_key(n)).collect();
-    // One guard's atoms, a handful: the budget is never what stops it.
-    first_taken(&free, base, &[guard], &mut usize::MAX.clone(), &mut all_hold).is_ok_and(|f| f.is_some())
+    // A guard whose cases pass the budget (none a person writes) counts as satisfiable: the
+    // exploration then over-approximates, which keeps its worst case an upper bound.
+    !matches!(first_taken(&free, base, &[guard], &mut MAX_CASES.clone(), &mut all_hold), Ok(None))
 }
 
 /// `name=value, ...` for a message.
@@ -438,11 +439,17 @@ fn consume_findings(table: &Table, path: &str) -> Vec<Finding> {
             let base: Facts = [(left.clone(), FactValue::Bool(false))].into();
             let doms: Vec<(String, Domain)> =
                 domains(table, e.guard.iter()).into_iter().filter(|(n, _)| *n != left).collect();
-            // Without the budget: one guard's atoms.
-            let unguarded = least_taken(&doms, &base, &[e.guard.as_ref()], &mut usize::MAX.clone(), &mut all_hold);
-            if let Ok(Some(facts)) = unguarded {
-                let m = format!("edge `{}` consumes `{c}` but is enabled when {}", e.id, describe(&facts));
-                out.push(Finding::new(Code::ConsumeUnguarded, m, Location::at(path, Some(e.line)).edge(&e.id)));
+            let at = Location::at(path, Some(e.line)).edge(&e.id);
+            match least_taken(&doms, &base, &[e.guard.as_ref()], &mut MAX_CASES.clone(), &mut all_hold) {
+                Ok(Some(facts)) => {
+                    let m = format!("edge `{}` consumes `{c}` but is enabled when {}", e.id, describe(&facts));
+                    out.push(Finding::new(Code::ConsumeUnguarded, m, at));
+                }
+                Ok(None) => {}
+                Err(TooMany) => {
+                    let m = format!("edge `{}`: its guard has more than {MAX_CASES} cases to tell apart", e.id);
+                    out.push(Finding::new(Code::ExplorationLimit, m, at));
+                }
             }
         }
     }

@@ -5,7 +5,9 @@
 //! (reasons, targets, dead ends), guard exclusivity and coverage and facts only some entering
 //! edges set ([`guards`]), reachability
 //! ([`graph`]), the static termination proof ([`termination`]) and the bounded exhaustive
-//! exploration ([`explore`]) that computes worst-case model calls and witnesses.
+//! exploration ([`explore`]) that computes worst-case model calls and witnesses, backed by the
+//! flow bound ([`flow`], a linear program solved by [`simplex`]) when the product does not fit
+//! its memory cap.
 //! [`trace::replay`] checks a recorded `--trace=jsonl` run against a table; [`export`] draws
 //! the table; [`report`] renders the result; [`cli`] holds the `audit` and `table` commands.
 

@@ -281,11 +281,8 @@ pub fn findings_text(findings: &[&Finding]) -> String {
 /// The worst case as JSON: the exploration's exact one, or after the memory cap the flow
 /// bound; `method` says which, `flow_bound` is the bound either way.
 fn worst_json(ex: &Exploration) -> Option<Value> {
-    let (w, method) = match (ex.worst, ex.flow_bound) {
-        (Some(w), _) => (w, "exploration"),
-        (None, Some(f)) if ex.stopped.is_some() => (f, "flow_bound"),
-        (None, _) => return None,
-    };
+    let w = ex.proven_worst()?;
+    let method = if ex.worst.is_some() { "exploration" } else { "flow_bound" };
     let flow = ex.flow_bound.map(|f| json!({"per_turn": f.per_turn, "per_run": f.per_run}));
     Some(
         json!({"call_state": CALL_STATE, "per_turn": w.per_turn, "per_run": w.per_run, "method": method, "flow_bound": flow}),

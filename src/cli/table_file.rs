@@ -40,6 +40,11 @@ pub enum TableFileError {
     },
 }
 
+/// The exhaustive exploration's memory cap when a run loads a table: an eighth of `audit`'s.
+/// A run needs the verdict, not the exact worst case; past the cap the flow bound and the
+/// search edge by edge still decide it, in seconds instead of filling 2 GiB.
+pub const LOAD_MEMORY_CAP: u64 = 256 << 20;
+
 /// Load and audit the table at `path`; `max_turns` is the run's `--max-turns`, so the audit's
 /// worst case is the one the run has.
 ///
@@ -52,7 +57,7 @@ pub fn load(path: &Path, max_turns: Option<u32>) -> Result<Arc<Table>, TableFile
         Ok(text) => text,
         Err(error) => return Err(TableFileError::Read { shown, error }),
     };
-    let options = AuditOptions { max_turns, engine: true, ..AuditOptions::default() };
+    let options = AuditOptions { max_turns, engine: true, memory_cap: Some(LOAD_MEMORY_CAP) };
     let report = audit_table(&shown, &text, &options).map_err(TableFileError::NotATable)?;
     match report.table.clone() {
         Some(table) if report.passed() => {

@@ -92,14 +92,21 @@ fn ids(path: &[&str]) -> Vec<String> {
 /// each reason's witness length, one per line (the snapshots below hold them).
 fn figures(ex: &agentloop::audit::explore::Exploration) -> String {
     let mut out = String::new();
-    if let Some(w) = ex.worst {
-        out.push_str(&format!(
+    let line = |w: &WorstCase| {
+        format!(
             "per turn: {} model calls ({} with resends)\nper run:  {} model calls ({} with resends)\n",
             w.per_turn.excluding_resends,
             w.per_turn.including_resends,
             w.per_run.excluding_resends,
             w.per_run.including_resends
-        ));
+        )
+    };
+    match (ex.worst, ex.flow_bound) {
+        (Some(w), Some(f)) if f == w => out.push_str(&format!("{}flow bound: attained\n", line(&w))),
+        (Some(w), Some(f)) => out.push_str(&format!("{}flow bound: higher\n{}", line(&w), line(&f))),
+        (Some(w), None) => out.push_str(&line(&w)),
+        (None, Some(f)) => out.push_str(&format!("{}from the flow bound, past the memory cap\n", line(&f))),
+        (None, None) => {}
     }
     out.push_str(&format!("outer counters: {}\n", ex.outer_counters.join(", ")));
     out.push_str(&format!("outer nodes: {}, segments: {}\n", ex.size.outer_nodes, ex.size.segments));
@@ -117,14 +124,13 @@ fn the_shipped_table_passes_with_its_worst_case() {
     assert_eq!(r.findings, vec![]);
     assert_eq!(r.exit_code(), 0);
     let ex = r.exploration.as_ref().unwrap();
-    let worst = ex.worst.expect("the worst case is proven");
+    let worst = ex.proven_worst().expect("the worst case is proven");
     assert!(worst.per_turn.excluding_resends <= worst.per_turn.including_resends);
     assert!(worst.per_turn.excluding_resends <= worst.per_run.excluding_resends);
     assert!(worst.per_turn.including_resends <= worst.per_run.including_resends);
     let turns = ex.bounds.iter().find(|b| b.name == "turns").unwrap();
     assert_eq!((turns.bound, turns.initial), (100, 99));
     assert_eq!(ex.taken, vec![true; shipped().edges.len()], "every edge is taken by some run");
-    assert_eq!(ex.flow_bound, Some(worst), "the flow bound over edge counts is attained");
     insta::assert_snapshot!("shipped_table_figures", figures(ex));
 }
 
@@ -189,7 +195,21 @@ fn the_text_summary_states_the_proof() {
     let text = report::text(shipped_report());
     let edges = &shipped().edges;
     let count = |kind: &str| edges.iter().filter(|e| e.kind.as_str() == kind).count();
-    let worst = shipped_report().exploration.as_ref().unwrap().worst.unwrap();
+    let ex = shipped_report().exploration.as_ref().unwrap();
+    let worst = ex.proven_worst().unwrap();
+    // The heading says how the worst case was proven: exactly, or past the exploration's
+    // memory cap by the flow bound.
+    let (heading, attained) = match ex.worst {
+        Some(_) => (
+            "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n",
+            "  the flow bound over edge counts is the same: attained\n",
+        ),
+        None => (
+            "worst case (entries into Request; the flow bound over edge counts, an upper bound: every counter \
+             consumed at most its bound per reset)\n",
+            "",
+        ),
+    };
     for line in [
         "agentloop audit: transitions/loop.toml\n".to_owned(),
         format!(
@@ -199,8 +219,7 @@ fn the_text_summary_states_the_proof() {
             count("continue"),
             count("terminal")
         ),
-        "worst case (entries into Request; counters exact, facts free unless the edge into the state sets them)\n"
-            .to_owned(),
+        heading.to_owned(),
         format!(
             "  per turn: at most {} model calls ({} counting retries and fallback)\n",
             worst.per_turn.excluding_resends, worst.per_turn.including_resends
@@ -209,7 +228,7 @@ fn the_text_summary_states_the_proof() {
             "  per run:  at most {} model calls ({} counting retries and fallback) with max_turns = 100\n",
             worst.per_run.excluding_resends, worst.per_run.including_resends
         ),
-        "  the flow bound over edge counts is the same: attained\n".to_owned(),
+        attained.to_owned(),
         "  terminal blocking_limit                    prepare.blocking_limit\n".to_owned(),
         "  terminal budget_exhausted                  prepare.request request.budget_exhausted\n".to_owned(),
         "findings: none\nPASS\n".to_owned(),
@@ -219,8 +238,9 @@ fn the_text_summary_states_the_proof() {
     let json = report::json(shipped_report());
     assert_eq!(json["result"], "pass");
     assert_eq!(json["worst_case"]["per_run"]["including_resends"], worst.per_run.including_resends);
-    assert_eq!(json["worst_case"]["method"], "exploration");
-    assert_eq!(json["worst_case"]["flow_bound"]["per_turn"]["excluding_resends"], worst.per_turn.excluding_resends);
+    assert_eq!(json["worst_case"]["method"], if ex.worst.is_some() { "exploration" } else { "flow_bound" });
+    let flow = ex.flow_bound.unwrap();
+    assert_eq!(json["worst_case"]["flow_bound"]["per_turn"]["excluding_resends"], flow.per_turn.excluding_resends);
     assert_eq!(json["bounds"]["max_turns"], 100);
     assert_eq!(json["witnesses"].as_array().unwrap().len(), shipped().reasons.len());
 }
@@ -237,11 +257,10 @@ fn max_turns_bounds_the_run() {
     .unwrap();
     assert_eq!(r.findings, vec![]);
     let ex = r.exploration.as_ref().unwrap();
-    let worst = ex.worst.unwrap();
-    let shipped_worst = shipped_report().exploration.as_ref().unwrap().worst.unwrap();
+    let worst = ex.proven_worst().unwrap();
+    let shipped_worst = shipped_report().exploration.as_ref().unwrap().proven_worst().unwrap();
     assert_eq!(worst.per_turn, shipped_worst.per_turn);
     assert!(worst.per_run.including_resends < shipped_worst.per_run.including_resends);
-    assert_eq!(ex.flow_bound, Some(worst), "the flow bound over edge counts is attained");
     insta::assert_snapshot!("max_turns_3_figures", figures(ex));
 
     // Past a small memory cap the worst case is the flow bound, and the search edge by edge
@@ -251,13 +270,13 @@ fn max_turns_bounds_the_run() {
     assert_eq!(capped.findings, vec![]);
     let cx = capped.exploration.as_ref().unwrap();
     assert!(cx.stopped.as_deref().is_some_and(|m| m.starts_with("the exploration reached its memory cap of 16 MiB")));
-    assert_eq!((cx.worst, cx.flow_bound), (None, Some(worst)));
+    assert_eq!((cx.worst, cx.proven_worst()), (None, ex.flow_bound));
     let lengths = |e: &Exploration| e.witnesses.iter().map(|w| (w.reason.clone(), w.path.len())).collect::<Vec<_>>();
     assert_eq!(lengths(cx), lengths(ex));
     assert_eq!(cx.taken, ex.taken);
     let json = report::json(&capped);
     assert_eq!((json["result"].as_str(), json["worst_case"]["method"].as_str()), (Some("pass"), Some("flow_bound")));
-    assert_eq!(json["worst_case"]["per_run"]["including_resends"], worst.per_run.including_resends);
+    assert_eq!(json["worst_case"]["per_run"]["including_resends"], ex.flow_bound.unwrap().per_run.including_resends);
     assert!(report::text(&capped).contains(
         "worst case (entries into Request; the flow bound over edge counts, an upper bound: every counter consumed at \
          most its bound per reset)\n"

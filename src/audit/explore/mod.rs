@@ -8,7 +8,9 @@
 //! only on segment exits; a segment (`segment.rs`) explores the rest. The outer graph's nodes are
 //! (segment start, outer counter values). Both levels are searched depth first for cycles, then
 //! walked in topological order: longest paths (memoised, never enumerated) give the worst-case
-//! number of model calls, shortest paths give the witnesses.
+//! number of model calls, shortest paths give the witnesses. When the product does not fit the
+//! memory cap, [`refine`] finds the witnesses edge by edge and the flow bound
+//! ([`crate::audit::flow`]) is the worst case.
 
 pub(crate) mod model;
 pub(crate) mod refine;
@@ -100,4 +102,12 @@ pub struct Exploration {
     pub taken: Vec<bool>,
     /// Cycles, dead ends, edges never taken, limits.
     pub findings: Vec<Finding>,
+}
+
+impl Exploration {
+    /// The worst case the audit proves: the exploration's exact one, or, when it stopped at
+    /// its memory cap, the flow bound (an upper bound). `None` when neither holds (a cycle).
+    pub fn proven_worst(&self) -> Option<WorstCase> {
+        self.worst.or(self.flow_bound.filter(|_| self.stopped.is_some()))
+    }
 }

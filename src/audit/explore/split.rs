@@ -24,9 +24,10 @@
 
 use serde::Serialize;
 
-/// The memory the exploration may hold: 2 GiB. The shipped table needs about a sixth of it.
-/// Past the cap the exploration stops and says so (`W_EXPLORATION_LIMIT`, with its estimate of what the whole
-/// exploration needs) instead of reporting a worst case it did not prove.
+/// The memory the exploration may hold: 2 GiB; the shipped table needs most of it. Past the
+/// cap the exploration stops and reports no exact worst case: the flow bound stands in for it
+/// and [`super::refine`] finds the witnesses (`W_EXPLORATION_LIMIT` only when that search
+/// cannot tell for some edge, with the estimate of what the whole exploration needs).
 pub const DEFAULT_MEMORY_CAP: u64 = 2 << 30;
 
 /// Bytes one segment node costs while its segment is built (node, index entry, successors,
