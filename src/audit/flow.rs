@@ -166,11 +166,14 @@ mod tests {
     use super::*;
     use crate::engine::table;
 
+    /// On the shipped table the bound is attained: `tests/it/audit.rs` snapshots the explored
+    /// worst case beside it. Here, what holds of any table.
     #[test]
-    fn the_shipped_table_bound_equals_the_explored_worst_case() {
+    fn the_shipped_table_is_bounded_and_a_turn_is_within_a_run() {
         let bound = flow_bound(table::shipped(), None).expect("the shipped table is bounded");
-        assert_eq!(bound.per_turn, Calls { excluding_resends: 1764, including_resends: 19415 });
-        assert_eq!(bound.per_run, Calls { excluding_resends: 2952, including_resends: 32483 });
+        assert!(bound.per_turn.excluding_resends <= bound.per_turn.including_resends);
+        assert!(bound.per_turn.excluding_resends <= bound.per_run.excluding_resends);
+        assert!(bound.per_turn.including_resends <= bound.per_run.including_resends);
     }
 
     /// A turn that may start where `next_turn` lands, the call state itself: that edge's call
@@ -277,8 +280,9 @@ terminal = "max_turns"
 
     #[test]
     fn the_max_turns_option_scales_the_run_not_the_turn() {
-        let bound = flow_bound(table::shipped(), Some(1)).expect("bounded");
-        assert_eq!(bound.per_turn.excluding_resends, 1764);
-        assert_eq!(bound.per_run, bound.per_turn);
+        let full = flow_bound(table::shipped(), None).expect("bounded");
+        let one = flow_bound(table::shipped(), Some(1)).expect("bounded");
+        assert_eq!(one.per_turn, full.per_turn);
+        assert!(one.per_run.including_resends < full.per_run.including_resends);
     }
 }

@@ -388,28 +388,27 @@ mod tests {
     fn splits_counters_and_encodes_values() {
         let m = Model::new(shipped(), None).unwrap();
         let names = |r: &Radix| r.counters.iter().map(|&c| m.bounds[c].name.as_str()).collect::<Vec<_>>();
-        assert_eq!(
-            names(&m.outer),
-            vec!["budget_continuations", "stop_hook_blocks", "turns", "structured_output_retries"]
-        );
-        assert_eq!(
-            names(&m.inner),
-            vec![
-                "autocompacts",
-                "autocompact_failures",
-                "collapse_drains",
-                "reactive_compacts",
-                "escalations",
-                "recoveries",
-                "pauses",
-                "fallbacks",
-                "retries",
-                "overloads"
-            ]
-        );
-        assert_eq!((m.outer.space, m.inner.space), (21 * 9 * 101 * 5, 2 * 4 * 2 * 2 * 2 * 4 * 6 * 2 * 11 * 3));
+        // Every counter is on one side; each side's space is the product of its ranges.
+        let (mut all, space) = (names(&m.outer), |r: &Radix| {
+            r.counters.iter().map(|&c| u64::from(m.bounds[c].bound) + 1).product::<u64>()
+        });
+        all.extend(names(&m.inner));
+        all.sort_unstable();
+        let mut declared: Vec<&str> = shipped().counters.iter().map(|c| c.name.as_str()).collect();
+        declared.sort_unstable();
+        assert_eq!(all, declared);
+        assert_eq!((m.outer.space, m.inner.space), (space(&m.outer), space(&m.inner)));
         let v = m.initial_values();
-        assert_eq!(v, vec![20, 8, 99, 4, 1, 3, 1, 1, 1, 3, 5, 1, 2, 10]);
+        // The split the cost model chooses for the shipped table (a table edit that moves it
+        // shows here, for `cargo insta review`).
+        insta::assert_snapshot!(
+            "shipped_split",
+            format!(
+                "outer: {}\ninner: {}\ninitial values: {v:?}",
+                names(&m.outer).join(", "),
+                names(&m.inner).join(", ")
+            )
+        );
         let mut back = vec![0; v.len()];
         m.inner.decode(m.inner.encode(&v), &mut back);
         m.outer.decode(m.outer.encode(&v), &mut back);
