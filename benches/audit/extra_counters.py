@@ -3,24 +3,30 @@
 with its own bound-1 counter, fact and continue reason (each retry's guard also requires that no
 earlier copy's retry is enabled, so the guards stay exclusive and covering): `python3 benches/audit/extra_counters.py 10 > /tmp/t10.toml`,
 then `agentloop audit --table /tmp/t10.toml`. Run from the repository root."""
-import sys
+import re,sys
 src=open('transitions/loop.toml').read()
 def replace_once(text, old, new):
     assert text.count(old) == 1, f'expected once in the table: {old!r}'
     return text.replace(old, new)
 
+def end_turn_guard(text):
+    """The guard of `consume.end_turn` as the table has it now."""
+    m=re.search(r'id = "consume\.end_turn"\n(?:[^\[\n]*\n)*?guard = "([^"\n]*)"', text)
+    assert m, 'consume.end_turn has a guard'
+    return m.group(1)
+
 def example(names):
     t=src
+    base=end_turn_guard(t)
     extra=" && ".join(f"!({f} && {c}_left)" for f,c in names)
-    t=replace_once(t, 'guard = "!has_tool_use && !truncated && !(paused && pauses_left)"\nto = "Checkpoint"',
-                   f'guard = "!has_tool_use && !truncated && !(paused && pauses_left) && {extra}"\nto = "Checkpoint"')
+    t=replace_once(t, f'guard = "{base}"\n', f'guard = "{base} && {extra}"\n')
     t=replace_once(t, '  "turns",\n', '  "turns",\n'+"".join(f'  "{c}",\n' for f,c in names))
     for f,c in names:
         # The first copy whose fact holds with its counter left wins, so the guards stay
         # exclusive and covering.
         earlier=names[:names.index((f,c))]
         others=" && ".join(f"!({g} && {d}_left)" for g,d in earlier)
-        guard=f"!has_tool_use && !truncated && !(paused && pauses_left) && {f} && {c}_left" + (f" && {others}" if others else "")
+        guard=f"{base} && {f} && {c}_left" + (f" && {others}" if others else "")
         t+=f'''
 [[reason]]
 name = "{c}_retry"
