@@ -54,9 +54,9 @@ pub enum Code {
     BadSets,
     /// The engine's loader rejected the table for a reason the auditor has no code for.
     TableRejected,
-    /// One of the seven continue reasons has no edge.
+    /// One of the engine's continue reasons has no edge.
     MissingContinueReason,
-    /// One of the nine terminal reasons has no edge.
+    /// One of the engine's terminal reasons has no edge.
     MissingTerminalReason,
     /// An edge targets a superstate.
     TargetNotLeaf,

@@ -692,6 +692,51 @@ fn the_readme_lists_the_tables_reasons() {
     keep_current("README.md", &want);
 }
 
+/// `transitions/README.md`'s list of the reasons a table without `[[reason]]` declares, and
+/// the worst case of the shipped table, between their markers. The figures are the flow bound
+/// (the exploration attains it on the shipped table: see the snapshots).
+#[test]
+fn the_table_readme_lists_the_reasons_and_the_worst_case() {
+    let rel = "transitions/README.md";
+    let text = std::fs::read_to_string(root().join(rel)).unwrap();
+    let between = |text: &str, what: &str, body: &str| {
+        let open = format!("<!-- {what}: generated from transitions/loop.toml (cargo test rewrites it) -->\n");
+        let close = format!("<!-- /{what} -->\n");
+        let start = text.find(&open).unwrap_or_else(|| panic!("{rel} has the {what} marker")) + open.len();
+        let end = start + text[start..].find(&close).unwrap_or_else(|| panic!("{rel} closes the {what} marker"));
+        format!("{}{body}{}", &text[..start], &text[end..])
+    };
+    let table = shipped();
+    let names = |terminal: bool| -> Vec<String> {
+        let reasons = table.reasons.iter().filter(|r| r.terminal == terminal);
+        reasons
+            .map(|r| match r.exit_code {
+                Some(code) if terminal => format!("`{}` (exit {code})", r.name),
+                _ => format!("`{}`", r.name),
+            })
+            .collect()
+    };
+    let mut reasons = wrap(&format!("- continue: {};", names(false).join(", ")), 96);
+    reasons.push_str(&wrap(&format!("- terminal: {}.", names(true).join(", ")), 96));
+    let w = agentloop::audit::flow::flow_bound(table, None).expect("the shipped table has a worst case");
+    let turns = table.counters.iter().find(|c| c.option.as_deref() == Some("max_turns")).map_or(0, |c| c.bound);
+    let worst = wrap(
+        &format!(
+            "For the shipped table at the default bounds the audit proves at most **{}** model calls per turn \
+             ({} counting retries and the fallback) and at most **{}** per run with `max_turns = {turns}` ({} \
+             counting them).",
+            w.per_turn.excluding_resends,
+            w.per_turn.including_resends,
+            w.per_run.excluding_resends,
+            w.per_run.including_resends
+        ),
+        96,
+    )
+    .replace("\n  ", "\n");
+    let want = between(&between(&text, "reasons", &reasons), "worst case", &worst);
+    keep_current(rel, &want);
+}
+
 /// `text` cut at spaces into lines of at most `width` characters, continued with two spaces.
 fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
