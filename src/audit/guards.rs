@@ -12,9 +12,13 @@ use crate::engine::table::{EdgeDecl, StateKind, Table};
 use crate::table::finding::{Code, Finding, Location};
 use crate::table::guard::{FactValue, Facts, Guard};
 
-/// Above this many partial assignments judged ([`search`]) per (state, event) the check stops
-/// with a warning.
-const MAX_CASES: usize = 1 << 22;
+/// Above this many guard evaluations ([`search`]: each partial assignment judged costs one per
+/// guard it judges) per (state, event) the check stops with a warning. Every pair of the
+/// shipped table needs fewer than 2^17; `Consume`/`message_complete` with ten more retry
+/// edges (`benches/audit/extra_counters.py 10`) between 2^22 and 2^23, its coverage check
+/// walking the 3^10 ways no retry is enabled. The old enumeration's bound, 2^20 assignments
+/// of every guard of a pair, was about as much work.
+const MAX_WORK: usize = 1 << 23;
 
 /// The values one atom ranges over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,18 +94,20 @@ pub(crate) enum Verdict {
     Take,
 }
 
-/// A [`search`] judged more partial assignments than its budget allowed.
+/// A [`search`] evaluated guards more often than its budget allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooMany;
 
-/// A backtracking search over the assignments of `domains` on top of `base`, in odometer
-/// order, with [`Guard::eval_partial`]: `judge` sees each guard's three-valued value under a
-/// partial assignment and says whether to descend, skip every extension or take them all;
-/// `take` gets the first assignment of a taken block and how many it holds (saturating), and
-/// may break. Guards that read two dozen atoms thus cost the cases `judge` tells apart, not
-/// 2^24 assignments, and what the search takes first is what full enumeration finds first.
+/// A backtracking search over the assignments of `domains` on top of `base`, in the odometer
+/// order of `domains` as given (the first atom varies slowest, `false` before `true`), with
+/// [`Guard::eval_partial`]: `judge` sees each guard's three-valued value under a partial
+/// assignment and says whether to descend, skip every extension or take them all; `take` gets
+/// the first assignment of a taken block (the unassigned atoms at their first values) and how
+/// many it holds (saturating), and may break. Guards that read two dozen atoms thus cost the
+/// cases `judge` tells apart, not 2^24 assignments.
 /// Under a complete assignment an undecided guard reads an atom outside `domains` and `base`,
-/// and does not hold. At most `budget` partial assignments are judged.
+/// and does not hold. Each partial assignment judged takes one unit of `budget` per guard;
+/// past it the search stops with [`TooMany`].
 pub(crate) fn search(
     domains: &[(String, Domain)],
     base: &Facts,
@@ -194,7 +200,7 @@ struct Walker<'a, 'g> {
 
 impl Walker<'_, '_> {
     fn walk(&mut self, at: usize, facts: &mut Facts) -> Result<ControlFlow<()>, TooMany> {
-        self.budget = self.budget.checked_sub(1).ok_or(TooMany)?;
+        self.budget = self.budget.checked_sub(self.guards.len().max(1)).ok_or(TooMany)?;
         let complete = at == self.domains.len();
         for (slot, guard) in self.values.iter_mut().zip(self.guards) {
             let v = guard.map_or(Some(true), |g| g.eval_partial(facts));
@@ -234,7 +240,7 @@ pub(crate) fn satisfiable(table: &Table, guard: Option<&Guard>, base: &Facts) ->
         domains(table, guard).into_iter().filter(|(n, _)| !base.contains_key(n)).collect();
     // A guard whose cases pass the budget (none a person writes) counts as satisfiable: the
     // exploration then over-approximates, which keeps its worst case an upper bound.
-    !matches!(first_taken(&free, base, &[guard], &mut MAX_CASES.clone(), &mut all_hold), Ok(None))
+    !matches!(first_taken(&free, base, &[guard], &mut MAX_WORK.clone(), &mut all_hold), Ok(None))
 }
 
 /// `name=value, ...` for a message.
@@ -318,7 +324,7 @@ pub fn guard_findings(table: &Table, path: &str) -> Vec<Finding> {
             let guards: Vec<Option<&Guard>> = edges.iter().map(|e| e.guard.as_ref()).collect();
             let doms = by_use(&domains(table, edges.iter().filter_map(|e| e.guard.as_ref())), &guards);
             let canonical = by_name(&doms);
-            let mut budget = MAX_CASES;
+            let mut budget = MAX_WORK;
             let mut group = || -> Result<(Vec<Finding>, Vec<bool>), TooMany> {
                 let mut found = Vec::new();
                 // Overlaps, in the order full enumeration meets them: by the first assignment
@@ -412,7 +418,7 @@ pub fn guard_findings(table: &Table, path: &str) -> Vec<Finding> {
                 }
                 Err(TooMany) => {
                     let m = format!(
-                        "`{}` on `{event}`: the guards have more than {MAX_CASES} cases to tell apart",
+                        "`{}` on `{event}`: telling the guards' cases apart takes more than {MAX_WORK} evaluations",
                         state.name
                     );
                     out.push(Finding::new(Code::ExplorationLimit, m, at));
@@ -440,14 +446,17 @@ fn consume_findings(table: &Table, path: &str) -> Vec<Finding> {
             let doms: Vec<(String, Domain)> =
                 domains(table, e.guard.iter()).into_iter().filter(|(n, _)| *n != left).collect();
             let at = Location::at(path, Some(e.line)).edge(&e.id);
-            match least_taken(&doms, &base, &[e.guard.as_ref()], &mut MAX_CASES.clone(), &mut all_hold) {
+            match least_taken(&doms, &base, &[e.guard.as_ref()], &mut MAX_WORK.clone(), &mut all_hold) {
                 Ok(Some(facts)) => {
                     let m = format!("edge `{}` consumes `{c}` but is enabled when {}", e.id, describe(&facts));
                     out.push(Finding::new(Code::ConsumeUnguarded, m, at));
                 }
                 Ok(None) => {}
                 Err(TooMany) => {
-                    let m = format!("edge `{}`: its guard has more than {MAX_CASES} cases to tell apart", e.id);
+                    let m = format!(
+                        "edge `{}`: telling its guard's cases apart takes more than {MAX_WORK} evaluations",
+                        e.id
+                    );
                     out.push(Finding::new(Code::ExplorationLimit, m, at));
                 }
             }
