@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::permissions::Mode;
-use crate::settings::frontmatter::{Document, FileError};
+use crate::settings::frontmatter::{Document, FileError, markdown_files};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
 
 /// The name of the tool a model delegates with; a child is never offered it.
@@ -201,7 +201,7 @@ impl Agents {
                 SettingSource::User => AgentSource::User,
                 SettingSource::Project | SettingSource::Local => AgentSource::Project,
             };
-            for path in agent_files(&dir) {
+            for path in markdown_files(&dir) {
                 match read_file(&path, from) {
                     Ok(definition) => agents.insert(definition),
                     Err(e) => warnings.push(format!("{e}; the agent is ignored")),
@@ -276,18 +276,6 @@ impl Agents {
     pub fn names(&self) -> Vec<String> {
         self.list.iter().map(|d| d.name.clone()).collect()
     }
-}
-
-/// The `.md` files directly in `dir`, sorted; none when it does not exist.
-fn agent_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-        .collect();
-    found.sort();
-    found
 }
 
 /// Read one Markdown definition.

@@ -16,10 +16,10 @@
 //! when its `system_prompt` is not set) or `--system-prompt-file` replaces the whole prompt,
 //! the style included, as in Claude Code; `system/init` still names the style chosen.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::engine::options::DEFAULT_SYSTEM_PROMPT;
-use crate::settings::frontmatter::{Document, FileError};
+use crate::settings::frontmatter::{Document, FileError, markdown_files};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
 
 /// The style in force when the settings name none.
@@ -195,18 +195,6 @@ pub fn system_prompt(style: &OutputStyle) -> String {
     format!("{base}\n\n# Output Style: {}\n{}", style.name, style.prompt.trim_end())
 }
 
-/// The `.md` files under `dir`, sorted; none when it does not exist.
-fn markdown_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-        .collect();
-    files.sort();
-    files
-}
-
 /// Read one style file.
 fn read_style(path: &Path, source: SettingSource) -> Result<OutputStyle, FileError> {
     let (file, doc) = Document::read(path)?;
@@ -229,7 +217,7 @@ mod tests {
         ConfigDirs { user: Some(root.join("claude")), project: root.join("project") }
     }
 
-    fn write(path: PathBuf, text: &str) {
+    fn write(path: std::path::PathBuf, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }

@@ -75,6 +75,19 @@ pub enum FileError {
     Frontmatter(#[from] FrontmatterError),
 }
 
+/// The `.md` files directly in `dir` (output styles, agent definitions), sorted; none when it
+/// does not exist.
+pub fn markdown_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
 impl Document {
     /// Read and parse the file at `path`: the name errors give it (its path as shown) and
     /// the document.
