@@ -50,10 +50,7 @@ pub(crate) fn domains<'g>(table: &Table, guards: impl IntoIterator<Item = &'g Gu
 /// The position of each domain's value in `facts`, for ordering assignments as the odometer
 /// meets them.
 fn rank(domains: &[(String, Domain)], facts: &Facts) -> Vec<usize> {
-    domains
-        .iter()
-        .map(|(name, domain)| domain.values().iter().position(|v| facts.get(name) == Some(v)).unwrap_or(0))
-        .collect()
+    domains.iter().map(|(name, domain)| facts.get(name).and_then(|v| domain.position(v)).unwrap_or(0)).collect()
 }
 
 impl Domain {
@@ -65,19 +62,21 @@ impl Domain {
         }
     }
 
-    /// Its values in enumeration order: `false` before `true`, values in declared order.
-    pub(crate) fn values(&self) -> Vec<FactValue> {
+    /// Its value at `index` in enumeration order (`false` before `true`, values in declared
+    /// order); `index` below [`Domain::len`].
+    pub(crate) fn value(&self, index: usize) -> FactValue {
         match self {
-            Domain::Bool => vec![FactValue::Bool(false), FactValue::Bool(true)],
-            Domain::Values(v) => v.iter().cloned().map(FactValue::Value).collect(),
+            Domain::Bool => FactValue::Bool(index == 1),
+            Domain::Values(v) => FactValue::Value(v[index].clone()),
         }
     }
 
-    /// Its first value.
-    pub(crate) fn first(&self) -> FactValue {
-        match self {
-            Domain::Bool => FactValue::Bool(false),
-            Domain::Values(v) => FactValue::Value(v.first().cloned().unwrap_or_default()),
+    /// Where `value` is in enumeration order, if it is one of the domain's.
+    fn position(&self, value: &FactValue) -> Option<usize> {
+        match (self, value) {
+            (Domain::Bool, FactValue::Bool(b)) => Some(usize::from(*b)),
+            (Domain::Values(v), FactValue::Value(x)) => v.iter().position(|y| y == x),
+            _ => None,
         }
     }
 }
@@ -212,15 +211,15 @@ impl Walker<'_, '_> {
                 let rest = &self.domains[at..];
                 let mut first = facts.clone();
                 for (name, domain) in rest {
-                    first.entry(name.clone()).or_insert_with(|| domain.first());
+                    first.entry(name.clone()).or_insert_with(|| domain.value(0));
                 }
                 let size = rest.iter().fold(1u64, |n, (_, d)| n.saturating_mul(d.len() as u64));
                 Ok((self.take)(&first, size))
             }
             (Verdict::Descend, false) => {
                 let (name, domain) = &self.domains[at];
-                for value in domain.values() {
-                    facts.insert(name.clone(), value);
+                for index in 0..domain.len() {
+                    facts.insert(name.clone(), domain.value(index));
                     let flow = self.walk(at + 1, facts);
                     if !matches!(flow, Ok(ControlFlow::Continue(()))) {
                         facts.remove(name);

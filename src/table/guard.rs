@@ -137,28 +137,8 @@ impl Guard {
                 None => None,
             },
             Guard::Not(inner) => inner.eval_partial(facts).map(|v| !v),
-            Guard::All(parts) => {
-                let mut known = true;
-                for part in parts {
-                    match part.eval_partial(facts) {
-                        Some(false) => return Some(false),
-                        Some(true) => {}
-                        None => known = false,
-                    }
-                }
-                known.then_some(true)
-            }
-            Guard::Any(parts) => {
-                let mut known = true;
-                for part in parts {
-                    match part.eval_partial(facts) {
-                        Some(true) => return Some(true),
-                        Some(false) => {}
-                        None => known = false,
-                    }
-                }
-                known.then_some(false)
-            }
+            Guard::All(parts) => junction(parts, facts, false),
+            Guard::Any(parts) => junction(parts, facts, true),
         }
     }
 
@@ -184,6 +164,20 @@ impl Guard {
             Guard::All(parts) | Guard::Any(parts) => parts.iter().for_each(|p| p.collect(out)),
         }
     }
+}
+
+/// `parts` joined by `&&` (`decisive` false) or `||` (true), in three-valued logic: one part
+/// of the decisive value decides it, else any undecided part leaves it undecided.
+fn junction(parts: &[Guard], facts: &Facts, decisive: bool) -> Option<bool> {
+    let mut known = true;
+    for part in parts {
+        match part.eval_partial(facts) {
+            Some(v) if v == decisive => return Some(decisive),
+            Some(_) => {}
+            None => known = false,
+        }
+    }
+    known.then_some(!decisive)
 }
 
 #[derive(Debug, Clone, PartialEq)]
