@@ -129,6 +129,12 @@ pub(crate) struct EdgeInfo {
     pub on_outer: Effect,
     /// What the edge does to the inner counters' code.
     pub on_inner: Effect,
+    /// Counters (indices) it consumes.
+    pub consumes: Vec<usize>,
+    /// Counters (indices) it resets.
+    pub resets: Vec<usize>,
+    /// Counters (indices) its guard reads as `COUNTER_left`.
+    pub reads: Vec<usize>,
 }
 
 /// Mixed-radix encoding of a subset of the counters.
@@ -301,6 +307,13 @@ impl<'t> Model<'t> {
                 let next_turn = is_next_turn(e);
                 let on_outer = outer.effect(&consumes, &resets);
                 let on_inner = inner.effect(&consumes, &resets);
+                let reads = e
+                    .guard
+                    .iter()
+                    .flat_map(|g| g.atoms().into_keys())
+                    .filter(|atom| table.fact(atom).is_none())
+                    .filter_map(|atom| atom.strip_suffix("_left").and_then(&index))
+                    .collect();
                 EdgeInfo {
                     to,
                     terminal,
@@ -309,6 +322,9 @@ impl<'t> Model<'t> {
                     exit: terminal || next_turn || !on_outer.is_empty(),
                     on_outer,
                     on_inner,
+                    consumes,
+                    resets,
+                    reads,
                 }
             })
             .collect();
@@ -316,16 +332,8 @@ impl<'t> Model<'t> {
             .iter()
             .map(|p| {
                 let ancestry = table.ancestry(&table.states[p.state].name);
-                let mut bits = 0u64;
-                for e in table.edges.iter().filter(|e| ancestry.contains(&e.from.as_str())) {
-                    for atom in e.guard.iter().flat_map(|g| g.atoms().into_keys()) {
-                        let counter = atom.strip_suffix("_left").and_then(&index);
-                        if let (Some(c), None) = (counter, table.fact(&atom)) {
-                            bits |= 1 << c;
-                        }
-                    }
-                }
-                bits
+                let from_here = table.edges.iter().zip(&edges).filter(|(e, _)| ancestry.contains(&e.from.as_str()));
+                from_here.flat_map(|(_, info): (_, &EdgeInfo)| &info.reads).fold(0u64, |bits, c| bits | 1 << c)
             })
             .collect();
         let cache = RefCell::new((0..places.len()).map(|_| FastMap::default()).collect());

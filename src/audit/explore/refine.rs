@@ -30,26 +30,9 @@ pub(crate) enum Reach {
 /// Bytes one node of the abstract search costs (node, index entry, queue), against the cap.
 pub(crate) const ABSTRACT_NODE_BYTES: u64 = 64;
 
-/// The counter indices `edge`'s guard reads as `COUNTER_left`.
-fn counters_read(model: &Model<'_>, edge: usize) -> Vec<usize> {
-    let table = model.table;
-    let Some(guard) = &table.edges[edge].guard else { return Vec::new() };
-    guard
-        .atoms()
-        .into_keys()
-        .filter(|atom| table.fact(atom).is_none())
-        .filter_map(|atom| {
-            let name = atom.strip_suffix("_left")?.to_owned();
-            table.counters.iter().position(|c| c.name == name)
-        })
-        .collect()
-}
-
 /// Replay `path` with exact counters from the start: the index of the first edge that is not
 /// enabled where the path takes it, if any.
 fn replay(model: &Model<'_>, path: &[usize]) -> Option<usize> {
-    let table = model.table;
-    let index = |name: &String| table.counters.iter().position(|c| &c.name == name);
     let mut values = model.initial_values();
     let mut place = model.initial;
     for (step, &k) in path.iter().enumerate() {
@@ -57,11 +40,11 @@ fn replay(model: &Model<'_>, path: &[usize]) -> Option<usize> {
         if !model.enabled(place, mask).contains(&k) {
             return Some(step);
         }
-        let e = &table.edges[k];
-        for c in e.consumes.iter().filter_map(index) {
+        let e = &model.edges[k];
+        for &c in &e.consumes {
             values[c] = values[c].saturating_sub(1);
         }
-        for c in e.resets.iter().filter_map(index) {
+        for &c in &e.resets {
             values[c] = model.bounds[c].bound;
         }
         place = model.edges[k].to;
@@ -79,19 +62,9 @@ enum Abstract {
 /// Breadth-first search, tracking exactly the counters in `tracked`, for the shortest path
 /// whose last edge is `target`.
 fn search(model: &Model<'_>, tracked: &[usize], target: usize, budget: usize) -> Abstract {
-    let table = model.table;
     let Some(radix) = Radix::new(tracked.to_vec(), &model.bounds) else { return Abstract::OverBudget };
     let known = tracked.iter().fold(0u64, |m, c| m | 1 << c);
-    let index = |name: &String| table.counters.iter().position(|c| &c.name == name);
-    let effects: Vec<_> = table
-        .edges
-        .iter()
-        .map(|e| {
-            let consumes: Vec<usize> = e.consumes.iter().filter_map(index).collect();
-            let resets: Vec<usize> = e.resets.iter().filter_map(index).collect();
-            radix.effect(&consumes, &resets)
-        })
-        .collect();
+    let effects: Vec<_> = model.edges.iter().map(|e| radix.effect(&e.consumes, &e.resets)).collect();
     // (place, code, predecessor node, edge from it); the first node is the start.
     let start = (model.initial as u32, radix.encode(&model.initial_values()));
     let mut nodes: Vec<(u32, u64, u32, u32)> = vec![(start.0, start.1, u32::MAX, u32::MAX)];
@@ -144,7 +117,7 @@ pub(crate) fn shortest_run(model: &Model<'_>, edge: usize, budget: usize) -> Rea
         };
         let Some(step) = replay(model, &path) else { return Reach::Path(path) };
         let missing: Vec<usize> =
-            counters_read(model, path[step]).into_iter().filter(|c| !tracked.contains(c)).collect();
+            model.edges[path[step]].reads.iter().copied().filter(|c| !tracked.contains(c)).collect();
         if missing.is_empty() {
             // Cannot happen: untracked counters are the only difference from the product.
             return Reach::Unknown;

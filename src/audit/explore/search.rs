@@ -194,30 +194,49 @@ impl Search<'_, '_> {
     }
 }
 
+/// One witness per reason some edge reaches: the run to the reason's edge with the fewest
+/// edges before it (`distance`, `None` for an edge never reached; ties to the edge first in
+/// the table), as `path` gives it. Continue reasons first, then terminal ones, each in
+/// declaration order.
+fn witnesses(
+    table: &Table,
+    distance: impl Fn(usize) -> Option<u64>,
+    path: impl Fn(usize) -> Vec<String>,
+) -> Vec<Witness> {
+    let mut out = Vec::new();
+    for terminal in [false, true] {
+        for r in table.reasons.iter().filter(|r| r.terminal == terminal) {
+            let pick = (0..table.edges.len())
+                .filter(|&k| table.edges[k].reason.as_deref() == Some(r.name.as_str()))
+                .filter_map(|k| distance(k).map(|d| (d, k)))
+                .min();
+            if let Some((_, k)) = pick {
+                let kind = if terminal { "terminal" } else { "continue" };
+                out.push(Witness { kind, reason: r.name.clone(), path: path(k) });
+            }
+        }
+    }
+    out
+}
+
 /// Witnesses, edges taken and edges no run takes from [`refine::reach_all`], for an
 /// exploration that stopped at its cap.
 fn refined(table: &Table, path: &str, model: &Model<'_>, cap: u64, result: &mut Exploration) {
     let ids = |p: &[usize]| p.iter().map(|&e| table.edges[e].id.clone()).collect::<Vec<_>>();
     let budget = usize::try_from(cap / refine::ABSTRACT_NODE_BYTES).unwrap_or(usize::MAX);
     let reach = refine::reach_all(model, budget);
-    for terminal in [false, true] {
-        for r in table.reasons.iter().filter(|r| r.terminal == terminal) {
-            let pick = (0..table.edges.len())
-                .filter(|&k| table.edges[k].reason.as_deref() == Some(r.name.as_str()))
-                .filter_map(|k| match &reach[k] {
-                    Reach::Path(p) => Some((p.len(), k, p)),
-                    _ => None,
-                })
-                .min_by_key(|&(len, k, _)| (len, k));
-            if let Some((_, _, p)) = pick {
-                let kind = if terminal { "terminal" } else { "continue" };
-                result.witnesses.push(Witness { kind, reason: r.name.clone(), path: ids(p) });
-            }
-        }
-    }
+    let length = |k: usize| match &reach[k] {
+        Reach::Path(p) => Some(p.len() as u64),
+        _ => None,
+    };
+    let run = |k: usize| match &reach[k] {
+        Reach::Path(p) => ids(p),
+        _ => Vec::new(),
+    };
+    result.witnesses = witnesses(table, length, run);
     result.taken = reach.iter().map(|r| matches!(r, Reach::Path(_) | Reach::Taken)).collect();
     result.undecided = (0..reach.len()).filter(|&k| reach[k] == Reach::Unknown).collect();
-    for (_, e) in table.edges.iter().enumerate().filter(|&(k, _)| reach[k] == Reach::Never) {
+    for (e, _) in table.edges.iter().zip(&reach).filter(|(_, r)| **r == Reach::Never) {
         let m = format!(
             "edge `{}` is never taken: no path from the start reaches it, even with the counters its way \
              does not need left free",
@@ -464,20 +483,7 @@ pub fn explore_within(table: &Table, path: &str, max_turns: Option<u32>, cap: u6
             p
         })
     };
-    // Continue reasons first, then terminal ones, each in declaration order.
-    for terminal in [false, true] {
-        for r in table.reasons.iter().filter(|r| r.terminal == terminal) {
-            let pick = (0..table.edges.len())
-                .filter(|&k| table.edges[k].reason.as_deref() == Some(r.name.as_str()))
-                .filter_map(|k| best[k].map(|b| (b.0, k)))
-                .min();
-            if let Some((_, k)) = pick {
-                let kind = if terminal { "terminal" } else { "continue" };
-                let path = ids(&path_to_edge(k).unwrap_or_default());
-                result.witnesses.push(Witness { kind, reason: r.name.clone(), path });
-            }
-        }
-    }
+    result.witnesses = witnesses(table, |k| best[k].map(|b| b.0), |k| ids(&path_to_edge(k).unwrap_or_default()));
     result.taken = best.iter().map(Option::is_some).collect();
 
     let mut values = values;
