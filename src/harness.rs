@@ -121,7 +121,9 @@ pub fn policy(
 /// # Errors
 /// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
 pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>) -> Result<ScenarioRun, HarnessError> {
-    run_scenario_with(scenario, dir, clock, Registry::standard(), scenario_options(scenario)).await
+    let agents = Arc::new(crate::launch::spec::scenario_agents(scenario));
+    run_scenario_with(scenario, dir, clock, crate::launch::spec::session_tools(&agents), scenario_options(scenario))
+        .await
 }
 
 /// [`run_scenario`] with a chosen tool registry and options (tests wrap tools to observe them;

@@ -92,10 +92,7 @@
 //! - `cli`: the `agentloop` command line: clap's flags, resolved onto the launch layer.
 #![warn(missing_docs)]
 
-// The definitions land before the `Agent` tool that runs them (issue 24); until then only
-// their tests use them.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) mod agents;
+pub mod agents;
 pub mod audit;
 pub(crate) mod cli;
 pub(crate) mod commands;

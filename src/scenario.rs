@@ -53,10 +53,29 @@ pub struct Scenario {
     /// Replies to side requests (compaction summaries), in order.
     #[serde(default)]
     pub aux: Vec<ScriptedResponse>,
+    /// Replies to the requests of subagents' runs: a request whose first message is a
+    /// script's `prompt` (the `Agent` call's) is answered from that script's `responses`,
+    /// so each child run is scripted apart, whatever order parallel children ask in.
+    #[serde(default)]
+    pub subagents: Vec<SubagentScript>,
+    /// Subagent definitions besides the built-in `general-purpose`, as `--agents` takes
+    /// them: `{name: {description, prompt, tools, model, permissionMode, maxTurns}}`.
+    #[serde(default)]
+    pub agents: Value,
     /// What a run of the scenario comes to. The run ignores it; the tests check every
     /// built-in scenario against its own (`tests/it/transitions.rs`).
     #[serde(default)]
     pub outcome: Option<Outcome>,
+}
+
+/// The replies of one subagent's run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentScript {
+    /// The `prompt` of the `Agent` call that starts it: its run's first user message.
+    pub prompt: String,
+    /// Its replies, in order.
+    pub responses: Vec<ScriptedResponse>,
 }
 
 /// The edges a scenario's run takes and the reason it ends with.
@@ -215,6 +234,12 @@ pub struct Expect {
     /// `is_error` of each tool_result of the last user message, in order.
     #[serde(default)]
     pub tool_result_is_error: Option<Vec<bool>>,
+    /// The names of the tools the request offers, in order.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// The exact system prompt of the request.
+    #[serde(default)]
+    pub system: Option<String>,
 }
 
 /// A scripted failure.

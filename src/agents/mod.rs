@@ -17,6 +17,9 @@
 //! with `prompt` for the body. A definition that cannot be used is skipped with a warning
 //! naming the file and line (or the JSON key); reading one runs nothing.
 
+pub(crate) mod host;
+pub(crate) mod tool;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -24,6 +27,9 @@ use serde_json::Value;
 use crate::permissions::Mode;
 use crate::settings::frontmatter::{Document, FileError, markdown_files};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
+
+pub use host::Spawner;
+pub use tool::AgentTool;
 
 /// The name of the tool a model delegates with; a child is never offered it.
 pub const AGENT_TOOL: &str = "Agent";

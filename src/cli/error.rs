@@ -75,6 +75,9 @@ pub enum ResolveError {
     /// `--json-schema` is no usable schema.
     #[error("--json-schema: {0}")]
     JsonSchema(SchemaError),
+    /// `--agents` is not a JSON object of agent definitions.
+    #[error(transparent)]
+    Agents(crate::agents::DefinitionError),
     /// `--tools` names a tool there is not.
     #[error("--tools: unknown tool `{name}` (tools: {})", .known.join(", "))]
     UnknownTool {

@@ -82,6 +82,11 @@ pub struct RunFlags {
     /// all three (a scripted scenario: none, it carries its own settings).
     #[arg(long, value_name = "SOURCES")]
     pub setting_sources: Option<String>,
+    /// Subagent definitions the `Agent` tool may delegate to, as JSON:
+    /// `{"NAME": {"description": …, "prompt": …, "tools": [...], "model": "haiku"}}`; they join
+    /// the built-in `general-purpose` and the `agents/*.md` files of --setting-sources.
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
     /// default, acceptEdits, plan or bypassPermissions.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
@@ -340,7 +345,7 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     load_settings(&mut spec, args)?;
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
     if let Some(names) = &args.tools {
-        spec.tools = tool_subset(names)?;
+        spec.tools = tool_subset(names, &spec.tools)?;
     }
     spec.partial_messages = args.include_partial_messages;
     spec.options.table = table;
@@ -427,6 +432,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         prompt: String::new(),
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         tools: Registry::standard(),
+        agents: Arc::default(),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
@@ -470,6 +476,21 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     for warning in warnings {
         eprintln!("agentloop: warning: {warning}");
     }
+    let (mut agents, more) =
+        crate::agents::Agents::discover(&sources, &dirs, args.agents.as_deref()).map_err(ResolveError::Agents)?;
+    if spec.scripted.is_some() {
+        // The scenario's own definitions, below the flag's and the files'.
+        for definition in spec.agents.iter().filter(|d| d.source != crate::agents::AgentSource::BuiltIn) {
+            if agents.get(&definition.name).is_none() {
+                agents.insert(definition.clone());
+            }
+        }
+    }
+    for warning in more {
+        eprintln!("agentloop: warning: {warning}");
+    }
+    spec.agents = Arc::new(agents);
+    spec.tools = crate::launch::spec::session_tools(&spec.agents);
     spec.setting_sources = sources;
     spec.commands = Arc::new(commands);
     spec.output_styles = styles;
@@ -477,11 +498,10 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     Ok(())
 }
 
-/// `--tools`: the standard tools named (comma-separated), `default` for all, "" for none.
-fn tool_subset(names: &str) -> Result<Registry, ResolveError> {
-    let all = Registry::standard();
+/// `--tools`: the tools of `all` named (comma-separated), `default` for all, "" for none.
+fn tool_subset(names: &str, all: &Registry) -> Result<Registry, ResolveError> {
     if names.trim() == "default" {
-        return Ok(all);
+        return Ok(all.clone());
     }
     let mut chosen = Registry::new();
     for name in names.split([',', ' ']).map(str::trim).filter(|n| !n.is_empty()) {
@@ -646,10 +666,11 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
     }
     if spec.format == OutputFormat::StreamJson {
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-        let init =
+        let mut init =
             system_init(&session_id, &spec.cwd, &spec.options.model, &names, spec.policy.mode().as_str(), &mcp_status)
                 .with_sandbox(&spec.sandbox, spec.policy.mode())
                 .with_commands(&spec.commands.slash_commands(), &spec.output_style.name);
+        init["agents"] = serde_json::json!(spec.agents.names());
         stdout.line(&init.to_string());
     }
     let deps = Deps {

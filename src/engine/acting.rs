@@ -2,6 +2,7 @@
 
 use statig::prelude::*;
 
+use crate::engine::events::EngineEvent;
 use crate::engine::generated::choice::acting;
 use crate::engine::generated::choice::execute_tools::ToolsFinished;
 use crate::engine::machine::{Ctx, Machine, State};
@@ -39,6 +40,11 @@ impl Machine {
             return Handled;
         }
         let Some(ToolsFinished::Done) = self.decide::<ToolsFinished>(ctx, &mut NoFacts).await else { return Handled };
+        for (id, extra) in outcome.extras {
+            self.st.cost_usd += extra.cost_usd;
+            self.st.delegated.extend(extra.usage);
+            ctx.emit(EngineEvent::ToolUseResult { id, value: extra.tool_use_result });
+        }
         self.append(ctx, Message { role: Role::User, content: outcome.results });
         self.st.hook_stop = outcome.hook_stop;
         self.st.structured = outcome.structured;

@@ -13,12 +13,13 @@
 //! The calls of an MCP server's tools carry `"mcp":{"server":…,"tool":…}` besides (the server's
 //! name and the tool's own name on it); other calls have no `mcp` field.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::engine::trace::TraceRecord;
+use crate::engine::trace::{TraceHeader, TraceRecord};
 use crate::permissions::{Approval, ApprovalRequest};
 use crate::protocol::Message;
 use crate::session::{ReplyInfo, Uuid};
@@ -162,6 +163,83 @@ pub enum EngineEvent {
     },
     /// Something the user should know that does not end the run.
     Warning(String),
+    /// A subagent's run started, for the `Agent` call `agent.tool_use_id`; `header` is its
+    /// trace header.
+    SubagentStarted {
+        /// Which subagent.
+        agent: Arc<SubagentRun>,
+        /// Its trace header (bounds and counters of the child machine).
+        header: Box<TraceHeader>,
+    },
+    /// Something a subagent's run did, as its own sink saw it.
+    Subagent {
+        /// Which subagent.
+        agent: Arc<SubagentRun>,
+        /// What happened in it.
+        event: Box<EngineEvent>,
+    },
+    /// A subagent's run ended.
+    SubagentEnded {
+        /// Which subagent.
+        agent: Arc<SubagentRun>,
+        /// How it ended.
+        report: Box<SubagentReport>,
+    },
+    /// What a call gives the caller beside the model's `tool_result` (stream-json's
+    /// `tool_use_result`): sent before the message holding the result.
+    ToolUseResult {
+        /// The tool_use id.
+        id: String,
+        /// The value.
+        value: Value,
+    },
+}
+
+/// One subagent run: the `Agent` call that started it and who it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubagentRun {
+    /// Its id (`agent_id` on its stream-json lines, `agentId` in its transcript).
+    pub agent_id: String,
+    /// Its run's id (its trace's `run_id`).
+    pub run_id: String,
+    /// The id of the run whose call started it.
+    pub parent_run_id: String,
+    /// The `Agent` call's tool_use id.
+    pub tool_use_id: String,
+    /// The definition it runs (`subagent_type`).
+    pub agent_type: String,
+    /// The call's `description`.
+    pub description: String,
+    /// The call's `prompt`: the child's first user message.
+    pub prompt: String,
+    /// The model it runs on.
+    pub model: String,
+    /// Whether it runs in the background (the call returned at once).
+    pub background: bool,
+}
+
+/// How a subagent's run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubagentReport {
+    /// `completed`, or `failed` for a run that ended in any other terminal reason.
+    pub status: &'static str,
+    /// The run's terminal reason.
+    pub terminal: crate::engine::reason::TerminalReason,
+    /// Its final report (the text of its last reply).
+    pub summary: String,
+    /// Tokens it used.
+    pub usage: crate::engine::state::UsageTotals,
+    /// What its model calls cost in USD.
+    pub cost_usd: f64,
+    /// Tool calls it made.
+    pub tool_uses: u32,
+    /// The names of the tools it used, in order of first use.
+    pub tools_used: Vec<String>,
+    /// How long it ran.
+    #[serde(serialize_with = "millis")]
+    pub duration_ms: Duration,
+    /// Its turns.
+    pub turns: u32,
 }
 
 /// The JSON form of an [`EngineEvent`].
@@ -247,6 +325,22 @@ enum Wire<'a> {
     Warning {
         warning: &'a str,
     },
+    SubagentStarted {
+        agent: &'a SubagentRun,
+        header: &'a TraceHeader,
+    },
+    Subagent {
+        agent_id: &'a str,
+        event: &'a EngineEvent,
+    },
+    SubagentEnded {
+        agent: &'a SubagentRun,
+        report: &'a SubagentReport,
+    },
+    ToolUseResult {
+        id: &'a str,
+        value: &'a Value,
+    },
 }
 
 /// A duration as milliseconds, to the microsecond.
@@ -284,6 +378,10 @@ impl Serialize for EngineEvent {
             }
             EngineEvent::ApprovalAnswered { request, approval } => Wire::ApprovalAnswered { request, approval },
             EngineEvent::Warning(warning) => Wire::Warning { warning },
+            EngineEvent::SubagentStarted { agent, header } => Wire::SubagentStarted { agent, header },
+            EngineEvent::Subagent { agent, event } => Wire::Subagent { agent_id: &agent.agent_id, event },
+            EngineEvent::SubagentEnded { agent, report } => Wire::SubagentEnded { agent, report },
+            EngineEvent::ToolUseResult { id, value } => Wire::ToolUseResult { id, value },
         };
         wire.serialize(s)
     }
@@ -415,6 +513,7 @@ mod tests {
             counters: [("turn".to_owned(), 1)].into(),
             delay_ms: None,
             detail: None,
+            link: None,
         };
         assert_eq!(
             line(&EngineEvent::Transition(record)),

@@ -332,6 +332,7 @@ impl Machine {
             counters: self.st.counters.clone(),
             delay_ms: pending.delay_ms,
             detail: pending.detail,
+            link: self.st.options.link.clone(),
         };
         self.entered = Entered { edge: decl.id.clone(), facts: decl.sets.clone() };
         tracing::debug!(edge = %record.edge, from, to, "transition");

@@ -49,6 +49,8 @@ pub struct EngineOptions {
     /// The answer format (`--json-schema`): the run offers the `StructuredOutput` tool and
     /// ends with the first call that matches ([`crate::tools::structured_output`]).
     pub json_schema: Option<Arc<crate::json_schema::Schema>>,
+    /// For a subagent's run: its place in the tree of runs, written on every trace record.
+    pub link: Option<crate::engine::trace::RunLink>,
 }
 
 impl Default for EngineOptions {
@@ -71,6 +73,7 @@ impl Default for EngineOptions {
             table: None,
             max_budget_usd: None,
             json_schema: None,
+            link: None,
         }
     }
 }

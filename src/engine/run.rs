@@ -15,7 +15,11 @@ use crate::engine::table::{self, Counters};
 use crate::engine::trace::{TRACE_SCHEMA, TraceHeader, TraceRecord};
 use crate::protocol::Message;
 use crate::session::Uuid;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
+
+use crate::agents::host::{Children, ParentSink, SharedSink};
 
 use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
@@ -68,6 +72,9 @@ pub struct RunOutcome {
     pub api_failure: Option<crate::model::ApiFailure>,
     /// Every call a hook, a rule, the mode or the approver refused.
     pub permission_denials: Vec<crate::permissions::Denial>,
+    /// Tokens and cost of the model calls of the run's subagents, by model (their cost is
+    /// in `cost_usd` too; their tokens are not in `usage`).
+    pub delegated: Vec<(String, UsageTotals, f64)>,
 }
 
 impl RunOutcome {
@@ -89,6 +96,8 @@ pub fn header(options: &EngineOptions) -> TraceHeader {
         bounds: st.bounds,
         counters: st.counters,
         sandbox: None,
+        parent_run_id: options.link.as_ref().map(|l| l.parent_run_id.clone()),
+        parent_tool_use_id: options.link.as_ref().map(|l| l.parent_tool_use_id.clone()),
     }
 }
 
@@ -166,7 +175,17 @@ pub async fn run_prompt_with(
         deps.tools.register(Arc::new(StructuredOutput::new(schema.clone())));
     }
     let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
+    // A run offered `Agent` hosts its subagents: they share its sink, and its driver polls
+    // them beside its machine.
+    let (sink, mut children, spawner) = if deps.tools.get(crate::agents::AGENT_TOOL).is_some() {
+        let shared: SharedSink = Rc::new(RefCell::new(sink));
+        let (children, spawner) = Children::new(&deps, &options, shared.clone());
+        (Box::new(ParentSink(shared)) as Box<dyn EventSink>, Some(children), Some(spawner))
+    } else {
+        (sink, None, None)
+    };
     let tool_ctx = ToolContext {
+        children: spawner,
         cancel: deps.cancel.clone(),
         shell_env: deps.shell_env.clone(),
         sandbox: deps.sandbox.clone(),
@@ -234,7 +253,11 @@ pub async fn run_prompt_with(
         let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
         let before = ctx.records.len();
         let span = tracing::debug_span!("dispatch", state = crate::engine::machine::state_name(&state), ?event);
-        machine.handle_with_context(&event, &mut ctx).instrument(span).await;
+        let dispatch = machine.handle_with_context(&event, &mut ctx).instrument(span);
+        match &mut children {
+            Some(children) => children.drive(dispatch).await,
+            None => dispatch.await,
+        }
         dispatches += 1;
         let moved = ctx.records.len() != before || ctx.violation.is_some();
         settled = !moved && ctx.deps.cancel.is_cancelled();
@@ -243,6 +266,9 @@ pub async fn run_prompt_with(
             return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
         }
     };
+    if let Some(children) = children {
+        children.finish().await;
+    }
     let st = &machine.inner().st;
     let error = if terminal == TerminalReason::Completed { None } else { st.error.clone() };
     if let Some(warning) = ctx.transcript.prompt_end(terminal.as_str(), error.as_deref(), st.turn()) {
@@ -273,5 +299,6 @@ pub async fn run_prompt_with(
             _ => None,
         },
         permission_denials: st.permission_denials.clone(),
+        delegated: st.delegated.clone(),
     })
 }

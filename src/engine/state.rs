@@ -106,6 +106,9 @@ pub struct LoopState {
     pub model_calls: u32,
     /// Cost in USD of every reply so far, from the price table (replies of unpriced models add 0).
     pub cost_usd: f64,
+    /// Tokens and cost of model calls made for this run's calls (its subagents'), by model;
+    /// their cost is in `cost_usd` too.
+    pub delegated: Vec<(String, UsageTotals, f64)>,
     /// What the session's earlier prompts cost: the spend cap counts it too.
     pub spent_before_usd: f64,
     /// What the last main request left in the prompt cache (the spend cap prices it as a
@@ -181,6 +184,7 @@ impl LoopState {
             usage: UsageTotals::default(),
             model_calls: 0,
             cost_usd: 0.0,
+            delegated: Vec::new(),
             spent_before_usd: 0.0,
             cached_prefix: None,
             sent_chars: 0,

@@ -48,6 +48,22 @@ pub struct TraceRecord {
     /// A short human note (the error behind a retry, the model switched to).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a subagent's run: which run it is and which call of which run started it; `None`
+    /// for the top-level run.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub link: Option<RunLink>,
+}
+
+/// Where a subagent's run sits in the tree of runs: written on its trace header and on each
+/// of its records, so a trace holding nested runs can be split back into runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RunLink {
+    /// The child run's own id.
+    pub run_id: String,
+    /// The id of the run whose `Agent` call started it.
+    pub parent_run_id: String,
+    /// That `Agent` call's tool_use id.
+    pub parent_tool_use_id: String,
 }
 
 /// The first line of a JSONL trace.
@@ -70,6 +86,12 @@ pub struct TraceHeader {
     /// run has a sandbox configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<&'static str>,
+    /// For a subagent's run: its parent run and the call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// For a subagent's run: the `Agent` call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_use_id: Option<String>,
 }
 
 /// How a trace is written.
@@ -86,7 +108,9 @@ pub struct TraceWriter {
     out: Box<dyn Write + Send>,
     format: TraceFormat,
     color: bool,
-    previous: Option<Counters>,
+    /// Each run's counters after its last record, by run id ("" for the top-level run): the
+    /// pretty format shows what each transition changed.
+    previous: std::collections::BTreeMap<String, Counters>,
 }
 
 impl std::fmt::Debug for TraceWriter {
@@ -98,7 +122,7 @@ impl std::fmt::Debug for TraceWriter {
 impl TraceWriter {
     /// A writer in `format`; `color` adds ANSI colours to the pretty format.
     pub fn new(out: Box<dyn Write + Send>, format: TraceFormat, color: bool) -> Self {
-        TraceWriter { out, format, color, previous: None }
+        TraceWriter { out, format, color, previous: Default::default() }
     }
 
     /// Write the header (JSONL) or a one-line banner (pretty).
@@ -106,7 +130,8 @@ impl TraceWriter {
     /// # Errors
     /// Any I/O error of the output.
     pub fn header(&mut self, header: &TraceHeader) -> io::Result<()> {
-        self.previous = Some(header.counters.clone());
+        let run = if header.parent_run_id.is_some() { header.run_id.clone() } else { String::new() };
+        self.previous.insert(run, header.counters.clone());
         match self.format {
             TraceFormat::Jsonl => {
                 serde_json::to_writer(&mut self.out, header)?;
@@ -114,8 +139,12 @@ impl TraceWriter {
             }
             TraceFormat::Pretty => {
                 let sandbox = header.sandbox.map(|s| format!("  sandbox {s}")).unwrap_or_default();
+                let (indent, parent) = match &header.parent_tool_use_id {
+                    Some(call) => (CHILD_INDENT, format!("  for {call}")),
+                    None => ("", String::new()),
+                };
                 let banner = format!(
-                    "trace  run {}  table {}  {}{sandbox}",
+                    "{indent}trace  run {}{parent}  table {}  {}{sandbox}",
                     header.run_id,
                     &header.table_sha256[..12.min(header.table_sha256.len())],
                     format_counters(&header.counters)
@@ -140,7 +169,7 @@ impl TraceWriter {
                 writeln!(self.out, "{line}")?;
             }
         }
-        self.previous = Some(record.counters.clone());
+        self.previous.insert(run_key(record), record.counters.clone());
         self.out.flush()
     }
 
@@ -161,7 +190,8 @@ impl TraceWriter {
     fn pretty_line(&self, r: &TraceRecord) -> String {
         let time = self.paint(DIM, &format!("{:>9.1}ms", r.t_ms));
         let turn = self.paint(DIM, &format!("t{:<2}", r.turn));
-        let states = format!("{:>12} → {:<12}", r.from, r.to);
+        let indent = if r.link.is_some() { CHILD_INDENT } else { "" };
+        let states = format!("{indent}{:>12} → {:<12}", r.from, r.to);
         let (marker, colour) = match (r.kind, r.reason) {
             ("continue", Some(reason)) => (format!("↻ {reason}"), YELLOW),
             ("terminal", Some("completed")) => ("■ completed".to_owned(), GREEN),
@@ -176,7 +206,7 @@ impl TraceWriter {
         if let Some(delay) = r.delay_ms {
             notes.push(format!("wait {delay}ms"));
         }
-        if let Some(previous) = &self.previous {
+        if let Some(previous) = self.previous.get(&run_key(r)) {
             for (name, after) in &r.counters {
                 let before = previous.get(name).copied().unwrap_or(*after);
                 if before != *after {
@@ -197,6 +227,15 @@ impl TraceWriter {
     fn paint(&self, colour: &str, text: &str) -> String {
         if self.color && !colour.is_empty() { format!("{colour}{text}{RESET}") } else { text.to_owned() }
     }
+}
+
+/// What a subagent's lines of the pretty trace start with, below the parent's `Agent` call.
+const CHILD_INDENT: &str = "    ┆ ";
+
+/// The key of a record's run in [`TraceWriter`]'s counters: its id for a subagent's run, ""
+/// for the top-level run.
+fn run_key(record: &TraceRecord) -> String {
+    record.link.as_ref().map(|l| l.run_id.clone()).unwrap_or_default()
 }
 
 const DIM: &str = "\x1b[2m";
@@ -244,6 +283,7 @@ mod tests {
             counters: [("turns".to_string(), 98)].into_iter().collect(),
             delay_ms: None,
             detail: None,
+            link: None,
         }
     }
 
@@ -265,7 +305,7 @@ mod tests {
     fn pretty_line_shows_reason_and_changed_counters() {
         let buf = Shared::default();
         let mut w = TraceWriter::new(Box::new(buf.clone()), TraceFormat::Pretty, false);
-        w.previous = Some([("turns".to_string(), 99)].into_iter().collect());
+        w.previous.insert(String::new(), [("turns".to_string(), 99)].into_iter().collect());
         w.record(&record()).unwrap();
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert_eq!(

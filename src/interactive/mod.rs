@@ -799,6 +799,7 @@ mod tests {
             trace: vec![],
             api_failure: None,
             permission_denials: vec![],
+            delegated: Vec::new(),
         };
         totals.add(&outcome);
         totals.add(&outcome);

@@ -124,6 +124,7 @@ mod tests {
             counters: Default::default(),
             delay_ms: None,
             detail: detail.map(str::to_owned),
+            link: None,
         }
     }
 

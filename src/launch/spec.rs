@@ -115,6 +115,25 @@ pub struct RunSpec {
     pub output_styles: OutputStyles,
     /// The output style in force (`outputStyle`).
     pub output_style: ChosenStyle,
+    /// The subagent definitions the `Agent` tool offers.
+    pub agents: Arc<crate::agents::Agents>,
+}
+
+/// The agents of a scenario: the built-in one and those of its `agents` object. The object
+/// was checked when the scenario loaded, so nothing fails here.
+pub fn scenario_agents(scenario: &Scenario) -> crate::agents::Agents {
+    let mut agents = crate::agents::Agents::default();
+    if !scenario.agents.is_null() {
+        let _ = agents.add_json("agents", &scenario.agents, crate::agents::AgentSource::Flag);
+    }
+    agents
+}
+
+/// The tools a session offers: the standard ones and `Agent`, knowing `agents`.
+pub fn session_tools(agents: &Arc<crate::agents::Agents>) -> Registry {
+    let mut tools = Registry::standard();
+    tools.register(Arc::new(crate::agents::AgentTool::new(agents.clone())));
+    tools
 }
 
 /// The model `run` uses when `--model` is not given and an API key is set.
@@ -137,10 +156,11 @@ pub fn spec_for_scenario(
     let policy = policy(&settings.permissions, None, &[], &[], &cwd)?;
     let options = scenario_options(scenario);
     let id = crate::session::Uuid::parse(&options.run_id).unwrap_or_else(|_| crate::session::Uuid::new_v4());
+    let agents = Arc::new(scenario_agents(scenario));
     Ok(RunSpec {
         prompt: scenario.prompt.clone(),
         session: Session::in_memory(id, cwd.clone()),
-        tools: Registry::standard(),
+        tools: session_tools(&agents),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
@@ -148,6 +168,7 @@ pub fn spec_for_scenario(
         commands: Arc::default(),
         output_styles: OutputStyles::built_in(),
         output_style: ChosenStyle::default(),
+        agents,
         cwd,
         options,
         model: scripted.clone(),

@@ -28,6 +28,8 @@ pub struct ScriptedModel {
     responses: Vec<ScriptedResponse>,
     /// Replies to side requests.
     aux: Vec<ScriptedResponse>,
+    /// The subagents' scripts: `(prompt, replies)`.
+    subagents: Vec<(String, Vec<ScriptedResponse>)>,
     /// The simulated Ctrl+C, if any.
     abort: Option<AbortSpec>,
     /// The run's token, cancelled by `abort`.
@@ -54,6 +56,17 @@ struct Log {
     aux_served: usize,
     /// Index of the most recent main reply served.
     last_main: Option<usize>,
+    /// Replies served from each subagent's script.
+    subagents_served: Vec<usize>,
+}
+
+/// Which list of replies a request is answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Main,
+    Aux,
+    /// The script of `subagents[k]`.
+    Subagent(usize),
 }
 
 impl ScriptedModel {
@@ -62,10 +75,11 @@ impl ScriptedModel {
         ScriptedModel {
             responses: scenario.responses.clone(),
             aux: scenario.aux.clone(),
+            subagents: scenario.subagents.iter().map(|s| (s.prompt.clone(), s.responses.clone())).collect(),
             abort: scenario.abort,
             cancel,
             keep_requests: true,
-            log: Mutex::new(Log::default()),
+            log: Mutex::new(Log { subagents_served: vec![0; scenario.subagents.len()], ..Log::default() }),
         }
     }
 
@@ -117,9 +131,28 @@ impl ScriptedModel {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Log `request` and take the next reply of its list: `(index, reply)`.
-    fn take(&self, request: &ModelRequest) -> Result<(usize, &ScriptedResponse), ModelError> {
+    /// How many replies each subagent's script served so far, in script order.
+    pub fn subagents_served(&self) -> Vec<usize> {
+        self.lock().subagents_served.clone()
+    }
+
+    /// The list `request` is answered from: a subagent's when its first message is that
+    /// script's prompt.
+    fn route(&self, request: &ModelRequest) -> Route {
+        if request.purpose == Purpose::Aux {
+            return Route::Aux;
+        }
+        let first = request.messages.first().map(|m| m.text()).unwrap_or_default();
+        match self.subagents.iter().position(|(prompt, _)| *prompt == first) {
+            Some(k) => Route::Subagent(k),
+            None => Route::Main,
+        }
+    }
+
+    /// Log `request` and take the next reply of its list: `(route, index, reply)`.
+    fn take(&self, request: &ModelRequest) -> Result<(Route, usize, &ScriptedResponse), ModelError> {
         let purpose = request.purpose;
+        let route = self.route(request);
         let mut log = self.lock();
         if self.keep_requests {
             log.requests.push((purpose, request.clone()));
@@ -130,9 +163,12 @@ impl ScriptedModel {
         };
         *received += 1;
         let ordinal = *received;
-        let (list, served, what) = match purpose {
-            Purpose::Main => (&self.responses, &mut log.main_served, "responses"),
-            Purpose::Aux => (&self.aux, &mut log.aux_served, "aux responses"),
+        let (list, served, what) = match route {
+            Route::Main => (&self.responses, &mut log.main_served, "responses".to_owned()),
+            Route::Aux => (&self.aux, &mut log.aux_served, "aux responses".to_owned()),
+            Route::Subagent(k) => {
+                (&self.subagents[k].1, &mut log.subagents_served[k], format!("responses of subagents[{k}]"))
+            }
         };
         let index = *served;
         let Some(response) = list.get(index) else {
@@ -143,18 +179,19 @@ impl ScriptedModel {
             )));
         };
         *served += 1;
-        if purpose == Purpose::Main {
+        if route == Route::Main {
             log.last_main = Some(index);
         }
-        Ok((index, response))
+        Ok((route, index, response))
     }
 
     /// Everything of [`Model::stream`] but the future: the reply's owned events.
     fn answer(&self, request: ModelRequest) -> Result<EventStream, ModelError> {
-        let (index, response) = self.take(&request)?;
-        let (label, ids) = match request.purpose {
-            Purpose::Main => (format!("responses[{index}]"), index.to_string()),
-            Purpose::Aux => (format!("aux[{index}]"), format!("aux_{index}")),
+        let (route, index, response) = self.take(&request)?;
+        let (label, ids) = match route {
+            Route::Main => (format!("responses[{index}]"), index.to_string()),
+            Route::Aux => (format!("aux[{index}]"), format!("aux_{index}")),
+            Route::Subagent(k) => (format!("subagents[{k}].responses[{index}]"), format!("s{k}_{index}")),
         };
         if let Some(expect) = &response.expect {
             expect::check(&label, expect, &request)?;
@@ -182,7 +219,7 @@ impl ScriptedModel {
                 None => estimate_input_tokens(&request),
             },
             cache: response.usage.map_or((None, None), |u| (u.cache_creation_input_tokens, u.cache_read_input_tokens)),
-            abort_after_first_block: request.purpose == Purpose::Main
+            abort_after_first_block: route == Route::Main
                 && self.abort == Some(AbortSpec { response: index, phase: AbortPhase::Stream }),
         };
         let items = events::build(response, &blocks, &plan);

@@ -53,6 +53,19 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The narrower of two modes, the one that lets less run without a question: `plan`,
+    /// then `default`, `acceptEdits`, `bypassPermissions`. A subagent runs in the narrower of
+    /// its definition's mode and its parent's.
+    pub fn narrower(self, other: Mode) -> Mode {
+        let rank = |m: Mode| match m {
+            Mode::Plan => 0,
+            Mode::Default => 1,
+            Mode::AcceptEdits => 2,
+            Mode::BypassPermissions => 3,
+        };
+        if rank(other) < rank(self) { other } else { self }
+    }
+
     /// The mode as Claude Code spells it on the command line and in its stream-json
     /// `system/init` line: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
     pub fn as_str(self) -> &'static str {
@@ -325,6 +338,17 @@ impl Policy {
             .collect();
         self.read_deny = Arc::new(ReadDeny { rules });
         Ok(self)
+    }
+
+    /// The policy of a subagent whose definition asks for `wanted`: the same rules and
+    /// session grants, in the narrower of `wanted` and this policy's mode. With no mode of its
+    /// own the child shares this policy's mode, so a change of the parent's mode reaches it.
+    pub fn for_child(&self, wanted: Option<Mode>) -> Policy {
+        let mut child = self.clone();
+        if let Some(wanted) = wanted {
+            child.mode = SharedMode::new(self.mode().narrower(wanted));
+        }
+        child
     }
 
     /// Change the mode of this policy and of every clone of it, at once.

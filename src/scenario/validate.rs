@@ -26,6 +26,28 @@ pub(super) fn check(scenario: &Scenario) -> Result<(), Invalid> {
             check_response(&format!("{list}[{index}]"), response)?;
         }
     }
+    if !scenario.agents.is_null() {
+        let mut agents = crate::agents::Agents::default();
+        match agents.add_json("agents", &scenario.agents, crate::agents::AgentSource::Flag) {
+            Ok(warnings) if warnings.is_empty() => {}
+            Ok(warnings) => return Err(invalid("agents", warnings.join("; "))),
+            Err(e) => return Err(invalid("agents", e.to_string())),
+        }
+    }
+    for (script, subagent) in scenario.subagents.iter().enumerate() {
+        if subagent.prompt == scenario.prompt {
+            return Err(invalid(format!("subagents[{script}].prompt"), "must differ from the scenario's `prompt`"));
+        }
+        if let Some(earlier) = scenario.subagents[..script].iter().position(|s| s.prompt == subagent.prompt) {
+            return Err(invalid(
+                format!("subagents[{script}].prompt"),
+                format!("is the prompt of subagents[{earlier}]: each child's script needs its own"),
+            ));
+        }
+        for (index, response) in subagent.responses.iter().enumerate() {
+            check_response(&format!("subagents[{script}].responses[{index}]"), response)?;
+        }
+    }
     if let Some(schema) = &scenario.options.json_schema {
         crate::json_schema::Schema::compile(schema).map_err(|e| invalid("options.json_schema", e.to_string()))?;
     }

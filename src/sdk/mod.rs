@@ -182,7 +182,11 @@ pub async fn serve(spec: RunSpec, flags: SdkOptions) -> ExitStatus {
                         let api = api_ms.load(std::sync::atomic::Ordering::Relaxed);
                         last_result_failed = Ending::of(outcome.terminal).is_error;
                         let mut result = result_object(&outcome, &done.id.to_string(), started, api);
-                        host.model_usage.add(&host.options.model, &outcome.usage, outcome.cost_usd);
+                        let delegated: f64 = outcome.delegated.iter().map(|(_, _, cost)| cost).sum();
+                        host.model_usage.add(&host.options.model, &outcome.usage, outcome.cost_usd - delegated);
+                        for (model, usage, cost) in &outcome.delegated {
+                            host.model_usage.add(model, usage, *cost);
+                        }
                         result["modelUsage"] = host.model_usage.to_json(host.options.context_window);
                         if let Some(prompt) = current.take() {
                             echo_prompt(&mut result, &prompt);
@@ -254,6 +258,10 @@ struct Host {
     output_style: String,
     /// `--session-mirror`: where the transcript lines are copied for the SDK's session store.
     mirror: Option<crate::session::Mirror>,
+    /// The subagent definitions (`initialize.agents` adds to them).
+    agents: Arc<crate::agents::Agents>,
+    /// `initialize.forwardSubagentText`: subagents' text blocks reach stdout too.
+    forward_subagent_text: bool,
 }
 
 impl Host {
@@ -276,6 +284,7 @@ impl Host {
             output_styles,
             output_style,
             partial_messages,
+            agents,
             ..
         } = spec;
         let mcp_servers = mcp.servers().clone();
@@ -326,6 +335,8 @@ impl Host {
             output_styles,
             output_style: output_style.name,
             mirror,
+            agents,
+            forward_subagent_text: false,
         };
         let mut session = session;
         let new = session.messages.is_empty();
@@ -439,6 +450,7 @@ impl Host {
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),
+            delegated: Vec::new(),
             structured_output: None,
         };
         let mut result = result_object(&outcome, &fresh.id.to_string(), started, 0);
@@ -453,9 +465,11 @@ impl Host {
         let names: Vec<String> = self.tools.definitions().into_iter().map(|d| d.name).collect();
         let mode = self.policy.mode().as_str();
         let statuses = self.mcp_status.as_deref().unwrap_or_default();
-        system_init(id, &self.cwd, model, &names, mode, statuses)
+        let mut init = system_init(id, &self.cwd, model, &names, mode, statuses)
             .with_sandbox(&self.sandbox, self.policy.mode())
-            .with_commands(&self.commands.slash_commands(), &self.output_style)
+            .with_commands(&self.commands.slash_commands(), &self.output_style);
+        init["agents"] = json!(self.agents.names());
+        init
     }
 
     /// Print `system/init` (and, with `--replay-user-messages`, the echo of the user message
@@ -494,6 +508,7 @@ impl Host {
         sink.model = options.model.clone();
         sink.skip_prompt_line = true;
         sink.partial_messages = self.partial_messages;
+        sink.forward_subagent_text = self.forward_subagent_text;
         let api_ms = sink.api_ms.clone();
         Box::pin(async move {
             let started = Instant::now();
@@ -605,6 +620,17 @@ impl Host {
             }
             _ => None,
         };
+        if let Some(definitions) = request.get("agents").filter(|a| !a.is_null()) {
+            let mut agents = (*self.agents).clone();
+            for warning in agents.add_json("initialize.agents", definitions, crate::agents::AgentSource::Sdk)? {
+                stderr::line(&format!("agentloop: warning: {warning}"));
+            }
+            self.agents = Arc::new(agents);
+            if self.tools.get(crate::agents::AGENT_TOOL).is_some() {
+                self.tools.register(Arc::new(crate::agents::AgentTool::new(self.agents.clone())));
+            }
+        }
+        self.forward_subagent_text = request.get("forwardSubagentText").and_then(Value::as_bool).unwrap_or(false);
         self.declare_sdk_servers(request);
         self.reach_sdk();
         let mut response = initialize_response(
@@ -796,6 +822,9 @@ enum InitializeError {
     /// Its `mcpServers` are not a configuration.
     #[error(transparent)]
     McpConfig(#[from] crate::mcp::config::ConfigError),
+    /// Its `agents` are not an object of agent definitions.
+    #[error(transparent)]
+    Agents(#[from] crate::agents::DefinitionError),
 }
 
 /// Add the hook callbacks `initialize` registers (`{"PreToolUse": [{"matcher": …,
@@ -914,6 +943,7 @@ mod tests {
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),
+            delegated: Vec::new(),
         };
         let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
         let keys = [

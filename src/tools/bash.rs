@@ -265,5 +265,5 @@ fn render(out: &Capture, err: &Capture, ending: Ending, note: Option<&str>) -> T
     let is_error = status.is_some();
     parts.extend(status);
     let content = if parts.is_empty() { NO_OUTPUT.to_owned() } else { parts.join("\n") };
-    ToolOutput { content, is_error, images: Vec::new(), structured: None }
+    ToolOutput { content, is_error, images: Vec::new(), structured: None, extra: None }
 }

@@ -67,7 +67,7 @@ impl From<crate::protocol::ToolUse<'_>> for ToolCall {
 }
 
 /// What a tool call produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The text the model reads.
     pub content: String,
@@ -80,6 +80,20 @@ pub struct ToolOutput {
     /// input matched the `--json-schema`. The engine ends the run on a valid one and counts
     /// the invalid ones (`structured_output`).
     pub(crate) structured: Option<structured_output::Answer>,
+    /// What the call gives besides its text (set by `Agent`).
+    pub(crate) extra: Option<Box<CallExtra>>,
+}
+
+/// What a call gives besides the text the model reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallExtra {
+    /// stream-json's `tool_use_result` beside the call's `tool_result`.
+    pub tool_use_result: Value,
+    /// What model calls made on the call's behalf cost in USD (a subagent's): added to the
+    /// run's cost, so `--max-budget-usd` covers them.
+    pub cost_usd: f64,
+    /// Those model calls' tokens and cost, by model: the result's `modelUsage`.
+    pub usage: Vec<(String, crate::engine::state::UsageTotals, f64)>,
 }
 
 /// An image in a tool result, sent to the model as an image block of the `tool_result`.
@@ -94,12 +108,12 @@ pub struct ToolImage {
 impl ToolOutput {
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: false, images: Vec::new(), structured: None }
+        ToolOutput { content: content.into(), is_error: false, images: Vec::new(), structured: None, extra: None }
     }
 
     /// A failed result the model can read and act on.
     pub fn error(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), is_error: true, images: Vec::new(), structured: None }
+        ToolOutput { content: content.into(), is_error: true, images: Vec::new(), structured: None, extra: None }
     }
 
     /// The result with `images` after its text.
@@ -143,6 +157,11 @@ pub struct ToolContext {
     /// The session's background shells (`Bash` with `run_in_background`, `TaskOutput`,
     /// `TaskStop`): one registry per session, shared by every call of its prompts.
     pub background: Arc<background::BackgroundShells>,
+    /// The tool_use id of the call (empty outside a tool phase).
+    pub call_id: String,
+    /// Where `Agent` calls start their subagents: the run's host of child runs, when the run
+    /// may start them.
+    pub children: Option<crate::agents::Spawner>,
 }
 
 impl ToolContext {
@@ -161,6 +180,8 @@ impl ToolContext {
             sandbox: crate::sandbox::Sandbox::none(),
             launch: crate::sandbox::Launch::default(),
             background: Arc::default(),
+            call_id: String::new(),
+            children: None,
         }
     }
 }
@@ -222,6 +243,12 @@ pub trait Tool: Send + Sync {
     /// Whether this call may run at the same time as other concurrency-safe calls (and start
     /// while the reply still streams).
     fn is_concurrency_safe(&self, input: &Value) -> bool;
+    /// Whether this call may start while the reply still streams, before `message_stop`:
+    /// only if running it for a reply attempt that is then abandoned and sent again changes
+    /// nothing. Defaults to [`Tool::is_concurrency_safe`].
+    fn may_start_early(&self, input: &Value) -> bool {
+        self.is_concurrency_safe(input)
+    }
     /// Which permission rule family covers the tool; [`ToolKind::Other`] unless it says.
     fn kind(&self) -> ToolKind {
         ToolKind::Other

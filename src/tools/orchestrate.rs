@@ -115,6 +115,11 @@ impl Toolbox {
         self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
     }
 
+    /// Whether `call` may start before its reply has ended ([`Tool::may_start_early`]).
+    pub fn may_start_early(&self, call: &ToolCall) -> bool {
+        self.registry.get(&call.name).is_some_and(|t| t.may_start_early(&call.input))
+    }
+
     /// The MCP server and remote tool `call` goes to, for a tool of an MCP server.
     pub fn mcp_origin(&self, call: &ToolCall) -> Option<crate::tools::McpOrigin> {
         self.registry.get(&call.name).and_then(|t| t.mcp_origin())

@@ -39,6 +39,8 @@ pub struct PhaseOutcome {
     /// What the phase's `StructuredOutput` calls came to: the first valid answer, else the
     /// last invalid one; `None` when there was no such call.
     pub structured: Option<Answer>,
+    /// What calls gave besides their text, by tool_use id, in call order.
+    pub extras: Vec<(String, crate::tools::CallExtra)>,
 }
 
 #[derive(Debug)]
@@ -115,7 +117,7 @@ impl Executor {
         let safe = self.toolbox.is_concurrency_safe(&call);
         let cancels_siblings = self.toolbox.failure_cancels_siblings(&call);
         // A hook command that runs for the call could change anything: it waits too.
-        let early = safe && !self.toolbox.hooks.runs_for_tool(&call.name);
+        let early = safe && self.toolbox.may_start_early(&call) && !self.toolbox.hooks.runs_for_tool(&call.name);
         let mcp = self.toolbox.mcp_origin(&call);
         self.entries.push(Entry { call, safe, cancels_siblings, early, mcp, status: Status::Queued });
         self.start_eligible()
@@ -206,6 +208,7 @@ impl Executor {
         let mut hook_stop = None;
         let mut denials = Vec::new();
         let mut structured: Option<Answer> = None;
+        let mut extras = Vec::new();
         let results = self
             .entries
             .into_iter()
@@ -221,7 +224,10 @@ impl Executor {
                             tool_input: entry.call.input.clone(),
                         });
                     }
-                    let output = result.output;
+                    let mut output = result.output;
+                    if let Some(extra) = output.extra.take() {
+                        extras.push((entry.call.id.clone(), *extra));
+                    }
                     match (&structured, output.structured) {
                         (Some(Answer::Valid(_)), _) | (_, None) => {}
                         (_, answer) => structured = answer,
@@ -236,7 +242,7 @@ impl Executor {
                 Status::Running => ContentBlock::tool_result(entry.call.id, OUTCOME_UNKNOWN_RESULT, true),
             })
             .collect();
-        PhaseOutcome { results, hook_stop, denials, structured }
+        PhaseOutcome { results, hook_stop, denials, structured, extras }
     }
 
     /// Cancel every call (running ones observe it; queued ones never start).
@@ -272,7 +278,7 @@ impl Executor {
             });
             let toolbox = self.toolbox.clone();
             let call = entry.call.clone();
-            let ctx = ToolContext { cancel: self.siblings.clone(), ..self.base.clone() };
+            let ctx = ToolContext { cancel: self.siblings.clone(), call_id: call.id.clone(), ..self.base.clone() };
             let task = tokio::spawn(async move { toolbox.run_call(&call, ctx).await });
             self.running.push(task.map(move |joined| (index, joined)).boxed());
             self.entries[index].status = Status::Running;

@@ -133,7 +133,11 @@ fn stream_json_prints_claude_code_shaped_lines_with_cost_and_terminal_reason() {
     assert_eq!(kinds, ["system/init", "user", "assistant", "user", "assistant", "result/success"]);
     let init = &lines[0];
     assert_eq!(init["model"], "claude-sonnet-4-5");
-    assert_eq!(init["tools"], json!(["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop"]));
+    assert_eq!(
+        init["tools"],
+        json!(["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "Agent"])
+    );
+    assert_eq!(init["agents"], json!(["general-purpose"]));
     let session = init["session_id"].as_str().unwrap();
     assert!(lines.iter().all(|l| l["session_id"] == session), "one session id on every line");
     assert_eq!(lines[1]["message"]["content"][0]["text"], PROMPT);

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::events::{EngineEvent, EventSink, SubagentReport, SubagentRun};
 use crate::engine::trace::TraceWriter;
 use crate::launch::spec::OutputFormat;
 use crate::launch::stdio::Stdout;
@@ -63,7 +63,14 @@ pub struct OutputSink {
     /// Milliseconds spent in model calls (from entering `Request` to leaving `Consume`), for
     /// `duration_api_ms`; shared so the caller can read it after the run.
     pub api_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// In stream-json, keep the text blocks of subagents' replies on their lines (the SDK's
+    /// `forwardSubagentText`); otherwise only their tool calls are forwarded.
+    pub forward_subagent_text: bool,
     api_since: Option<f64>,
+    /// Each running subagent's last reply usage, by agent id (for its assistant line).
+    child_usage: std::collections::HashMap<String, (String, crate::protocol::Usage)>,
+    /// The `tool_use_result` values for the next user line, by tool_use id.
+    tool_use_results: Vec<(String, Value)>,
     text: TextOut,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
@@ -86,7 +93,10 @@ impl OutputSink {
             pretty_trace_on_stderr: false,
             stdout,
             api_ms: Arc::default(),
+            forward_subagent_text: false,
             api_since: None,
+            child_usage: std::collections::HashMap::new(),
+            tool_use_results: Vec::new(),
             text: TextOut::new(if format == OutputFormat::Text { text::stdout_columns() } else { None }),
             last_usage: None,
             started: Instant::now(),
@@ -219,6 +229,11 @@ impl EventSink for OutputSink {
                 // The line's uuid is its transcript line's, as in Claude Code.
                 let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
                     "parent_tool_use_id": null, "uuid": uuid.to_string()});
+                if message.role == Role::User
+                    && let Some(value) = self.take_tool_use_result(message)
+                {
+                    line["tool_use_result"] = value;
+                }
                 if message.role == Role::Assistant {
                     line["type"] = json!("assistant");
                     let asks_tools = message.tool_uses().next().is_some();
@@ -302,6 +317,166 @@ impl EventSink for OutputSink {
                 self.end_text_line();
                 self.note_stderr_line(&line);
                 stderr::line(&line);
+            }
+            EngineEvent::ToolUseResult { id, value } => self.tool_use_results.push((id.clone(), value.clone())),
+            EngineEvent::SubagentStarted { agent, header } => self.subagent_started(agent, header),
+            EngineEvent::Subagent { agent, event } => self.subagent_event(agent, event),
+            EngineEvent::SubagentEnded { agent, report } => self.subagent_ended(agent, report),
+            _ => {}
+        }
+    }
+}
+
+impl OutputSink {
+    /// The `tool_use_result` of the first result in `message` that has one.
+    fn take_tool_use_result(&mut self, message: &crate::protocol::Message) -> Option<Value> {
+        let ids: Vec<&str> = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                crate::protocol::ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let found = self.tool_use_results.iter().position(|(id, _)| ids.contains(&id.as_str()))?;
+        let value = self.tool_use_results.remove(found).1;
+        self.tool_use_results.retain(|(id, _)| !ids.contains(&id.as_str()));
+        Some(value)
+    }
+
+    fn trace_header(&mut self, header: &crate::engine::trace::TraceHeader) {
+        if let Some(trace) = &mut self.trace
+            && let Err(e) = trace.header(header)
+        {
+            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
+            self.trace = None;
+        }
+    }
+
+    fn trace_record(&mut self, record: &crate::engine::trace::TraceRecord) {
+        if let Some(trace) = &mut self.trace
+            && let Err(e) = trace.record(record)
+        {
+            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
+            self.trace = None;
+        }
+    }
+
+    /// A line for a person, on stderr, about a subagent.
+    fn subagent_note(&mut self, text: &str) {
+        self.end_text_line();
+        self.note_stderr_line(text);
+        stderr::line(text);
+    }
+
+    fn subagent_started(&mut self, agent: &SubagentRun, header: &crate::engine::trace::TraceHeader) {
+        self.trace_header(header);
+        if self.show_tools {
+            self.subagent_note(&format!("  ↳ {} {} started: {}", agent.agent_type, agent.agent_id, agent.description));
+        }
+        if self.format == OutputFormat::StreamJson {
+            self.stream_json(json!({"type": "system", "subtype": "task_started", "task_id": agent.agent_id,
+                "run_id": agent.run_id, "tool_use_id": agent.tool_use_id, "description": agent.description,
+                "subagent_type": agent.agent_type, "is_backgrounded": agent.background, "spawn_depth": 1,
+                "task_type": "local_agent", "prompt": agent.prompt,
+                "uuid": crate::session::Uuid::new_v4().to_string(), "session_id": self.session_id}));
+        }
+    }
+
+    fn subagent_ended(&mut self, agent: &SubagentRun, report: &SubagentReport) {
+        self.child_usage.remove(&agent.agent_id);
+        let millis = report.duration_ms.as_millis();
+        if self.show_tools {
+            self.subagent_note(&format!(
+                "  ↳ {} {} {} ({}) after {millis} ms",
+                agent.agent_type,
+                agent.agent_id,
+                report.status,
+                report.terminal.as_str()
+            ));
+        }
+        if self.format == OutputFormat::StreamJson {
+            let usage = &report.usage;
+            let tokens = usage.input_tokens
+                + usage.output_tokens
+                + usage.cache_creation_input_tokens
+                + usage.cache_read_input_tokens;
+            self.stream_json(json!({"type": "system", "subtype": "task_notification", "task_id": agent.agent_id,
+                "run_id": agent.run_id, "tool_use_id": agent.tool_use_id, "status": report.status,
+                "summary": report.summary, "terminal_reason": report.terminal.as_str(),
+                "usage": {"total_tokens": tokens, "tool_uses": report.tool_uses, "duration_ms": millis},
+                "uuid": crate::session::Uuid::new_v4().to_string(), "session_id": self.session_id}));
+        }
+    }
+
+    /// One event of a subagent's run: its transitions go to the trace (indented in the pretty
+    /// format), its tool calls to the trace and stderr, and in stream-json its messages and
+    /// tool lines carry `parent_tool_use_id` (the `Agent` call) and `agent_id`. Its text never
+    /// reaches stdout's text: the parent relays what matters.
+    fn subagent_event(&mut self, agent: &SubagentRun, event: &EngineEvent) {
+        let stream_json = self.format == OutputFormat::StreamJson;
+        match event {
+            EngineEvent::Transition(record) => self.trace_record(record),
+            EngineEvent::Usage { model, usage, .. } => {
+                self.child_usage.insert(agent.agent_id.clone(), (model.clone(), *usage));
+            }
+            EngineEvent::ToolStarted { id, name, input, .. } => {
+                self.trace_tool(&format!("{}⇢ {name} {id} started ({} {})", "  ┆ ", agent.agent_type, agent.agent_id));
+                if self.show_tools {
+                    self.subagent_note(&format!("  ↳ {} → {name} {}", agent.agent_type, compact(input)));
+                }
+                if stream_json {
+                    self.stream_json(json!({"type": "system", "subtype": "tool_started", "tool_use_id": id,
+                        "name": name, "parent_tool_use_id": agent.tool_use_id, "agent_id": agent.agent_id,
+                        "session_id": self.session_id}));
+                }
+            }
+            EngineEvent::ToolFinished { id, name, is_error, duration, .. } => {
+                let status = if *is_error { "error" } else { "ok" };
+                let ms = duration.as_secs_f64() * 1e3;
+                self.trace_tool(&format!("  ┆ ⇠ {name} {id} {status} after {ms:.1}ms"));
+                if self.show_tools {
+                    self.subagent_note(&format!("  ↳ {} ← {name} {status} ({ms:.1} ms)", agent.agent_type));
+                }
+                if stream_json {
+                    self.stream_json(json!({"type": "system", "subtype": "tool_finished", "tool_use_id": id,
+                        "name": name, "is_error": is_error, "duration_ms": ms,
+                        "parent_tool_use_id": agent.tool_use_id, "agent_id": agent.agent_id,
+                        "session_id": self.session_id}));
+                }
+            }
+            EngineEvent::Message { message, uuid, reply } if stream_json => {
+                let mut message = message.clone();
+                if message.role == Role::Assistant && !self.forward_subagent_text {
+                    message.content.retain(|b| !matches!(b, crate::protocol::ContentBlock::Text { .. }));
+                    if message.content.is_empty() {
+                        return;
+                    }
+                }
+                let mut line = json!({"type": "user", "message": message, "parent_tool_use_id": agent.tool_use_id,
+                    "agent_id": agent.agent_id, "session_id": self.session_id, "uuid": uuid.to_string(),
+                    "subagent_type": agent.agent_type, "task_description": agent.description});
+                if message.role == Role::Assistant {
+                    line["type"] = json!("assistant");
+                    let asks_tools = message.tool_uses().next().is_some();
+                    line["message"]["type"] = json!("message");
+                    line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
+                    match self.child_usage.get(&agent.agent_id) {
+                        Some((model, usage)) => {
+                            line["message"]["model"] = json!(model);
+                            line["message"]["usage"] = json!(usage);
+                        }
+                        None => line["message"]["model"] = json!(agent.model),
+                    }
+                    if let Some(reply) = reply {
+                        with_reply_info(&mut line, reply);
+                    }
+                }
+                self.stream_json(line);
+            }
+            EngineEvent::Warning(w) => {
+                let line = format!("agentloop: warning: subagent {} {}: {w}", agent.agent_type, agent.agent_id);
+                self.subagent_note(&line);
             }
             _ => {}
         }

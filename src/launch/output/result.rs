@@ -229,6 +229,7 @@ mod result_tests {
             trace: Vec::new(),
             api_failure: None,
             permission_denials: Vec::new(),
+            delegated: Vec::new(),
             structured_output: None,
         }
     }

@@ -22,6 +22,15 @@ pub(super) fn check(label: &str, expect: &Expect, request: &ModelRequest) -> Res
     if let Some(model) = expect.model.as_ref().filter(|m| **m != request.model) {
         return mismatch("model", format!("{model:?}"), format!("{:?}", request.model));
     }
+    if let Some(tools) = &expect.tools {
+        let got: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        if got != *tools {
+            return mismatch("tools", format!("{tools:?}"), format!("{got:?}"));
+        }
+    }
+    if let Some(system) = expect.system.as_ref().filter(|s| **s != request.system) {
+        return mismatch("system", format!("{:?}", quote(system)), format!("{:?}", quote(&request.system)));
+    }
     let last_user = request.messages.iter().rev().find(|m| m.role == Role::User);
     if let Some(needle) = &expect.last_user_text_contains {
         let text = last_user.map(|m| m.all_text());
