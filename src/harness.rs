@@ -121,9 +121,13 @@ pub fn policy(
 /// # Errors
 /// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
 pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>) -> Result<ScenarioRun, HarnessError> {
-    let agents = Arc::new(crate::launch::spec::scenario_agents(scenario));
-    run_scenario_with(scenario, dir, clock, crate::launch::spec::session_tools(&agents), scenario_options(scenario))
-        .await
+    run_scenario_with(scenario, dir, clock, scenario_tools(scenario), scenario_options(scenario)).await
+}
+
+/// The tools a scenario's run offers: the standard ones and `Agent`, knowing the built-in
+/// agent and the scenario's `agents`.
+pub fn scenario_tools(scenario: &Scenario) -> Registry {
+    crate::launch::spec::session_tools(&Arc::new(crate::launch::spec::scenario_agents(scenario)))
 }
 
 /// [`run_scenario`] with a chosen tool registry and options (tests wrap tools to observe them;

@@ -17,19 +17,21 @@
 
 use std::cell::RefCell;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use futures::future::LocalBoxFuture;
+use futures::future::{BoxFuture, LocalBoxFuture};
 use futures::stream::FuturesUnordered;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::tool::AgentInput;
+use crate::agents::worktree::{Worktree, WorktreeEnd};
 use crate::agents::{AGENT_TOOL, AgentDefinition, AgentModel, resolve_model};
 use crate::engine::events::{EngineEvent, EventSink, SubagentReport, SubagentRun};
 use crate::engine::machine::Deps;
@@ -38,9 +40,67 @@ use crate::engine::reason::TerminalReason;
 use crate::engine::run::{Prompt, RunOutcome, header, run_prompt_with};
 use crate::engine::session::Session;
 use crate::engine::trace::RunLink;
+use crate::permissions::{Approval, ApprovalRequest, Approver};
 use crate::protocol::Role;
-use crate::session::Uuid;
+use crate::session::{TranscriptWriter, Uuid};
 use crate::tools::{CallExtra, Registry, ToolContext, ToolOutput};
+
+/// Subagents one run may start, in the foreground and in the background together: with
+/// depth 1 (a child is offered no `Agent`), a run and its children make at most
+/// `(1 + MAX_SUBAGENTS_PER_RUN)` times the table's per-run bound of model calls, which
+/// `agentloop audit` reports.
+pub const MAX_SUBAGENTS_PER_RUN: u32 = 16;
+
+/// Of those, how many may run in the background. Each background subagent's end may start a
+/// turn of the parent (`checkpoint.task_notification`, which consumes a turn).
+pub const MAX_BACKGROUND_PER_RUN: u32 = 4;
+
+/// Repair the sidechain transcripts of session `session_id` (written at `transcript`) whose
+/// subagents were running when the process died: each gets a result for every call left
+/// unanswered (as the session's own transcript does) and its meta file says `interrupted`.
+/// Returns one line per subagent repaired, for a warning.
+pub fn repair_sidechains(transcript: &Path, session_id: Uuid) -> Vec<String> {
+    let sidechains = Sidechains::of(transcript, session_id);
+    let Ok(entries) = std::fs::read_dir(&sidechains.dir) else { return Vec::new() };
+    let mut repaired = Vec::new();
+    let mut metas: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+        .collect();
+    metas.sort();
+    for meta_path in metas {
+        let Ok(text) = std::fs::read_to_string(&meta_path) else { continue };
+        let Ok(mut meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        if meta["status"] != "running" {
+            continue;
+        }
+        let Some(agent_id) = meta["agentId"].as_str().map(str::to_owned) else { continue };
+        let path = sidechains.transcript(&agent_id);
+        let outcome = crate::session::load_sidechain(&path).and_then(|mut loaded| {
+            let report = loaded.repair();
+            let cwd = loaded.cwd.clone().unwrap_or_default();
+            TranscriptWriter::resume(&path, session_id, &cwd, loaded.last_uuid.clone())
+                .map(|w| w.into_sidechain(&agent_id))
+                .and_then(|mut writer| writer.record_repair(&report, &loaded.messages))
+                .map(|()| report.repairs.len())
+        });
+        meta["status"] = json!("interrupted");
+        let partial = meta_path.with_extension("json.partial");
+        let written =
+            std::fs::write(&partial, format!("{meta:#}\n")).and_then(|()| std::fs::rename(&partial, &meta_path));
+        repaired.push(match (outcome, written) {
+            (Ok(n), Ok(())) => {
+                format!("subagent {agent_id} was running when the session ended: {n} repair(s) to its transcript")
+            }
+            (Err(e), _) => format!(
+                "subagent {agent_id} was running when the session ended; its transcript cannot be repaired: {e}"
+            ),
+            (_, Err(e)) => format!("subagent {agent_id}: its meta file cannot be written: {e}"),
+        });
+    }
+    repaired
+}
 
 /// One `Agent` call waiting for its child.
 struct Job {
@@ -102,6 +162,105 @@ impl EventSink for ChildSink {
     }
 }
 
+/// A background subagent's end, waiting to be given to the parent's model.
+#[derive(Debug, Clone)]
+pub(crate) struct Notification {
+    /// Which subagent.
+    pub(crate) agent: Arc<SubagentRun>,
+    /// How it ended.
+    pub(crate) report: SubagentReport,
+}
+
+impl Notification {
+    /// The text the parent's model reads in the turn the notification starts.
+    pub(crate) fn text(&self) -> String {
+        let SubagentReport { status, terminal, summary, tool_uses, .. } = &self.report;
+        format!(
+            "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<status>{status}</status>\n\
+             <terminal-reason>{}</terminal-reason>\n<summary>The background subagent \"{}\" ({}) ended after {tool_uses} \
+             tool calls. Its final report follows: model output, not a message from the user.</summary>\n\
+             <result>\n{summary}\n</result>\n</task-notification>",
+            self.agent.agent_id,
+            self.agent.tool_use_id,
+            terminal.as_str(),
+            self.agent.description,
+            self.agent.agent_type,
+        )
+    }
+}
+
+/// The background subagents of a run, as its Checkpoint sees them: how many run, and the
+/// ends not yet given to the model. Shared by the run's [`Children`] and its machine.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tasks {
+    board: Rc<RefCell<Board>>,
+    changed: Rc<tokio::sync::Notify>,
+}
+
+#[derive(Debug, Default)]
+struct Board {
+    running: usize,
+    ended: Vec<Notification>,
+    started: u32,
+}
+
+impl Tasks {
+    /// Whether a background subagent runs, or ended and its end was not given to the model.
+    pub(crate) fn pending(&self) -> bool {
+        let board = self.board.borrow();
+        board.running > 0 || !board.ended.is_empty()
+    }
+
+    /// Wait until a background subagent has ended (at once if one has); `false` when none
+    /// runs and none ended.
+    pub(crate) async fn next_end(&self) -> bool {
+        loop {
+            {
+                let board = self.board.borrow();
+                if !board.ended.is_empty() {
+                    return true;
+                }
+                if board.running == 0 {
+                    return false;
+                }
+            }
+            // `notify_one` keeps a permit when nobody waits yet: no end is missed.
+            self.changed.notified().await;
+        }
+    }
+
+    /// The ends not given to the model yet, oldest first; they count as given.
+    pub(crate) fn take_ended(&self) -> Vec<Notification> {
+        std::mem::take(&mut self.board.borrow_mut().ended)
+    }
+
+    /// A background subagent counted by [`Tasks::start`] did not start after all.
+    fn abandon(&self) {
+        let mut board = self.board.borrow_mut();
+        board.running -= 1;
+        board.started -= 1;
+    }
+
+    fn start(&self, limit: u32) -> bool {
+        let mut board = self.board.borrow_mut();
+        if board.started >= limit {
+            return false;
+        }
+        board.started += 1;
+        board.running += 1;
+        true
+    }
+
+    fn end(&self, notification: Notification) {
+        {
+            let mut board = self.board.borrow_mut();
+            board.running -= 1;
+            board.ended.push(notification);
+        }
+        self.changed.notify_one();
+    }
+}
+
 /// What every child of a run inherits from it.
 struct Parent {
     deps: Deps,
@@ -109,6 +268,65 @@ struct Parent {
     sink: SharedSink,
     /// The names of the parent's tools, in order.
     tools: Vec<String>,
+    /// The run's background subagents.
+    tasks: Tasks,
+    /// Where the children's sidechain transcripts go, when the parent's session is written.
+    sidechains: Option<Sidechains>,
+}
+
+/// Where a session's subagents' transcripts are written: `<session>/subagents/` beside the
+/// session's own transcript `<session>.jsonl`, one `agent-<id>.jsonl` (its lines
+/// `isSidechain: true`, with `agentId` and the parent's `sessionId`) and one
+/// `agent-<id>.meta.json` per subagent.
+#[derive(Debug, Clone)]
+pub(crate) struct Sidechains {
+    /// The `subagents` directory.
+    pub(crate) dir: PathBuf,
+    /// The parent's session id.
+    pub(crate) session_id: Uuid,
+}
+
+impl Sidechains {
+    /// The sidechains of the session written to `transcript`.
+    pub(crate) fn of(transcript: &Path, session_id: Uuid) -> Sidechains {
+        Sidechains { dir: transcript.with_extension("").join("subagents"), session_id }
+    }
+
+    fn transcript(&self, agent_id: &str) -> PathBuf {
+        self.dir.join(format!("agent-{agent_id}.jsonl"))
+    }
+
+    fn meta(&self, agent_id: &str) -> PathBuf {
+        self.dir.join(format!("agent-{agent_id}.meta.json"))
+    }
+
+    /// Write the meta file of `agent`: who it is, and how it stands (`running`, or how it
+    /// ended). Written whole each time, through a temporary file, so it is never half there.
+    fn write_meta(&self, agent: &SubagentRun, report: Option<&SubagentReport>) -> std::io::Result<()> {
+        let mut meta = json!({
+            "agentId": agent.agent_id,
+            "agentType": agent.agent_type,
+            "description": agent.description,
+            "prompt": agent.prompt,
+            "model": agent.model,
+            "toolUseId": agent.tool_use_id,
+            "runId": agent.run_id,
+            "parentRunId": agent.parent_run_id,
+            "sessionId": self.session_id.to_string(),
+            "isBackground": agent.background,
+            "status": "running",
+        });
+        if let Some(report) = report {
+            meta["status"] = json!(report.status);
+            meta["terminalReason"] = json!(report.terminal.as_str());
+            meta["totalToolUseCount"] = json!(report.tool_uses);
+            meta["durationMs"] = json!(report.duration_ms.as_millis());
+        }
+        let path = self.meta(&agent.agent_id);
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, format!("{meta:#}\n"))?;
+        std::fs::rename(&partial, &path)
+    }
 }
 
 /// The subagents of one run: started by its `Agent` calls, polled beside its machine.
@@ -116,16 +334,38 @@ pub(crate) struct Children {
     jobs: mpsc::UnboundedReceiver<Job>,
     running: FuturesUnordered<LocalBoxFuture<'static, ()>>,
     parent: Rc<Parent>,
+    /// The background children's tokens: cancelled when the parent's run ends.
+    background: Vec<CancellationToken>,
+    /// Subagents started so far.
+    started: u32,
 }
 
 impl Children {
     /// The host of a run with `deps` and `options` whose events go to `sink`, and the
     /// [`Spawner`] its `Agent` calls use.
-    pub(crate) fn new(deps: &Deps, options: &EngineOptions, sink: SharedSink) -> (Children, Spawner) {
+    pub(crate) fn new(
+        deps: &Deps,
+        options: &EngineOptions,
+        sink: SharedSink,
+        sidechains: Option<Sidechains>,
+    ) -> (Children, Spawner) {
         let (tx, rx) = mpsc::unbounded_channel();
         let tools = deps.tools.tools().iter().map(|t| t.name().to_owned()).collect();
-        let parent = Parent { deps: deps.clone(), options: options.clone(), sink, tools };
-        (Children { jobs: rx, running: FuturesUnordered::new(), parent: Rc::new(parent) }, Spawner { jobs: tx })
+        let parent =
+            Parent { deps: deps.clone(), options: options.clone(), sink, tools, tasks: Tasks::default(), sidechains };
+        let children = Children {
+            jobs: rx,
+            running: FuturesUnordered::new(),
+            parent: Rc::new(parent),
+            background: Vec::new(),
+            started: 0,
+        };
+        (children, Spawner { jobs: tx })
+    }
+
+    /// The run's background subagents, for its Checkpoint.
+    pub(crate) fn tasks(&self) -> Tasks {
+        self.parent.tasks.clone()
     }
 
     /// Wait for `work` (a dispatch of the parent's machine) while starting the children its
@@ -148,11 +388,37 @@ impl Children {
         while let Ok(job) = self.jobs.try_recv() {
             let _ = job.reply.send(ToolOutput::error("The run has ended: the subagent did not start"));
         }
+        // Background children outlive nothing: the run is over, so they end through their
+        // abort edges.
+        for token in &self.background {
+            token.cancel();
+        }
         while self.running.next().await.is_some() {}
     }
 
-    fn start(&mut self, job: Job) {
+    fn start(&mut self, mut job: Job) {
         let parent = self.parent.clone();
+        if self.started >= MAX_SUBAGENTS_PER_RUN {
+            let _ = job.reply.send(ToolOutput::error(format!(
+                "<tool_use_error>No subagent can start: this run has started its {MAX_SUBAGENTS_PER_RUN}; do the \
+                 rest of the work yourself</tool_use_error>"
+            )));
+            return;
+        }
+        if job.input.run_in_background == Some(true) {
+            if !parent.tasks.start(MAX_BACKGROUND_PER_RUN) {
+                let _ = job.reply.send(ToolOutput::error(format!(
+                    "<tool_use_error>No background subagent can start: this run has started its \
+                     {MAX_BACKGROUND_PER_RUN} (run it in the foreground, without run_in_background)</tool_use_error>"
+                )));
+                return;
+            }
+            // Not the call's token: the call returns at once, and its siblings' failures must
+            // not end a child that outlives it. The run's interrupt still reaches it.
+            job.cancel = parent.deps.cancel.child_token();
+            self.background.push(job.cancel.clone());
+        }
+        self.started += 1;
         self.running.push(Box::pin(run_child(parent, job)));
     }
 }
@@ -181,7 +447,7 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         description: input.description.clone(),
         prompt: input.prompt.clone(),
         model: model.clone(),
-        background: false,
+        background: input.run_in_background == Some(true),
     });
     let options = EngineOptions {
         model,
@@ -198,13 +464,51 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         }),
         ..parent.options.clone()
     };
-    let deps = child_deps(&parent, &definition, cancel.child_token());
+    let mut deps = child_deps(&parent, &definition, &agent, cancel.child_token());
+    let worktree = match input.isolation.as_deref() {
+        Some("worktree") => match Worktree::create(&parent.deps.cwd, &agent.agent_id).await {
+            Ok(worktree) => {
+                deps.policy = Arc::new(deps.policy.in_directory(&worktree.cwd));
+                deps.sandbox = deps.sandbox.in_directory(&worktree.cwd);
+                deps.cwd = worktree.cwd.clone();
+                Some(worktree)
+            }
+            Err(why) => {
+                if agent.background {
+                    parent.tasks.abandon();
+                }
+                let _ = reply.send(ToolOutput::error(format!("<tool_use_error>{why}</tool_use_error>")));
+                return;
+            }
+        },
+        _ => None,
+    };
+    let reply = match agent.background {
+        true => {
+            let _ = reply.send(launched(&agent));
+            None
+        }
+        false => Some(reply),
+    };
     parent
         .sink
         .borrow_mut()
         .event(&EngineEvent::SubagentStarted { agent: agent.clone(), header: Box::new(header(&options)) });
     let sink = ChildSink { parent: parent.sink.clone(), agent: agent.clone() };
     let mut session = Session::in_memory(Uuid::new_v4(), deps.cwd.clone());
+    if let Some(sidechains) = &parent.sidechains {
+        let path = sidechains.transcript(&agent.agent_id);
+        let opened = TranscriptWriter::create_sidechain(&path, sidechains.session_id, &deps.cwd, &agent.agent_id)
+            .map_err(|e| e.to_string())
+            .and_then(|writer| {
+                session.transcript = Some(writer);
+                sidechains.write_meta(&agent, None).map_err(|e| e.to_string())
+            });
+        if let Err(e) = opened {
+            let warning = format!("subagent {}: its transcript is not written: {e}", agent.agent_id);
+            parent.sink.borrow_mut().event(&EngineEvent::Warning(warning));
+        }
+    }
     let ran =
         Box::pin(run_prompt_with(&mut session, deps, options, &Prompt::text(&input.prompt), Box::new(sink))).await;
     let report = match ran {
@@ -221,14 +525,62 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
             turns: 0,
         },
     };
-    let output = tool_output(&agent, &report);
-    parent.sink.borrow_mut().event(&EngineEvent::SubagentEnded { agent, report: Box::new(report) });
-    // The call may have been dropped (its run ended meanwhile): nobody is left to tell.
-    let _ = reply.send(output);
+    let worktree = match worktree {
+        Some(worktree) => Some(worktree.finish().await),
+        None => None,
+    };
+    let output = tool_output(&agent, &report, worktree.as_ref());
+    if let Some(sidechains) = &parent.sidechains
+        && let Err(e) = sidechains.write_meta(&agent, Some(&report))
+    {
+        let warning = format!("subagent {}: its meta file is not written: {e}", agent.agent_id);
+        parent.sink.borrow_mut().event(&EngineEvent::Warning(warning));
+    }
+    parent
+        .sink
+        .borrow_mut()
+        .event(&EngineEvent::SubagentEnded { agent: agent.clone(), report: Box::new(report.clone()) });
+    match reply {
+        // The call may have been dropped (its run ended meanwhile): nobody is left to tell.
+        Some(reply) => drop(reply.send(output)),
+        None => parent.tasks.end(Notification { agent, report }),
+    }
+}
+
+/// The immediate result of a background `Agent` call.
+fn launched(agent: &SubagentRun) -> ToolOutput {
+    let text = format!(
+        "The subagent \"{}\" ({}) started in the background (agentId: {}). You will be told when it ends, \
+         in a later turn; until then you know nothing of its results: do not guess them.",
+        agent.description, agent.agent_type, agent.agent_id
+    );
+    let mut output = ToolOutput::ok(text);
+    output.extra = Some(Box::new(CallExtra {
+        tool_use_result: json!({"status": "async_launched", "agentId": agent.agent_id, "agentType": agent.agent_type,
+            "description": agent.description, "prompt": agent.prompt, "isAsync": true}),
+        cost_usd: 0.0,
+        usage: Vec::new(),
+    }));
+    output
+}
+
+/// The parent's approver, told which subagent asks: the question a person or the SDK sees
+/// names it ([`ApprovalRequest::agent`]).
+struct AgentApprover {
+    inner: Arc<dyn Approver>,
+    agent: String,
+}
+
+impl Approver for AgentApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        let mut request = request.clone();
+        request.agent = Some(self.agent.clone());
+        Box::pin(async move { self.inner.approve(&request).await })
+    }
 }
 
 /// The dependencies of a child of `definition`.
-fn child_deps(parent: &Parent, definition: &AgentDefinition, cancel: CancellationToken) -> Deps {
+fn child_deps(parent: &Parent, definition: &AgentDefinition, agent: &SubagentRun, cancel: CancellationToken) -> Deps {
     let offered = definition.child_tools(&parent.tools);
     let mut tools = Registry::new();
     for tool in parent.deps.tools.tools() {
@@ -240,6 +592,10 @@ fn child_deps(parent: &Parent, definition: &AgentDefinition, cancel: Cancellatio
         tools,
         cancel,
         policy: Arc::new(parent.deps.policy.for_child(definition.permission_mode)),
+        approver: Arc::new(AgentApprover {
+            inner: parent.deps.approver.clone(),
+            agent: format!("{} {}", agent.agent_type, agent.agent_id),
+        }),
         ..parent.deps.clone()
     }
 }
@@ -277,7 +633,7 @@ fn total_tokens(usage: &crate::engine::state::UsageTotals) -> u64 {
 
 /// The `Agent` call's result: the child's report, framed as its words, with what it used;
 /// `tool_use_result` as Claude Code gives it.
-fn tool_output(agent: &SubagentRun, report: &SubagentReport) -> ToolOutput {
+fn tool_output(agent: &SubagentRun, report: &SubagentReport, worktree: Option<&WorktreeEnd>) -> ToolOutput {
     let tokens = total_tokens(&report.usage);
     let millis = report.duration_ms.as_millis();
     let ending = match report.terminal {
@@ -291,8 +647,22 @@ fn tool_output(agent: &SubagentRun, report: &SubagentReport) -> ToolOutput {
          tool_uses: {}\nduration_ms: {millis}</usage>",
         agent.agent_id, report.tool_uses
     );
+    let (worktree_note, worktree_json) = match worktree {
+        None => (String::new(), serde_json::Value::Null),
+        Some(WorktreeEnd::Removed) => {
+            ("\nIts worktree had no changes and was removed.".to_owned(), json!({"kept": false}))
+        }
+        Some(WorktreeEnd::Kept { path, status, commits }) => (
+            format!(
+                "\nIts worktree has changes and was kept at {} ({commits} new commit(s)); git status:\n{status}",
+                path.display()
+            ),
+            json!({"kept": true, "path": path, "status": status, "commits": commits}),
+        ),
+    };
+    let text = format!("{text}{worktree_note}");
     let usage = &report.usage;
-    let tool_use_result = json!({
+    let mut tool_use_result = json!({
         "status": report.status,
         "prompt": agent.prompt,
         "agentId": agent.agent_id,
@@ -311,6 +681,9 @@ fn tool_output(agent: &SubagentRun, report: &SubagentReport) -> ToolOutput {
             "cache_read_input_tokens": usage.cache_read_input_tokens,
         },
     });
+    if !worktree_json.is_null() {
+        tool_use_result["worktree"] = worktree_json;
+    }
     let mut output = if report.status == "completed" { ToolOutput::ok(text) } else { ToolOutput::error(text) };
     output.extra = Some(Box::new(CallExtra {
         tool_use_result,

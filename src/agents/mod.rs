@@ -19,6 +19,7 @@
 
 pub(crate) mod host;
 pub(crate) mod tool;
+pub(crate) mod worktree;
 
 use std::path::{Path, PathBuf};
 

@@ -42,7 +42,6 @@ pub struct AgentInput {
     pub effort: Option<Value>,
     /// Return at once and notify the parent when the child ends.
     #[serde(default)]
-    #[allow(dead_code)]
     pub run_in_background: Option<bool>,
     /// `worktree`: run the child in a fresh git worktree of the repository.
     #[serde(default)]

@@ -15,9 +15,10 @@
 //! Guards other than `COUNTER_left` and the facts edges set are not modelled, so the bound can
 //! exceed what runs attain; when the exploration completes it says whether the two agree.
 //!
-//! Per turn: a turn starts at the initial state or where a `next_turn` edge lands (that
-//! edge's own call, if any, counted in it), `next_turn` edges end it without entering their
-//! target, and counters start at their bound.
+//! Per turn: a turn starts at the initial state or where an edge that starts a turn lands
+//! (a continue edge consuming the turn counter: `next_turn`, `task_notification`; that edge's
+//! own call, if any, counted in it), those edges end it without entering their target, and
+//! counters start at their bound.
 
 use thiserror::Error;
 
@@ -70,7 +71,7 @@ impl<'t> Program<'t> {
         let mut sources: Vec<(usize, Option<usize>)> =
             state_index(&table.initial).map(|i| (i, None)).into_iter().collect();
         if span == Span::Turn {
-            for (k, e) in table.edges.iter().enumerate().filter(|(_, e)| is_next_turn(e)) {
+            for (k, e) in table.edges.iter().enumerate().filter(|(_, e)| is_next_turn(table, e)) {
                 if let Some(i) = state_index(&e.to).filter(|&i| leaf(i)) {
                     sources.push((i, Some(k)));
                 }
@@ -82,7 +83,7 @@ impl<'t> Program<'t> {
     /// The rows: one start, flow per leaf, one per counter.
     fn rows(&self, span: Span, bounds: &[CounterBound]) -> Vec<Row> {
         let table = self.table;
-        let ends_span = |k: usize| span == Span::Turn && is_next_turn(&table.edges[k]);
+        let ends_span = |k: usize| span == Span::Turn && is_next_turn(table, &table.edges[k]);
         let source = |j: usize| self.flows.len() + j;
         let mut rows = vec![Row {
             terms: (0..self.sources.len()).map(|j| (source(j), 1.0)).collect(),
@@ -130,7 +131,7 @@ impl<'t> Program<'t> {
         let mut objective: Vec<f64> = self
             .flows
             .iter()
-            .map(|&(k, _)| if span == Span::Turn && is_next_turn(&table.edges[k]) { 0.0 } else { calls(k) })
+            .map(|&(k, _)| if span == Span::Turn && is_next_turn(table, &table.edges[k]) { 0.0 } else { calls(k) })
             .collect();
         objective.extend(self.sources.iter().map(|&(_, edge)| edge.map_or(0.0, calls)));
         objective

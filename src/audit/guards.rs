@@ -533,7 +533,7 @@ mod tests {
         let read = |s: &str| facts_read(shipped(), s).into_iter().collect::<Vec<_>>();
         assert_eq!(
             read("Checkpoint"),
-            vec!["budget_wants_more", "hook_stop", "stop_hook", "structured_output", "tools_ran"]
+            vec!["budget_wants_more", "hook_stop", "stop_hook", "structured_output", "tasks_pending", "tools_ran"]
         );
         assert_eq!(read("Recover"), vec!["cause", "compacted", "staged_collapses"]);
         assert_eq!(read("ExecuteTools"), Vec::<String>::new());

@@ -188,6 +188,15 @@ fn summary(out: &mut String, table: &Table, ex: Option<&Exploration>, findings: 
                 "  per run:  at most {} model calls ({} counting retries and fallback){turns}",
                 w.per_run.excluding_resends, w.per_run.including_resends
             );
+            let with = u64::from(crate::agents::host::MAX_SUBAGENTS_PER_RUN) + 1;
+            let _ = writeln!(
+                out,
+                "  with subagents: at most {} model calls ({} counting retries and fallback): depth 1, and each \
+                 of a run's at most {} subagents runs this table",
+                w.per_run.excluding_resends * with,
+                w.per_run.including_resends * with,
+                crate::agents::host::MAX_SUBAGENTS_PER_RUN
+            );
         };
         match (ex.worst, ex.flow_bound) {
             (Some(w), flow) => {
@@ -248,6 +257,15 @@ pub fn text(report: &Report) -> String {
             t.terminal.as_deref().map(|r| format!("ends with terminal `{r}`")).unwrap_or("has no terminal".into());
         let status = if t.findings.is_empty() { "ok".to_owned() } else { format!("{} finding(s)", t.findings.len()) };
         let _ = writeln!(out, "trace {}: {} records, {end}: {status}", t.path, t.records);
+        for child in &t.subagents {
+            let end = child
+                .terminal
+                .as_deref()
+                .map(|r| format!("ends with terminal `{r}`"))
+                .unwrap_or("has no terminal".into());
+            let call = child.parent_tool_use_id.as_deref().map(|c| format!(" (for {c})")).unwrap_or_default();
+            let _ = writeln!(out, "  subagent run {}{call}: {} records, {end}", child.run_id, child.records);
+        }
     }
     let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
     if findings.is_empty() {

@@ -30,6 +30,24 @@ pub struct TraceReport {
     pub terminal: Option<String>,
     /// Mismatches, each naming the record's `seq` and line.
     pub findings: Vec<Finding>,
+    /// The subagents' runs the trace holds, each replayed on its own, in the order their
+    /// headers appear.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentTrace>,
+}
+
+/// One subagent's run inside a trace: its lines carry `parent_run_id` (the header) or a
+/// `run_id` of their own (the records).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubagentTrace {
+    /// The child run's id.
+    pub run_id: String,
+    /// The `Agent` call that started it.
+    pub parent_tool_use_id: Option<String>,
+    /// Its transition records.
+    pub records: usize,
+    /// Its terminal reason, if it has a terminal record.
+    pub terminal: Option<String>,
 }
 
 struct Replay<'t> {
@@ -273,8 +291,47 @@ impl Replay<'_> {
     }
 }
 
-/// Replay the trace `text` (named `path` in findings) against `table`.
+/// Replay the trace `text` (named `path` in findings) against `table`. The lines of
+/// subagents' runs (a header with `parent_run_id`, records with a `run_id`) are set apart by
+/// run and each run is replayed on its own: every run must be a path of the table that ends
+/// in exactly one terminal record.
 pub fn replay(table: &Table, path: &str, text: &str) -> TraceReport {
+    let mut top: Lines<'_> = Vec::new();
+    // Each subagent's run: its id, the call that started it, and its lines.
+    let mut children: Vec<(String, Option<String>, Lines<'_>)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let child = serde_json::from_str::<Value>(raw).ok().and_then(|v| {
+            let run = v.get("parent_run_id").and(v.get("run_id"));
+            let call = v.get("parent_tool_use_id").and_then(Value::as_str).map(str::to_owned);
+            run.and_then(Value::as_str).map(|r| (r.to_owned(), call))
+        });
+        match child {
+            None => top.push((i + 1, raw)),
+            Some((run, call)) => match children.iter_mut().find(|(id, _, _)| *id == run) {
+                Some((_, _, lines)) => lines.push((i + 1, raw)),
+                None => children.push((run, call, vec![(i + 1, raw)])),
+            },
+        }
+    }
+    let mut report = replay_run(table, path, &top);
+    for (run_id, parent_tool_use_id, lines) in children {
+        let child = replay_run(table, path, &lines);
+        report.findings.extend(child.findings);
+        report.subagents.push(SubagentTrace {
+            run_id,
+            parent_tool_use_id,
+            records: child.records,
+            terminal: child.terminal,
+        });
+    }
+    report
+}
+
+/// Lines of a trace with their numbers in the file.
+type Lines<'a> = Vec<(usize, &'a str)>;
+
+/// Replay the lines of one run (numbered as in the file).
+fn replay_run(table: &Table, path: &str, lines: &[(usize, &str)]) -> TraceReport {
     let bounds: BTreeMap<String, u32> = table.counters.iter().map(|c| (c.name.clone(), c.bound)).collect();
     let counters = table.counters.iter().map(|c| (c.name.clone(), c.bound.saturating_sub(c.spent_at_start))).collect();
     let mut replay = Replay {
@@ -291,8 +348,7 @@ pub fn replay(table: &Table, path: &str, text: &str) -> TraceReport {
     let mut terminal: Option<(u64, String)> = None;
     let mut last_line = 0;
     let mut first = true;
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+    for &(line, raw) in lines {
         if raw.trim().is_empty() {
             continue;
         }
@@ -343,5 +399,11 @@ pub fn replay(table: &Table, path: &str, text: &str) -> TraceReport {
         let m = format!("the trace ends after {records} record(s) without a terminal record");
         replay.report(Code::TraceNoTerminal, m, last_line.max(1), None, None);
     }
-    TraceReport { path: path.to_owned(), records, terminal: terminal.map(|t| t.1), findings: replay.findings }
+    TraceReport {
+        path: path.to_owned(),
+        records,
+        terminal: terminal.map(|t| t.1),
+        findings: replay.findings,
+        subagents: Vec::new(),
+    }
 }

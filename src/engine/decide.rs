@@ -95,6 +95,19 @@ impl Machine {
                     "a Stop hook blocked the end of the turn {n} times in a row: overriding it and ending the turn"
                 )));
             }
+            TurnChecked::TaskNotification => {
+                let ended = ctx.tasks.as_ref().map(crate::agents::host::Tasks::take_ended).unwrap_or_default();
+                let mut texts = Vec::new();
+                for notification in &ended {
+                    let report = &notification.report;
+                    self.st.cost_usd += report.cost_usd;
+                    self.st.delegated.push((notification.agent.model.clone(), report.usage, report.cost_usd));
+                    texts.push(notification.text());
+                }
+                let names: Vec<&str> = ended.iter().map(|n| n.agent.agent_id.as_str()).collect();
+                self.annotate(None, Some(format!("reported: {}", names.join(", "))));
+                self.append(ctx, Message::user_text(texts.join("\n")));
+            }
             TurnChecked::TokenBudgetContinuation => {
                 if let Some(check) = self.budget_check() {
                     self.st.budget_last_delta = check.delta;
@@ -287,6 +300,22 @@ impl TurnCheckedFacts for TurnFacts {
 
     async fn budget_wants_more(&mut self, m: &mut Machine, _: &mut Ctx) -> Option<bool> {
         Some(m.budget_check().is_some())
+    }
+
+    /// Waits for the next background subagent to end, when one runs (only at an end of turn
+    /// that nothing else continues, where the guards read this). An interrupt settles the
+    /// state without a decision, and the abort takes `checkpoint.abort`.
+    async fn tasks_pending(&mut self, _: &mut Machine, ctx: &mut Ctx) -> Option<bool> {
+        let Some(tasks) = ctx.tasks.clone() else { return Some(false) };
+        if !tasks.pending() {
+            return Some(false);
+        }
+        let cancel = ctx.deps.cancel.clone();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            ended = tasks.next_end() => Some(ended),
+        }
     }
 }
 

@@ -550,6 +550,7 @@ mod tests {
             input: json!({"command": "git commit -m x"}),
             reason: "no allow rule covers `git commit -m x`".into(),
             suggestion: Some("Bash(git commit:*)".into()),
+            agent: None,
         };
         let event = |approval| EngineEvent::ApprovalAnswered { request: request.clone(), approval };
         let head = r#"{"type":"approval_answered","tool_use_id":"toolu_2","tool":"Bash","input":{"command":"git commit -m x"},"reason":"no allow rule covers `git commit -m x`","suggestion":"Bash(git commit:*)","#;

@@ -78,6 +78,8 @@ pub struct Ctx {
     pub toolbox: Arc<Toolbox>,
     /// The session transcript, written as messages are appended.
     pub transcript: crate::engine::session::TranscriptLog,
+    /// The run's background subagents, when it may start any.
+    pub(crate) tasks: Option<crate::agents::host::Tasks>,
 }
 
 impl Ctx {

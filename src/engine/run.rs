@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::agents::host::{Children, ParentSink, SharedSink};
+use crate::agents::host::{Children, ParentSink, SharedSink, Sidechains};
 
 use crate::hooks::HookEnv;
 use crate::tools::ToolContext;
@@ -179,7 +179,8 @@ pub async fn run_prompt_with(
     // them beside its machine.
     let (sink, mut children, spawner) = if deps.tools.get(crate::agents::AGENT_TOOL).is_some() {
         let shared: SharedSink = Rc::new(RefCell::new(sink));
-        let (children, spawner) = Children::new(&deps, &options, shared.clone());
+        let sidechains = session.transcript.as_ref().map(|t| Sidechains::of(t.path(), session.id));
+        let (children, spawner) = Children::new(&deps, &options, shared.clone(), sidechains);
         (Box::new(ParentSink(shared)) as Box<dyn EventSink>, Some(children), Some(spawner))
     } else {
         (sink, None, None)
@@ -224,7 +225,8 @@ pub async fn run_prompt_with(
         approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),
     });
     let transcript = TranscriptLog::new(session.transcript.take());
-    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript };
+    let tasks = children.as_ref().map(Children::tasks);
+    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript, tasks };
     let counters: Counters = st.counters.clone();
     let user = Message::user_text(prompt);
     if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {

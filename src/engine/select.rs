@@ -293,6 +293,8 @@ mod tests {
         assert_eq!(select::<TurnChecked>(&mut m, pass.clone()), Err("needs budget_wants_more".into()));
         let mut done = pass;
         done.insert(fact::BUDGET_WANTS_MORE.into(), yes(false));
+        assert_eq!(select::<TurnChecked>(&mut m, done.clone()), Err("needs tasks_pending".into()));
+        done.insert(fact::TASKS_PENDING.into(), yes(false));
         assert_eq!(select::<TurnChecked>(&mut m, done), Ok(TurnChecked::Completed));
         assert_eq!(m.pending.as_ref().unwrap().target, State::Done { reason: TerminalReason::Completed });
     }

@@ -68,7 +68,11 @@ impl Approver for TerminalApprover {
             // engine's start event is shown.
             self.screen.tool_started(&request.tool_use_id, &tool_started(style, &request.tool, &request.input));
             self.screen.begin_question();
-            self.screen.ask_line(&permission_prompt(style, &request.tool, &request.input, &request.reason, suggestion));
+            let reason = match &request.agent {
+                Some(agent) => format!("subagent {agent}: {}", request.reason),
+                None => request.reason.clone(),
+            };
+            self.screen.ask_line(&permission_prompt(style, &request.tool, &request.input, &reason, suggestion));
             self.screen.ask_text("  > ");
             // From here keys answer the question; those typed before stay typed ahead.
             let mut keys = self.keyboard.question();

@@ -178,6 +178,9 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
         }
         .map(|()| writer)
     });
+    for line in crate::agents::host::repair_sidechains(&path, id) {
+        eprintln!("agentloop: warning: {line}");
+    }
     Ok(match resumed {
         Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
         Err(e) => unwritten(id, cwd, loaded.messages, e),

@@ -32,6 +32,10 @@ pub struct ApprovalRequest {
     /// A rule the approver may offer to allow for the rest of the session (`Edit`,
     /// `Bash(git commit:*)`), when a narrow one is known.
     pub suggestion: Option<String>,
+    /// The subagent whose call this is (`greeter a1b2c3…`: its type and id); `None` for
+    /// a call of the top-level run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// The approver's answer.

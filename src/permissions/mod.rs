@@ -351,6 +351,14 @@ impl Policy {
         child
     }
 
+    /// The same policy for calls that work in `cwd` instead (a subagent's worktree): paths
+    /// are inside or outside `cwd`. Rules keep the paths they were written against.
+    pub fn in_directory(&self, cwd: &Path) -> Policy {
+        let mut moved = self.clone();
+        moved.cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        moved
+    }
+
     /// Change the mode of this policy and of every clone of it, at once.
     pub fn set_mode(&self, mode: Mode) {
         self.mode.set(mode);

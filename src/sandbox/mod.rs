@@ -95,7 +95,8 @@ pub struct Sandbox {
     settings: SandboxSettings,
     helper: Option<PathBuf>,
     cwd: PathBuf,
-    temp: Option<tempfile::TempDir>,
+    /// Shared with the sandboxes [`Sandbox::in_directory`] makes of this one.
+    temp: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Sandbox {
@@ -148,7 +149,7 @@ impl Sandbox {
             settings,
             helper: Some(helper),
             cwd: cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
-            temp: Some(temp),
+            temp: Some(Arc::new(temp)),
         })
     }
 
@@ -188,9 +189,21 @@ impl Sandbox {
         !matches!(self.state, State::Unavailable)
     }
 
+    /// The same sandbox for commands that work in `cwd` instead (a subagent's worktree): what
+    /// they may write is `cwd` (but its `policy::PROTECTED` paths) and the same temp directory.
+    pub fn in_directory(&self, cwd: &Path) -> Arc<Sandbox> {
+        Arc::new(Sandbox {
+            state: self.state.clone(),
+            settings: self.settings.clone(),
+            helper: self.helper.clone(),
+            cwd: cwd.to_path_buf(),
+            temp: self.temp.clone(),
+        })
+    }
+
     /// The session's temp directory (`TMPDIR` of writing commands), if any.
     pub fn temp_dir(&self) -> Option<&Path> {
-        self.temp.as_ref().map(tempfile::TempDir::path)
+        self.temp.as_deref().map(tempfile::TempDir::path)
     }
 
     /// How a command line with this launch is actually started, given the settings: an

@@ -46,7 +46,7 @@ pub fn can_use_tool(request: &ApprovalRequest) -> Value {
             json!({"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"})
         })
         .collect();
-    json!({
+    let mut question = json!({
         "subtype": "can_use_tool",
         "tool_name": request.tool,
         "display_name": request.tool,
@@ -54,7 +54,13 @@ pub fn can_use_tool(request: &ApprovalRequest) -> Value {
         "tool_use_id": request.tool_use_id,
         "decision_reason": request.reason,
         "permission_suggestions": suggestions,
-    })
+    });
+    if let Some(agent) = &request.agent {
+        // The subagent's id, as Claude Code names the asking agent.
+        question["agent_id"] = json!(agent.rsplit(' ').next().unwrap_or(agent));
+        question["agent_name"] = json!(agent);
+    }
+    question
 }
 
 /// `Bash(git commit:*)` → (`Bash`, `git commit:*`); `Write` → (`Write`, none).
@@ -136,6 +142,7 @@ mod tests {
             input: json!({"command": "git commit -m x"}),
             reason: "it changes things and no rule allows it".into(),
             suggestion: Some("Bash(git commit:*)".into()),
+            agent: None,
         }
     }
 

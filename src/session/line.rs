@@ -105,6 +105,8 @@ pub(crate) struct MessageLineOut<'a> {
     pub parent_uuid: Option<&'a str>,
     pub is_sidechain: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_id: Option<&'a str>,
     #[serde(rename = "type")]
     pub kind: &'static str,

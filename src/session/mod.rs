@@ -37,7 +37,7 @@ mod tests;
 pub use id::{Uuid, UuidError};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
 pub use lock::SessionLock;
-pub use reader::{LoadedSession, load, load_cut};
+pub use reader::{LoadedSession, load, load_cut, load_sidechain};
 pub use repair::{Repair, RepairReport, Unpaired};
 pub use store::{SessionStore, SessionSummary};
 pub(crate) use writer::Mirror;

@@ -69,6 +69,15 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
     scan(path, true)
 }
 
+/// [`load`] of a subagent's sidechain transcript (`…/subagents/agent-<id>.jsonl`): its lines
+/// are the ones with `isSidechain: true`, and lines of the main chain are the ones skipped.
+///
+/// # Errors
+/// Those of [`load`].
+pub fn load_sidechain(path: &Path) -> Result<LoadedSession> {
+    scan_as(path, true, None, true)
+}
+
 /// [`load`] with the history cut after the line whose `uuid` is `at` (`--resume-session-at`):
 /// the lines after it are not read into the history. With `drops_turn` (`--resume-drops-turn`,
 /// the uuid of the prompt whose turn the caller means to drop), the cut is refused unless
@@ -122,8 +131,13 @@ pub(crate) fn scan(path: &Path, full: bool) -> Result<LoadedSession> {
 }
 
 fn scan_with(path: &Path, full: bool, cut: Option<Cut<'_>>) -> Result<LoadedSession> {
+    scan_as(path, full, cut, false)
+}
+
+fn scan_as(path: &Path, full: bool, cut: Option<Cut<'_>>, sidechain: bool) -> Result<LoadedSession> {
     let bytes = std::fs::read(path).map_err(io_error(path))?;
     let mut s = Scan {
+        sidechain,
         cut,
         path,
         number: 0,
@@ -188,6 +202,8 @@ impl From<serde_json::Error> for LineError {
 }
 
 struct Scan<'p> {
+    /// Reading a sidechain transcript: its `isSidechain` lines are the ones kept.
+    sidechain: bool,
     cut: Option<Cut<'p>>,
     path: &'p Path,
     /// The 1-based number of the line being read.
@@ -230,7 +246,7 @@ impl Scan<'_> {
         if self.session_id.is_none() {
             self.session_id = head.session_id.as_deref().and_then(|s| Uuid::parse(s).ok());
         }
-        if head.is_sidechain == Some(true) {
+        if (head.is_sidechain == Some(true)) != self.sidechain {
             return Ok(());
         }
         match head.kind.as_deref() {

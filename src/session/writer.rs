@@ -38,6 +38,9 @@ pub struct TranscriptWriter {
     last_uuid: Option<String>,
     /// The uuid of the last assistant line: the call a tool-result line answers.
     last_assistant: Option<String>,
+    /// For a subagent's sidechain transcript: the subagent's id (`agentId` on its lines,
+    /// which are `isSidechain: true` and carry the parent's `sessionId`).
+    agent_id: Option<String>,
 }
 
 /// The file and the buffer each line is serialized into before its one write.
@@ -134,7 +137,25 @@ impl TranscriptWriter {
             git_branch: super::paths::git_branch(cwd),
             last_uuid,
             last_assistant: None,
+            agent_id: None,
         }
+    }
+
+    /// The same writer, writing the sidechain lines of the subagent `agent_id` (for a
+    /// sidechain transcript resumed to be repaired).
+    #[must_use]
+    pub fn into_sidechain(mut self, agent_id: &str) -> Self {
+        self.agent_id = Some(agent_id.to_owned());
+        self
+    }
+
+    /// Create the sidechain transcript of the subagent `agent_id` of session `session_id` at
+    /// `path` (`…/<session>/subagents/agent-<id>.jsonl`): as [`TranscriptWriter::create`],
+    /// with every message line marked `isSidechain: true` and carrying the `agentId`.
+    pub fn create_sidechain(path: &Path, session_id: Uuid, cwd: &Path, agent_id: &str) -> Result<Self> {
+        let mut writer = Self::create(path, session_id, cwd)?;
+        writer.agent_id = Some(agent_id.to_owned());
+        Ok(writer)
     }
 
     /// Copy every line written from now on to `mirror`; with `existing`, the complete lines
@@ -217,7 +238,8 @@ impl TranscriptWriter {
         };
         self.out.write(&MessageLineOut {
             parent_uuid: self.last_uuid.as_deref(),
-            is_sidechain: false,
+            is_sidechain: self.agent_id.is_some(),
+            agent_id: self.agent_id.as_deref(),
             prompt_id: prompt_id.as_deref(),
             kind,
             message: body,

@@ -288,6 +288,7 @@ impl Toolbox {
             input: call.input.clone(),
             reason,
             suggestion,
+            agent: None,
         };
         let answer = tokio::select! {
             biased;

@@ -102,6 +102,7 @@ fn request(id: &str, tool: &str, input: Value, reason: &str, suggestion: Option<
         input,
         reason: reason.into(),
         suggestion: suggestion.map(str::to_owned),
+        agent: None,
     }
 }
 

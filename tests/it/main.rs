@@ -47,6 +47,7 @@ mod sdk_protocol;
 mod secrets;
 mod sessions;
 mod settings;
+mod subagents;
 mod table_flag;
 mod tools;
 mod transcripts;

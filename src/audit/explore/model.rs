@@ -88,9 +88,16 @@ impl CounterBound {
     }
 }
 
-/// Whether `edge` ends a turn: a continue edge named `next_turn`.
-pub(crate) fn is_next_turn(edge: &EdgeDecl) -> bool {
-    edge.kind == EdgeKind::Continue && edge.reason.as_deref() == Some(ContinueReason::NextTurn.as_str())
+/// Whether `edge` ends a turn and starts the next: a continue edge that consumes the turn
+/// counter (the one `max_turns` sets: `next_turn`, and `task_notification`, whose turn a
+/// background subagent's report starts); in a table without one, a continue edge named
+/// `next_turn`.
+pub(crate) fn is_next_turn(table: &Table, edge: &EdgeDecl) -> bool {
+    edge.kind == EdgeKind::Continue
+        && match table.counters.iter().find(|c| c.option.as_deref() == Some("max_turns")) {
+            Some(turns) => edge.consumes.contains(&turns.name),
+            None => edge.reason.as_deref() == Some(ContinueReason::NextTurn.as_str()),
+        }
 }
 
 /// Model calls `edge` makes: `[excluding re-sends, including re-sends]`. It makes one when it
@@ -286,7 +293,7 @@ impl<'t> Model<'t> {
             .map(|e| split::EdgeUse {
                 consumes: e.consumes.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
                 resets: e.resets.iter().filter_map(|c| index(c)).fold(0, |m, c| m | 1 << c),
-                exit: is_next_turn(e) || table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
+                exit: is_next_turn(table, e) || table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
                 terminal: table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal),
             })
             .collect();
@@ -304,7 +311,7 @@ impl<'t> Model<'t> {
                 let consumes: Vec<usize> = e.consumes.iter().filter_map(|c| index(c)).collect();
                 let resets: Vec<usize> = e.resets.iter().filter_map(|c| index(c)).collect();
                 let terminal = table.state(&e.to).is_some_and(|s| s.kind == StateKind::Terminal);
-                let next_turn = is_next_turn(e);
+                let next_turn = is_next_turn(table, e);
                 let on_outer = outer.effect(&consumes, &resets);
                 let on_inner = inner.effect(&consumes, &resets);
                 let reads = e
@@ -479,6 +486,7 @@ mod tests {
                 "checkpoint.stop_hook_prevented",
                 "checkpoint.stop_hook_blocking",
                 "checkpoint.token_budget_continuation",
+                "checkpoint.task_notification",
                 "checkpoint.completed"
             ]
         );
