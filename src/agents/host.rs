@@ -272,6 +272,9 @@ struct Parent {
     tasks: Tasks,
     /// Where the children's sidechain transcripts go, when the parent's session is written.
     sidechains: Option<Sidechains>,
+    /// Where each child's final report is written (`<agent id>.output`): the session's
+    /// directory of task output.
+    output_dir: PathBuf,
 }
 
 /// Where a session's subagents' transcripts are written: `<session>/subagents/` beside the
@@ -284,12 +287,15 @@ pub(crate) struct Sidechains {
     pub(crate) dir: PathBuf,
     /// The parent's session id.
     pub(crate) session_id: Uuid,
+    /// Where the parent's transcript is mirrored (the SDK's session store): the sidechains
+    /// and their metadata (as `agent_metadata` entries) go there too.
+    pub(crate) mirror: Option<crate::session::Mirror>,
 }
 
 impl Sidechains {
     /// The sidechains of the session written to `transcript`.
     pub(crate) fn of(transcript: &Path, session_id: Uuid) -> Sidechains {
-        Sidechains { dir: transcript.with_extension("").join("subagents"), session_id }
+        Sidechains { dir: transcript.with_extension("").join("subagents"), session_id, mirror: None }
     }
 
     fn transcript(&self, agent_id: &str) -> PathBuf {
@@ -325,7 +331,12 @@ impl Sidechains {
         let path = self.meta(&agent.agent_id);
         let partial = path.with_extension("json.partial");
         std::fs::write(&partial, format!("{meta:#}\n"))?;
-        std::fs::rename(&partial, &path)
+        std::fs::rename(&partial, &path)?;
+        if let Some(mirror) = &self.mirror {
+            meta["type"] = json!("agent_metadata");
+            mirror.send(&self.transcript(&agent.agent_id), meta.to_string().as_bytes());
+        }
+        Ok(())
     }
 }
 
@@ -348,11 +359,19 @@ impl Children {
         options: &EngineOptions,
         sink: SharedSink,
         sidechains: Option<Sidechains>,
+        output_dir: PathBuf,
     ) -> (Children, Spawner) {
         let (tx, rx) = mpsc::unbounded_channel();
         let tools = deps.tools.tools().iter().map(|t| t.name().to_owned()).collect();
-        let parent =
-            Parent { deps: deps.clone(), options: options.clone(), sink, tools, tasks: Tasks::default(), sidechains };
+        let parent = Parent {
+            deps: deps.clone(),
+            options: options.clone(),
+            sink,
+            tools,
+            tasks: Tasks::default(),
+            sidechains,
+            output_dir,
+        };
         let children = Children {
             jobs: rx,
             running: FuturesUnordered::new(),
@@ -499,6 +518,12 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
     if let Some(sidechains) = &parent.sidechains {
         let path = sidechains.transcript(&agent.agent_id);
         let opened = TranscriptWriter::create_sidechain(&path, sidechains.session_id, &deps.cwd, &agent.agent_id)
+            .and_then(|mut writer| {
+                if let Some(mirror) = &sidechains.mirror {
+                    writer.mirror_to(mirror.clone(), true)?;
+                }
+                Ok(writer)
+            })
             .map_err(|e| e.to_string())
             .and_then(|writer| {
                 session.transcript = Some(writer);
@@ -511,7 +536,7 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
     }
     let ran =
         Box::pin(run_prompt_with(&mut session, deps, options, &Prompt::text(&input.prompt), Box::new(sink))).await;
-    let report = match ran {
+    let mut report = match ran {
         Ok(outcome) => report_of(&outcome, began),
         Err(e) => SubagentReport {
             status: "failed",
@@ -523,8 +548,17 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
             tools_used: Vec::new(),
             duration_ms: began.elapsed(),
             turns: 0,
+            output_file: None,
         },
     };
+    let output_file = parent.output_dir.join(format!("{}.output", agent.agent_id));
+    match crate::tools::spill::save(&parent.output_dir, &output_file, &report.summary) {
+        Ok(()) => report.output_file = Some(output_file),
+        Err(e) => {
+            let warning = format!("subagent {}: its report is not written to a file: {e}", agent.agent_id);
+            parent.sink.borrow_mut().event(&EngineEvent::Warning(warning));
+        }
+    }
     let worktree = match worktree {
         Some(worktree) => Some(worktree.finish().await),
         None => None,
@@ -623,6 +657,7 @@ fn report_of(outcome: &RunOutcome, began: Instant) -> SubagentReport {
         tools_used,
         duration_ms: began.elapsed(),
         turns: outcome.turns,
+        output_file: None,
     }
 }
 

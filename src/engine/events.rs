@@ -240,6 +240,9 @@ pub struct SubagentReport {
     pub duration_ms: Duration,
     /// Its turns.
     pub turns: u32,
+    /// The file its final report was written to (`output_file` of `task_notification`), in
+    /// the session's directory of task output, which read-only tools may read.
+    pub output_file: Option<std::path::PathBuf>,
 }
 
 /// The JSON form of an [`EngineEvent`].

@@ -179,8 +179,12 @@ pub async fn run_prompt_with(
     // them beside its machine.
     let (sink, mut children, spawner) = if deps.tools.get(crate::agents::AGENT_TOOL).is_some() {
         let shared: SharedSink = Rc::new(RefCell::new(sink));
-        let sidechains = session.transcript.as_ref().map(|t| Sidechains::of(t.path(), session.id));
-        let (children, spawner) = Children::new(&deps, &options, shared.clone(), sidechains);
+        let sidechains = session
+            .transcript
+            .as_ref()
+            .map(|t| Sidechains { mirror: t.mirror(), ..Sidechains::of(t.path(), session.id) });
+        let output_dir = session.background.dir().to_path_buf();
+        let (children, spawner) = Children::new(&deps, &options, shared.clone(), sidechains, output_dir);
         (Box::new(ParentSink(shared)) as Box<dyn EventSink>, Some(children), Some(spawner))
     } else {
         (sink, None, None)

@@ -66,6 +66,12 @@ impl Mirror {
     pub fn new(copy: impl Fn(&Path, &[u8]) + Send + Sync + 'static) -> Self {
         Mirror(std::sync::Arc::new(copy))
     }
+
+    /// Hand the entry `line` (JSON, no newline) of the transcript at `path` to the mirror:
+    /// for entries that live beside a transcript rather than in it (a subagent's metadata).
+    pub fn send(&self, path: &Path, line: &[u8]) {
+        (self.0)(path, line);
+    }
 }
 
 impl std::fmt::Debug for Mirror {
@@ -147,6 +153,11 @@ impl TranscriptWriter {
     pub fn into_sidechain(mut self, agent_id: &str) -> Self {
         self.agent_id = Some(agent_id.to_owned());
         self
+    }
+
+    /// The mirror this writer copies its lines to, if any.
+    pub fn mirror(&self) -> Option<Mirror> {
+        self.out.mirror.clone()
     }
 
     /// Create the sidechain transcript of the subagent `agent_id` of session `session_id` at

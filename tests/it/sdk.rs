@@ -856,3 +856,80 @@ fn max_budget_usd_ends_the_query_with_error_max_budget_usd() {
         assert_eq!(obs["total_cost_usd"], 0.0);
     }
 }
+
+/// A `query()` with `agents`: the definition is listed in `system/init`, the model's `Agent`
+/// call runs the child on the definition's model with exactly its tools and its prompt as the
+/// system prompt, the child's messages reach the SDK attributed to the call
+/// (`parent_tool_use_id`), the task's start and end arrive as typed messages, and the call's
+/// result holds the child's report.
+#[test]
+fn a_subagent_defined_in_agents_runs_and_is_attributed_to_its_call() {
+    let dirs = dirs();
+    let file = dirs.cwd.join("greeting.txt");
+    std::fs::write(&file, "Hello from the greeting file!\n").unwrap();
+    let mock = mock(vec![
+        Reply::Sse(
+            Sse::new(MODEL, 1200)
+                .tool_use(
+                    "toolu_agent",
+                    "Agent",
+                    &json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt",
+                        "subagent_type": "greeter", "run_in_background": false}),
+                )
+                .stop("tool_use"),
+        ),
+        Reply::Sse(
+            Sse::new("claude-haiku-4-5", 300)
+                .tool_use("toolu_read", "Read", &json!({"file_path": file}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(
+            Sse::new("claude-haiku-4-5", 400).text("The file says: Hello from the greeting file!").stop("end_turn"),
+        ),
+        text_reply("The greeter says the file greets us."),
+    ]);
+    let obs = run_script("subagent.py", &mock, &dirs);
+    assert!(obs["agents"].as_array().unwrap().contains(&json!("greeter")), "{obs:#}");
+    // Claude Code lists the tool as `Task` in system/init, its former name.
+    let tools = obs["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("Agent")) || tools.contains(&json!("Task")), "{obs:#}");
+    let attributed: Vec<&Value> = obs["attributed"].as_array().unwrap().iter().collect();
+    assert!(!attributed.is_empty());
+    assert!(attributed.iter().all(|m| m["parent_tool_use_id"] == "toolu_agent"), "{attributed:?}");
+    let tasks = obs["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert_eq!(tasks[0]["subtype"], "task_started");
+    assert_eq!(tasks[0]["tool_use_id"], "toolu_agent");
+    assert_eq!(tasks[0]["task_type"], "local_agent");
+    assert_eq!(tasks[1]["subtype"], "task_notification");
+    assert_eq!(tasks[1]["task_id"], tasks[0]["task_id"]);
+    assert_eq!(tasks[1]["status"], "completed");
+    assert_eq!(tasks[1]["summary"], "The file says: Hello from the greeting file!");
+    // The session's task directory, removed when the session ended.
+    let output_file = tasks[1]["output_file"].as_str().unwrap();
+    assert!(output_file.ends_with(&format!("/{}.output", tasks[1]["task_id"].as_str().unwrap())), "{output_file}");
+    let result = result(&obs["messages"]);
+    assert_eq!(result["result"], "The greeter says the file greets us.");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    for child in &bodies[1..3] {
+        // `haiku` resolved to a model id of that family (Claude Code 2.1.332 picks a newer one).
+        assert!(child["model"].as_str().unwrap().starts_with("claude-haiku-"), "{}", child["model"]);
+        let tools: Vec<&str> = child["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["Read", "Grep"]);
+        let system = child["system"].to_string();
+        assert!(system.contains("You are the greeter subagent."), "{system}");
+        assert!(
+            child["messages"].to_string().contains("SUBTASK: read greeting.txt"),
+            "the call's prompt starts the child"
+        );
+    }
+    let parent_tools: Vec<&str> =
+        bodies[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(parent_tools.contains(&"Agent"));
+    let results = last_tool_results(&bodies[3]);
+    assert_eq!(results[0]["tool_use_id"], "toolu_agent");
+    assert!(content_text(&results[0]["content"]).contains("The file says: Hello from the greeting file!"));
+    assert_eq!(mock.unserved(), 0);
+}

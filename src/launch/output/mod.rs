@@ -69,6 +69,8 @@ pub struct OutputSink {
     api_since: Option<f64>,
     /// Each running subagent's last reply usage, by agent id (for its assistant line).
     child_usage: std::collections::HashMap<String, (String, crate::protocol::Usage)>,
+    /// Each running subagent's progress, by agent id, for its `task_progress` lines.
+    child_progress: std::collections::HashMap<String, ChildProgress>,
     /// The `tool_use_result` values for the next user line, by tool_use id.
     tool_use_results: Vec<(String, Value)>,
     text: TextOut,
@@ -96,6 +98,7 @@ impl OutputSink {
             forward_subagent_text: false,
             api_since: None,
             child_usage: std::collections::HashMap::new(),
+            child_progress: std::collections::HashMap::new(),
             tool_use_results: Vec::new(),
             text: TextOut::new(if format == OutputFormat::Text { text::stdout_columns() } else { None }),
             last_usage: None,
@@ -327,6 +330,14 @@ impl EventSink for OutputSink {
     }
 }
 
+/// How far a running subagent has got: what its `task_progress` lines say.
+#[derive(Debug, Clone, Copy)]
+struct ChildProgress {
+    started: Instant,
+    tool_uses: u32,
+    tokens: u64,
+}
+
 impl OutputSink {
     /// The `tool_use_result` of the first result in `message` that has one.
     fn take_tool_use_result(&mut self, message: &crate::protocol::Message) -> Option<Value> {
@@ -371,6 +382,8 @@ impl OutputSink {
 
     fn subagent_started(&mut self, agent: &SubagentRun, header: &crate::engine::trace::TraceHeader) {
         self.trace_header(header);
+        self.child_progress
+            .insert(agent.agent_id.clone(), ChildProgress { started: Instant::now(), tool_uses: 0, tokens: 0 });
         if self.show_tools {
             self.subagent_note(&format!("  ↳ {} {} started: {}", agent.agent_type, agent.agent_id, agent.description));
         }
@@ -385,6 +398,7 @@ impl OutputSink {
 
     fn subagent_ended(&mut self, agent: &SubagentRun, report: &SubagentReport) {
         self.child_usage.remove(&agent.agent_id);
+        self.child_progress.remove(&agent.agent_id);
         let millis = report.duration_ms.as_millis();
         if self.show_tools {
             self.subagent_note(&format!(
@@ -401,9 +415,14 @@ impl OutputSink {
                 + usage.output_tokens
                 + usage.cache_creation_input_tokens
                 + usage.cache_read_input_tokens;
+            let ended = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            self.stream_json(json!({"type": "system", "subtype": "task_updated", "task_id": agent.agent_id,
+                "run_id": agent.run_id, "patch": {"status": report.status, "end_time": ended.as_millis() as u64},
+                "uuid": crate::session::Uuid::new_v4().to_string(), "session_id": self.session_id}));
             self.stream_json(json!({"type": "system", "subtype": "task_notification", "task_id": agent.agent_id,
                 "run_id": agent.run_id, "tool_use_id": agent.tool_use_id, "status": report.status,
-                "summary": report.summary, "terminal_reason": report.terminal.as_str(),
+                "output_file": report.output_file, "summary": report.summary,
+                "terminal_reason": report.terminal.as_str(),
                 "usage": {"total_tokens": tokens, "tool_uses": report.tool_uses, "duration_ms": millis},
                 "uuid": crate::session::Uuid::new_v4().to_string(), "session_id": self.session_id}));
         }
@@ -419,6 +438,17 @@ impl OutputSink {
             EngineEvent::Transition(record) => self.trace_record(record),
             EngineEvent::Usage { model, usage, .. } => {
                 self.child_usage.insert(agent.agent_id.clone(), (model.clone(), *usage));
+                if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
+                    progress.tokens += [
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_creation_input_tokens,
+                        usage.cache_read_input_tokens,
+                    ]
+                    .iter()
+                    .map(|n| n.unwrap_or(0))
+                    .sum::<u64>();
+                }
             }
             EngineEvent::ToolStarted { id, name, input, .. } => {
                 self.trace_tool(&format!("{}⇢ {name} {id} started ({} {})", "  ┆ ", agent.agent_type, agent.agent_id));
@@ -443,6 +473,17 @@ impl OutputSink {
                         "name": name, "is_error": is_error, "duration_ms": ms,
                         "parent_tool_use_id": agent.tool_use_id, "agent_id": agent.agent_id,
                         "session_id": self.session_id}));
+                    if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
+                        progress.tool_uses += 1;
+                        let progress = *progress;
+                        self.stream_json(json!({"type": "system", "subtype": "task_progress",
+                            "task_id": agent.agent_id, "run_id": agent.run_id, "tool_use_id": agent.tool_use_id,
+                            "description": agent.description, "subagent_type": agent.agent_type,
+                            "usage": {"total_tokens": progress.tokens, "tool_uses": progress.tool_uses,
+                                "duration_ms": progress.started.elapsed().as_millis() as u64},
+                            "last_tool_name": name, "uuid": crate::session::Uuid::new_v4().to_string(),
+                            "session_id": self.session_id}));
+                    }
                 }
             }
             EngineEvent::Message { message, uuid, reply } if stream_json => {
