@@ -481,3 +481,51 @@ fn initialize_brings_mcp_servers_and_the_system_prompt() {
     let system = bodies[0]["system"].to_string();
     assert!(system.contains("You are a terse test assistant."), "{system}");
 }
+
+/// `agents` from the TypeScript SDK: the definition is offered, the child runs on its model
+/// with exactly its tools, its messages are attributed to the `Agent` call, its lifecycle
+/// arrives as `task_started` and `task_notification`, and its report is the call's result.
+#[test]
+fn agents_from_the_sdk_run_as_subagents() {
+    let dirs = dirs();
+    let file = dirs.cwd.join("greeting.txt");
+    let agent_input = json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt",
+        "subagent_type": "greeter", "run_in_background": false});
+    let mock = mock(vec![
+        tool_reply(None, "toolu_agent", "Agent", &agent_input),
+        Reply::Sse(
+            Sse::new("claude-haiku-4-5", 300)
+                .tool_use("toolu_read", "Read", &json!({"file_path": file}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(
+            Sse::new("claude-haiku-4-5", 400).text("The file says: Hello from the greeting file!").stop("end_turn"),
+        ),
+        text_reply("The greeter says the file greets us."),
+    ]);
+    let obs = run_program("agents.mjs", &mock, &dirs);
+    assert!(obs["agents"].as_array().unwrap().contains(&json!("greeter")), "{obs:#}");
+    let attributed = obs["attributed"].as_array().unwrap();
+    assert!(!attributed.is_empty(), "{obs:#}");
+    assert!(attributed.iter().all(|m| m["parent_tool_use_id"] == "toolu_agent"), "{attributed:?}");
+    let tasks = obs["tasks"].as_array().unwrap();
+    let subtypes: Vec<&str> = tasks.iter().map(|t| t["subtype"].as_str().unwrap()).collect();
+    assert_eq!(subtypes, ["task_started", "task_notification"], "{tasks:?}");
+    assert_eq!(tasks[0]["tool_use_id"], "toolu_agent");
+    assert_eq!(tasks[1]["status"], "completed");
+    assert_eq!(tasks[1]["summary"], "The file says: Hello from the greeting file!");
+    let result = result(&obs["messages"]);
+    assert_eq!(result["result"], "The greeter says the file greets us.");
+
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    for child in &bodies[1..3] {
+        assert!(child["model"].as_str().unwrap().starts_with("claude-haiku-"), "{}", child["model"]);
+        let tools: Vec<&str> = child["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["Read", "Grep"]);
+        assert!(child["system"].to_string().contains("You are the greeter subagent."));
+    }
+    let report = tool_result(&bodies[3], "toolu_agent");
+    assert!(content_text(&report["content"]).contains("The file says: Hello from the greeting file!"));
+    assert_eq!(mock.unserved(), 0);
+}
