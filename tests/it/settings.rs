@@ -347,3 +347,41 @@ fn stream_json_input_runs_a_command_and_initialize_lists_them() {
     // Not the SDK's empty --system-prompt here: the style is in the default prompt.
     assert!(system(&bodies[0]).ends_with("\n\n# Output Style: Terse\nBe terse."));
 }
+
+/// Agents come from `agents/*.md` of the sources `--setting-sources` reads (the user's below
+/// the project's) and from `--agents`, all listed in `system/init`, sorted ignoring case; a
+/// file without a `description` is skipped with a warning naming its line; a bad `--agents`
+/// is a usage error.
+#[test]
+fn agents_load_from_the_setting_sources_and_the_flag() {
+    let dirs = dirs();
+    let greeter = "---\nname: greeter\ndescription: Reads greeting files.\ntools: Read, Grep\nmodel: haiku\n---\nQuote the file.\n";
+    write(dirs.project.join(".claude/agents/greeter.md"), greeter);
+    write(dirs.user.join("agents/Reviewer.md"), "---\ndescription: Reviews diffs.\n---\nReview.\n");
+    write(dirs.project.join(".claude/agents/broken.md"), "---\nname: broken\ntools: Read\n---\nNo description.\n");
+    let flag = r#"{"planner": {"description": "Plans.", "prompt": "Plan.", "model": "opus"}}"#;
+    for (sources, expected) in [
+        (None, vec!["general-purpose", "greeter", "planner", "Reviewer"]),
+        (Some("--setting-sources=project"), vec!["general-purpose", "greeter", "planner"]),
+        (Some("--setting-sources="), vec!["general-purpose", "planner"]),
+    ] {
+        let api = MockApi::start(vec![done("Done.")]);
+        let mut args = vec!["--agents", flag];
+        args.extend(sources);
+        let (lines, stderr) = print(&dirs, &api, "hi", &args);
+        assert_eq!(init(&lines)["agents"], json!(expected), "{sources:?}");
+        let broken = dirs.project.join(".claude/agents/broken.md");
+        let warned = stderr.contains(&format!("{}:1: an agent needs a `description`", broken.display()));
+        assert_eq!(warned, sources != Some("--setting-sources="), "{sources:?}: {stderr}");
+        let agent_tool = &api.bodies()[0]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "Agent").cloned();
+        let description = agent_tool.as_ref().unwrap()["description"].as_str().unwrap().to_owned();
+        assert!(description.contains("- planner: Plans. (Tools: all tools)"), "{description}");
+    }
+    let api = MockApi::start(vec![]);
+    let out = agentloop(&dirs, &api, &["-p", "x", "--agents", "[1]"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agentloop: --agents: must be an object of agent definitions by name\n"
+    );
+}
