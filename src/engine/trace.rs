@@ -139,16 +139,19 @@ impl TraceWriter {
             }
             TraceFormat::Pretty => {
                 let sandbox = header.sandbox.map(|s| format!("  sandbox {s}")).unwrap_or_default();
-                let (indent, parent) = match &header.parent_tool_use_id {
-                    Some(call) => (CHILD_INDENT, format!("  for {call}")),
-                    None => ("", String::new()),
+                let banner = match &header.parent_tool_use_id {
+                    // A subagent's run: the same table as its parent's; its turns may differ.
+                    Some(call) => {
+                        let turns = header.counters.get("turns").map(|t| format!("  turns={t}")).unwrap_or_default();
+                        format!("{CHILD_INDENT}subagent run {}  for {call}{turns}", header.run_id)
+                    }
+                    None => format!(
+                        "trace  run {}  table {}  {}{sandbox}",
+                        header.run_id,
+                        &header.table_sha256[..12.min(header.table_sha256.len())],
+                        format_counters(&header.counters)
+                    ),
                 };
-                let banner = format!(
-                    "{indent}trace  run {}{parent}  table {}  {}{sandbox}",
-                    header.run_id,
-                    &header.table_sha256[..12.min(header.table_sha256.len())],
-                    format_counters(&header.counters)
-                );
                 writeln!(self.out, "{}", self.paint(DIM, &banner))
             }
         }
@@ -178,12 +181,25 @@ impl TraceWriter {
     /// # Errors
     /// Any I/O error of the output.
     pub fn tool_line(&mut self, t_ms: f64, turn: u32, text: &str) -> io::Result<()> {
+        self.tool_line_in(t_ms, turn, "", text)
+    }
+
+    /// [`TraceWriter::tool_line`] of a call of a subagent's run (`turn` is the child's),
+    /// indented under the parent's `Agent` call as the child's transitions are.
+    ///
+    /// # Errors
+    /// Any I/O error of the output.
+    pub fn child_tool_line(&mut self, t_ms: f64, turn: u32, text: &str) -> io::Result<()> {
+        self.tool_line_in(t_ms, turn, CHILD_INDENT, text)
+    }
+
+    fn tool_line_in(&mut self, t_ms: f64, turn: u32, indent: &str, text: &str) -> io::Result<()> {
         if self.format != TraceFormat::Pretty {
             return Ok(());
         }
         let time = self.paint(DIM, &format!("{t_ms:>9.1}ms"));
         let turn = self.paint(DIM, &format!("t{turn:<2}"));
-        writeln!(self.out, "{time}  {turn} {:>12}   {}", "", self.paint(CYAN, text))?;
+        writeln!(self.out, "{time}  {turn} {indent}{:>12}   {}", "", self.paint(CYAN, text))?;
         self.out.flush()
     }
 

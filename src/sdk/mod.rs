@@ -770,7 +770,8 @@ fn initialize_response(
 /// The hook events the Claude Agent SDK (TypeScript 0.3.333) can register callbacks for.
 /// PreToolUse, PostToolUse and Stop run in every prompt and PostModelSwitch after each
 /// `set_model`; the others are accepted and never called, agentloop having no such event
-/// (no task list, no compaction hooks, no subagents yet).
+/// (no task list, no compaction hooks, no subagent hooks yet: SubagentStart and
+/// SubagentStop are not run).
 pub const SDK_HOOK_EVENTS: &[&str] = &[
     "PreToolUse",
     "PostToolUse",

@@ -128,6 +128,21 @@ impl OutputSink {
         }
     }
 
+    /// A tool line of a subagent's call, in the trace, at the child's `turn`.
+    fn trace_child_tool(&mut self, turn: u32, text: &str) {
+        self.end_text_line();
+        if self.trace.is_some() && self.pretty_trace_on_stderr {
+            self.note_stderr_line(&format!("{:38}{text}", ""));
+        }
+        let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        if let Some(trace) = &mut self.trace
+            && let Err(e) = trace.child_tool_line(t_ms, turn, text)
+        {
+            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
+            self.trace = None;
+        }
+    }
+
     fn trace_tool(&mut self, text: &str) {
         self.end_text_line();
         if self.trace.is_some() && self.pretty_trace_on_stderr {
@@ -334,6 +349,8 @@ impl EventSink for OutputSink {
 #[derive(Debug, Clone, Copy)]
 struct ChildProgress {
     started: Instant,
+    /// The child's turn, for its trace lines.
+    turn: u32,
     tool_uses: u32,
     tokens: u64,
 }
@@ -382,8 +399,10 @@ impl OutputSink {
 
     fn subagent_started(&mut self, agent: &SubagentRun, header: &crate::engine::trace::TraceHeader) {
         self.trace_header(header);
-        self.child_progress
-            .insert(agent.agent_id.clone(), ChildProgress { started: Instant::now(), tool_uses: 0, tokens: 0 });
+        self.child_progress.insert(
+            agent.agent_id.clone(),
+            ChildProgress { started: Instant::now(), turn: 1, tool_uses: 0, tokens: 0 },
+        );
         if self.show_tools {
             self.subagent_note(&format!("  ↳ {} {} started: {}", agent.agent_type, agent.agent_id, agent.description));
         }
@@ -435,7 +454,12 @@ impl OutputSink {
     fn subagent_event(&mut self, agent: &SubagentRun, event: &EngineEvent) {
         let stream_json = self.format == OutputFormat::StreamJson;
         match event {
-            EngineEvent::Transition(record) => self.trace_record(record),
+            EngineEvent::Transition(record) => {
+                if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
+                    progress.turn = record.turn;
+                }
+                self.trace_record(record);
+            }
             EngineEvent::Usage { model, usage, .. } => {
                 self.child_usage.insert(agent.agent_id.clone(), (model.clone(), *usage));
                 if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
@@ -451,7 +475,11 @@ impl OutputSink {
                 }
             }
             EngineEvent::ToolStarted { id, name, input, .. } => {
-                self.trace_tool(&format!("{}⇢ {name} {id} started ({} {})", "  ┆ ", agent.agent_type, agent.agent_id));
+                let turn = self.child_progress.get(&agent.agent_id).map_or(1, |p| p.turn);
+                self.trace_child_tool(
+                    turn,
+                    &format!("⇢ {name} {id} started ({} {})", agent.agent_type, agent.agent_id),
+                );
                 if self.show_tools {
                     self.subagent_note(&format!("  ↳ {} → {name} {}", agent.agent_type, compact(input)));
                 }
@@ -464,7 +492,8 @@ impl OutputSink {
             EngineEvent::ToolFinished { id, name, is_error, duration, .. } => {
                 let status = if *is_error { "error" } else { "ok" };
                 let ms = duration.as_secs_f64() * 1e3;
-                self.trace_tool(&format!("  ┆ ⇠ {name} {id} {status} after {ms:.1}ms"));
+                let turn = self.child_progress.get(&agent.agent_id).map_or(1, |p| p.turn);
+                self.trace_child_tool(turn, &format!("⇠ {name} {id} {status} after {ms:.1}ms"));
                 if self.show_tools {
                     self.subagent_note(&format!("  ↳ {} ← {name} {status} ({ms:.1} ms)", agent.agent_type));
                 }
