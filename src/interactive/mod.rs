@@ -714,6 +714,34 @@ struct TurnSink {
     text_block: Option<usize>,
 }
 
+impl TurnSink {
+    /// A subagent's tool calls and warnings, indented under its `Agent` call; its
+    /// transitions to the trace. Its text is not shown: the parent relays what matters.
+    fn subagent_event(&mut self, agent: &crate::engine::events::SubagentRun, event: &EngineEvent) {
+        let style = self.screen.style;
+        let prefix = format!("  ↳ {} ", agent.agent_type);
+        match event {
+            EngineEvent::ToolStarted { name, input, .. } => {
+                self.screen.line(&format!("{prefix}{}", render::tool_started(style, name, input)));
+            }
+            EngineEvent::ToolFinished { name, is_error, duration, preview, .. } => {
+                self.screen
+                    .line(&format!("{prefix}{}", render::tool_finished(style, name, *is_error, *duration, preview)));
+            }
+            EngineEvent::Warning(warning) => {
+                self.screen.line(&style.paint(YELLOW, &format!("{prefix}warning: {warning}")));
+            }
+            EngineEvent::Transition(record) => {
+                if let Some(trace) = &mut self.trace {
+                    let _ = trace.writer.record(record);
+                    trace.flush(&self.screen);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl EventSink for TurnSink {
     fn event(&mut self, event: &EngineEvent) {
         let style = self.screen.style;
@@ -756,6 +784,29 @@ impl EventSink for TurnSink {
                     let _ = trace.writer.record(record);
                     trace.flush(&self.screen);
                 }
+            }
+            EngineEvent::SubagentStarted { agent, header } => {
+                self.text_block = None;
+                self.screen.end_line();
+                let line =
+                    format!("  ↳ subagent {} {} started: {}", agent.agent_type, agent.agent_id, agent.description);
+                self.screen.line(&style.paint(DIM, &line));
+                if let Some(trace) = &mut self.trace {
+                    let _ = trace.writer.header(header);
+                    trace.flush(&self.screen);
+                }
+            }
+            EngineEvent::Subagent { agent, event } => self.subagent_event(agent, event),
+            EngineEvent::SubagentEnded { agent, report } => {
+                let line = format!(
+                    "  ↳ subagent {} {} {} ({}) after {:.1}s",
+                    agent.agent_type,
+                    agent.agent_id,
+                    report.status,
+                    report.terminal.as_str(),
+                    report.duration_ms.as_secs_f64()
+                );
+                self.screen.line(&style.paint(DIM, &line));
             }
             _ => {}
         }

@@ -768,3 +768,36 @@ fn a_calls_duration_leaves_out_the_time_its_question_waited() {
     assert_eq!(pty.wait(WAIT), 0);
     assert!(duration.ends_with(" ms"), "the question's two seconds were counted: {duration:?}");
 }
+
+/// A subagent's calls show under its `Agent` call, named by its type, with its start and end.
+#[test]
+fn a_subagents_calls_show_under_its_agent_call() {
+    let dir = work_dir();
+    let file = dir.path().join("greeting.txt");
+    let agent =
+        json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt", "run_in_background": false});
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 900).tool_use("toolu_agent", "Agent", &agent).stop("tool_use")),
+        Reply::Sse(
+            Sse::new("claude-sonnet-4-5", 300)
+                .tool_use("toolu_read", "Read", &json!({"file_path": file}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 400).text("The file says hello.").stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 1000).text("The subagent says the file says hello.").stop("end_turn")),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("Delegate the reading\r");
+    pty.expect("↳ subagent general-purpose a", WAIT);
+    pty.expect("started: Read greeting", WAIT);
+    pty.expect("↳ general-purpose ● Read(", WAIT);
+    pty.expect("↳ general-purpose   ⎿ Read ok", WAIT);
+    pty.expect("completed (completed) after", WAIT);
+    pty.expect("The subagent says the file says hello.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    assert_eq!(api.requests().len(), 4);
+}
