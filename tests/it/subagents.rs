@@ -567,3 +567,94 @@ fn resume_repairs_the_sidechain_of_a_subagent_that_was_running() {
     assert_eq!(block["tool_use_id"], messages[1]["message"]["content"][0]["id"]);
     assert_eq!(block["is_error"], true);
 }
+
+/// The stream-json of a synchronous child has the shape of Claude Code 2.1.332's
+/// (`fixtures/claude-code-protocol/subagent-sync.stdout.jsonl`): the same lifecycle lines in
+/// the same order, and every field Claude Code gives the task lines, the child's lines and the
+/// call's `tool_use_result` (its harness bookkeeping aside).
+#[test]
+fn the_stream_json_of_a_synchronous_child_has_claude_codes_shape() {
+    use assert_cmd::cargo::CommandCargoExt;
+    use std::collections::BTreeSet;
+    let work = tempfile::tempdir().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/subagent.json");
+    let out = std::process::Command::cargo_bin("agentloop")
+        .unwrap()
+        .env("AGENTLOOP_HOME", work.path().join("home"))
+        .args(["-p", "What does greeting.txt say? Ask the greeter.", "--output-format", "stream-json", "--verbose"])
+        .args(["--model", &format!("scripted:{scenario}"), "--cwd", work.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let parse = |text: &str| -> Vec<Value> { text.lines().map(|l| serde_json::from_str(l).unwrap()).collect() };
+    let ours = parse(&String::from_utf8_lossy(&out.stdout));
+    let fixture = parse(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/claude-code-protocol/subagent-sync.stdout.jsonl"
+        ))
+        .unwrap(),
+    );
+    let kind = |line: &Value| {
+        let mut kind = line["type"].as_str().unwrap().to_owned();
+        if let Some(subtype) = line["subtype"].as_str().filter(|_| kind == "system") {
+            kind = format!("{kind}/{subtype}");
+        }
+        if line["parent_tool_use_id"].is_string() {
+            kind.push_str(" (child)");
+        }
+        kind
+    };
+    // The lifecycle, as both write it (Claude Code's progress line comes at another moment,
+    // and agentloop's own tool lines are not Claude Code's).
+    let lifecycle = |lines: &[Value]| -> Vec<String> {
+        lines
+            .iter()
+            .map(kind)
+            .filter(|k| {
+                k.starts_with("system/task_") && k != "system/task_progress"
+                    || k.ends_with("(child)") && !k.starts_with("system/")
+            })
+            .collect()
+    };
+    assert_eq!(lifecycle(&ours), lifecycle(&fixture));
+    assert_eq!(
+        lifecycle(&ours),
+        [
+            "system/task_started",
+            "user (child)",
+            "assistant (child)",
+            "user (child)",
+            "system/task_updated",
+            "system/task_notification"
+        ]
+    );
+    let keys = |lines: &[Value], wanted: &str| -> BTreeSet<String> {
+        lines.iter().filter(|l| kind(l) == wanted).flat_map(|l| l.as_object().unwrap().keys().cloned()).collect()
+    };
+    for wanted in [
+        "system/task_started",
+        "system/task_progress",
+        "system/task_updated",
+        "system/task_notification",
+        "user (child)",
+        "assistant (child)",
+    ] {
+        let missing: Vec<String> = keys(&fixture, wanted)
+            .difference(&keys(&ours, wanted))
+            .filter(|k| !["timestamp", "request_id", "tool_result_meta"].contains(&k.as_str()))
+            .cloned()
+            .collect();
+        assert!(missing.is_empty(), "{wanted} lacks {missing:?}");
+    }
+    let result_of = |lines: &[Value]| -> BTreeSet<String> {
+        let line = lines.iter().find(|l| l["tool_use_result"].is_object()).expect("a tool_use_result");
+        line["tool_use_result"].as_object().unwrap().keys().cloned().collect()
+    };
+    let harness = ["canContinueAgent", "harnessNoteCount", "harnessSectionHash", "harnessTailCount", "toolStats"];
+    let missing: Vec<String> =
+        result_of(&fixture).difference(&result_of(&ours)).filter(|k| !harness.contains(&k.as_str())).cloned().collect();
+    assert!(missing.is_empty(), "tool_use_result lacks {missing:?}");
+    let init = ours.iter().find(|l| kind(l) == "system/init").unwrap();
+    assert_eq!(init["agents"], json!(["general-purpose", "greeter"]));
+}
