@@ -275,6 +275,70 @@ struct Parent {
     /// Where each child's final report is written (`<agent id>.output`): the session's
     /// directory of task output.
     output_dir: PathBuf,
+    /// What became of the run's subagents.
+    stats: RefCell<SubagentStats>,
+    /// Cancelled when the parent's run is over: the children it cancels were ended by the
+    /// parent, not by the user.
+    parent_done: CancellationToken,
+}
+
+/// What became of a run's subagents: the result's `subagent_stats`, as Claude Code counts
+/// them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SubagentStats {
+    /// Subagents started.
+    pub spawned: u32,
+    /// The calls by what they asked for: `run_in_background` true, false, or not given.
+    pub requested: Requested,
+    /// Started in the background.
+    pub started_in_background: u32,
+    /// 1 once a subagent started (children start no children).
+    pub max_depth: u32,
+    /// Started by subagents: always 0.
+    pub spawned_by_subagents: u32,
+    /// Ended `completed`.
+    pub completed: u32,
+    /// Ended in another terminal reason, not by a cancellation.
+    pub failed: u32,
+    /// Ended by a cancellation: the parent's run ending (`parent`) or the user's interrupt.
+    pub killed: Killed,
+    /// Calls refused a subagent.
+    pub refused: Refused,
+    /// Subagents started, by type.
+    pub by_type: std::collections::BTreeMap<String, u32>,
+}
+
+/// [`SubagentStats::requested`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Requested {
+    /// `run_in_background: true`.
+    pub background: u32,
+    /// `run_in_background: false`.
+    pub foreground: u32,
+    /// No `run_in_background`.
+    pub unset: u32,
+}
+
+/// [`SubagentStats::killed`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Killed {
+    /// Cancelled because the parent's run ended.
+    pub parent: u32,
+    /// Cancelled by the user's interrupt.
+    pub user: u32,
+    /// Cancelled by agentloop otherwise: always 0.
+    pub system: u32,
+}
+
+/// [`SubagentStats::refused`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Refused {
+    /// A child may not start children: always 0 (children have no `Agent`).
+    pub depth_limit: u32,
+    /// Past the run's limits ([`MAX_SUBAGENTS_PER_RUN`], [`MAX_BACKGROUND_PER_RUN`]).
+    pub concurrency_limit: u32,
+    /// Refused for the spend cap: always 0.
+    pub budget: u32,
 }
 
 /// Where a session's subagents' transcripts are written: `<session>/subagents/` beside the
@@ -371,6 +435,8 @@ impl Children {
             tasks: Tasks::default(),
             sidechains,
             output_dir,
+            stats: RefCell::default(),
+            parent_done: CancellationToken::new(),
         };
         let children = Children {
             jobs: rx,
@@ -403,34 +469,48 @@ impl Children {
 
     /// Let every child still running end (through its abort edge once `cancel` is
     /// cancelled): called when the parent's run is over.
-    pub(crate) async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) -> SubagentStats {
         while let Ok(job) = self.jobs.try_recv() {
             let _ = job.reply.send(ToolOutput::error("The run has ended: the subagent did not start"));
         }
         // Background children outlive nothing: the run is over, so they end through their
         // abort edges.
+        self.parent.parent_done.cancel();
         for token in &self.background {
             token.cancel();
         }
         while self.running.next().await.is_some() {}
+        self.parent.stats.borrow().clone()
     }
 
     fn start(&mut self, mut job: Job) {
         let parent = self.parent.clone();
+        {
+            let mut stats = parent.stats.borrow_mut();
+            match job.input.run_in_background {
+                Some(true) => stats.requested.background += 1,
+                Some(false) => stats.requested.foreground += 1,
+                None => stats.requested.unset += 1,
+            }
+        }
+        let refuse = |job: Job, text: String| {
+            parent.stats.borrow_mut().refused.concurrency_limit += 1;
+            let _ = job.reply.send(ToolOutput::error(text));
+        };
         if self.started >= MAX_SUBAGENTS_PER_RUN {
-            let _ = job.reply.send(ToolOutput::error(format!(
+            let text = format!(
                 "<tool_use_error>No subagent can start: this run has started its {MAX_SUBAGENTS_PER_RUN}; do the \
                  rest of the work yourself</tool_use_error>"
-            )));
-            return;
+            );
+            return refuse(job, text);
         }
         if job.input.run_in_background == Some(true) {
             if !parent.tasks.start(MAX_BACKGROUND_PER_RUN) {
-                let _ = job.reply.send(ToolOutput::error(format!(
+                let text = format!(
                     "<tool_use_error>No background subagent can start: this run has started its \
                      {MAX_BACKGROUND_PER_RUN} (run it in the foreground, without run_in_background)</tool_use_error>"
-                )));
-                return;
+                );
+                return refuse(job, text);
             }
             // Not the call's token: the call returns at once, and its siblings' failures must
             // not end a child that outlives it. The run's interrupt still reaches it.
@@ -483,7 +563,8 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         }),
         ..parent.options.clone()
     };
-    let mut deps = child_deps(&parent, &definition, &agent, cancel.child_token());
+    let child_cancel = cancel.child_token();
+    let mut deps = child_deps(&parent, &definition, &agent, child_cancel.clone());
     let worktree = match input.isolation.as_deref() {
         Some("worktree") => match Worktree::create(&parent.deps.cwd, &agent.agent_id).await {
             Ok(worktree) => {
@@ -502,6 +583,13 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         },
         _ => None,
     };
+    {
+        let mut stats = parent.stats.borrow_mut();
+        stats.spawned += 1;
+        stats.max_depth = 1;
+        stats.started_in_background += u32::from(agent.background);
+        *stats.by_type.entry(agent.agent_type.clone()).or_default() += 1;
+    }
     let reply = match agent.background {
         true => {
             let _ = reply.send(launched(&agent));
@@ -564,6 +652,15 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         None => None,
     };
     let output = tool_output(&agent, &report, worktree.as_ref());
+    {
+        let mut stats = parent.stats.borrow_mut();
+        match report.terminal {
+            TerminalReason::Completed => stats.completed += 1,
+            _ if child_cancel.is_cancelled() && parent.parent_done.is_cancelled() => stats.killed.parent += 1,
+            _ if child_cancel.is_cancelled() => stats.killed.user += 1,
+            _ => stats.failed += 1,
+        }
+    }
     if let Some(sidechains) = &parent.sidechains
         && let Err(e) = sidechains.write_meta(&agent, Some(&report))
     {

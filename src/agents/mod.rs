@@ -29,7 +29,7 @@ use crate::permissions::Mode;
 use crate::settings::frontmatter::{Document, FileError, markdown_files};
 use crate::settings::{ConfigDirs, SettingSource, SettingSources};
 
-pub use host::Spawner;
+pub use host::{Killed, Refused, Requested, Spawner, SubagentStats};
 pub use tool::AgentTool;
 
 /// The name of the tool a model delegates with; a child is never offered it.

@@ -75,6 +75,8 @@ pub struct RunOutcome {
     /// Tokens and cost of the model calls of the run's subagents, by model (their cost is
     /// in `cost_usd` too; their tokens are not in `usage`).
     pub delegated: Vec<(String, UsageTotals, f64)>,
+    /// What became of the run's subagents, for a run offered `Agent`.
+    pub subagents: Option<crate::agents::SubagentStats>,
 }
 
 impl RunOutcome {
@@ -272,9 +274,10 @@ pub async fn run_prompt_with(
             return Err(EngineError::Stalled(crate::engine::machine::state_name(&state)));
         }
     };
-    if let Some(children) = children {
-        children.finish().await;
-    }
+    let subagents = match children {
+        Some(children) => Some(children.finish().await),
+        None => None,
+    };
     let st = &machine.inner().st;
     let error = if terminal == TerminalReason::Completed { None } else { st.error.clone() };
     if let Some(warning) = ctx.transcript.prompt_end(terminal.as_str(), error.as_deref(), st.turn()) {
@@ -306,5 +309,6 @@ pub async fn run_prompt_with(
         },
         permission_denials: st.permission_denials.clone(),
         delegated: st.delegated.clone(),
+        subagents,
     })
 }

@@ -851,6 +851,7 @@ mod tests {
             api_failure: None,
             permission_denials: vec![],
             delegated: Vec::new(),
+            subagents: None,
         };
         totals.add(&outcome);
         totals.add(&outcome);

@@ -451,6 +451,7 @@ impl Host {
             api_failure: None,
             permission_denials: Vec::new(),
             delegated: Vec::new(),
+            subagents: None,
             structured_output: None,
         };
         let mut result = result_object(&outcome, &fresh.id.to_string(), started, 0);
@@ -945,6 +946,7 @@ mod tests {
             api_failure: None,
             permission_denials: Vec::new(),
             delegated: Vec::new(),
+            subagents: None,
         };
         let result = result_object(&outcome, "4bdf8843-6342-492b-befa-479c5e1777ac", Instant::now(), 3);
         let keys = [

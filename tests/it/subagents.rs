@@ -237,6 +237,9 @@ async fn two_children_run_in_parallel() {
     let results = results_of(&run.outcome.messages);
     assert!(results[0].0.contains("A says alpha") && results[1].0.contains("B says beta"), "{results:?}");
     assert_eq!(run.model.subagents_served(), [2, 2]);
+    let stats = run.outcome.subagents.clone().unwrap();
+    assert_eq!((stats.spawned, stats.requested.foreground, stats.completed, stats.max_depth), (2, 2, 2, 1));
+    assert_eq!(stats.by_type, [("greeter".to_owned(), 2)].into());
 }
 
 /// A child bound by its definition's `maxTurns` ends as `max_turns` in its own machine; the
@@ -398,6 +401,8 @@ async fn an_interrupt_while_two_children_run_ends_them_first() {
         events.iter().position(|e| matches!(e, EngineEvent::Transition(r) if r.edge == "acting.abort")).unwrap();
     let last_end = events.iter().rposition(|e| matches!(e, EngineEvent::SubagentEnded { .. })).unwrap();
     assert!(last_end < parent_abort, "the children ended before the parent's abort edge");
+    let stats = outcome.subagents.unwrap();
+    assert_eq!((stats.spawned, stats.killed.user, stats.killed.parent, stats.completed), (2, 2, 0, 0));
 }
 
 /// A subagent type nobody defined is an error result naming the agents there are.
@@ -655,6 +660,9 @@ fn the_stream_json_of_a_synchronous_child_has_claude_codes_shape() {
     let missing: Vec<String> =
         result_of(&fixture).difference(&result_of(&ours)).filter(|k| !harness.contains(&k.as_str())).cloned().collect();
     assert!(missing.is_empty(), "tool_use_result lacks {missing:?}");
+    let stats = |lines: &[Value]| lines.iter().find(|l| l["type"] == "result").unwrap()["subagent_stats"].clone();
+    let (theirs, mine) = (stats(&fixture), stats(&ours));
+    assert_eq!(mine, theirs, "the same counts, under the same names");
     let init = ours.iter().find(|l| kind(l) == "system/init").unwrap();
     assert_eq!(init["agents"], json!(["general-purpose", "greeter"]));
 }

@@ -175,6 +175,9 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
         "error": outcome.error,
         "api_error_status": failure.and_then(|f| f.status),
     });
+    if let Some(stats) = &outcome.subagents {
+        result["subagent_stats"] = json!(stats);
+    }
     let error = || outcome.error.clone().unwrap_or_else(|| format!("The run ended with {}", outcome.terminal.as_str()));
     match (ending.subtype, ending.is_error) {
         ("success", false) => result["result"] = json!(outcome.final_text),
@@ -230,6 +233,7 @@ mod result_tests {
             api_failure: None,
             permission_denials: Vec::new(),
             delegated: Vec::new(),
+            subagents: None,
             structured_output: None,
         }
     }
