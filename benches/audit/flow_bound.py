@@ -26,23 +26,29 @@ def calls(e,excl):
     if e['to']!='Request': return 0
     if excl and 'continue' not in e and 'terminal' not in e and e.get('consumes'): return 0
     return 1
+# A turn ends where a continue edge consumes the turn counter (the one `max_turns` sets):
+# next_turn, and task_notification (a background subagent's report starts a turn).
+TURNS=next((c['name'] for c in t['counter'] if c.get('option')=='max_turns'), None)
+def starts_turn(e):
+    if TURNS is None: return e.get('continue')=='next_turn'
+    return 'continue' in e and TURNS in e.get('consumes',[])
 def solve(excl, turn):
     n=len(var)
     Aeq=[];beq=[];Aub=[];bub=[]
-    # per turn: the flow starts at the initial state, next_turn edges are sinks, counters start at their bound
+    # per turn: the flow starts at the initial state, edges that start a turn are sinks, counters start at their bound
     for l in leaves:
         row=[0]*n
         for k,(i,src) in enumerate(var):
             e=E[i]
             if src==l: row[k]-=1
-            if e['to']==l and not (turn and e.get('continue')=='next_turn'): row[k]+=1
+            if e['to']==l and not (turn and starts_turn(e)): row[k]+=1
         Aeq.append(row); beq.append(-1 if l==t['initial'] else 0)
     for c,cd in C.items():
         row=[0]*n
         for k,(i,src) in enumerate(var):
             e=E[i]
             if c in e.get('consumes',[]): row[k]+=1
-            if c in e.get('resets',[]) and not (turn and e.get('continue')=='next_turn'): row[k]-=cd['bound']
+            if c in e.get('resets',[]) and not (turn and starts_turn(e)): row[k]-=cd['bound']
         init=cd['bound'] if turn else cd['bound']-cd.get('spent_at_start',0)
         Aub.append(row); bub.append(init)
     cost=[-calls(E[i],excl) for i,_ in var]
