@@ -433,6 +433,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
         tools: Registry::standard(),
         agents: Arc::default(),
+        memory: Arc::default(),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
@@ -490,6 +491,13 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
         eprintln!("agentloop: warning: {warning}");
     }
     spec.agents = Arc::new(agents);
+    let memory =
+        crate::context::memory::Memory::discover(&sources, &dirs, &crate::context::memory::MemoryRoots::from_env());
+    for warning in &memory.warnings {
+        eprintln!("agentloop: warning: memory: {warning}");
+    }
+    spec.options.memory = memory.section().map(std::sync::Arc::from);
+    spec.memory = Arc::new(memory);
     spec.tools = crate::launch::spec::session_tools(&spec.agents);
     spec.setting_sources = sources;
     spec.commands = Arc::new(commands);
@@ -671,6 +679,7 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
                 .with_sandbox(&spec.sandbox, spec.policy.mode())
                 .with_commands(&spec.commands.slash_commands(), &spec.output_style.name);
         init["agents"] = serde_json::json!(spec.agents.names());
+        init["memory_files"] = serde_json::json!(spec.memory.files);
         stdout.line(&init.to_string());
     }
     let deps = Deps {

@@ -135,7 +135,7 @@ pub async fn compact_session(
         return Err(CompactError::Empty);
     }
     let tools_chars = context::tools_chars(&deps.tools.definitions());
-    let estimate = |chars: usize| context::estimate_tokens_of_chars(options.system.len() + tools_chars + chars);
+    let estimate = |chars: usize| context::estimate_tokens_of_chars(options.system_prompt_len() + tools_chars + chars);
     let tokens_before = estimate(session.messages.chars());
     let messages_before = session.messages.len();
     let cancel: &CancellationToken = &deps.cancel;

@@ -51,6 +51,24 @@ pub struct EngineOptions {
     pub json_schema: Option<Arc<crate::json_schema::Schema>>,
     /// For a subagent's run: its place in the tree of runs, written on every trace record.
     pub link: Option<crate::engine::trace::RunLink>,
+    /// The session's memory ([`crate::context::memory`]): sent after the system prompt, in
+    /// every main request, so the cached prefix stays the same from turn to turn.
+    pub memory: Option<Arc<str>>,
+}
+
+impl EngineOptions {
+    /// The system prompt a main request sends: the prompt, then the memory.
+    pub fn system_prompt(&self) -> String {
+        match &self.memory {
+            Some(memory) => format!("{}\n\n{memory}", self.system),
+            None => self.system.clone(),
+        }
+    }
+
+    /// Characters of [`EngineOptions::system_prompt`], without building it.
+    pub fn system_prompt_len(&self) -> usize {
+        self.system.len() + self.memory.as_ref().map_or(0, |m| m.len() + 2)
+    }
 }
 
 impl Default for EngineOptions {
@@ -74,6 +92,7 @@ impl Default for EngineOptions {
             max_budget_usd: None,
             json_schema: None,
             link: None,
+            memory: None,
         }
     }
 }

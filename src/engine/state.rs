@@ -225,7 +225,7 @@ impl LoopState {
 
     /// Characters of the next request's prompt: system prompt, tool definitions, messages.
     pub fn prompt_chars(&self) -> usize {
-        self.options.system.len() + self.tools_chars + self.messages.chars()
+        self.options.system_prompt_len() + self.tools_chars + self.messages.chars()
     }
 
     /// What is left of `--max-budget-usd` after the session's spend so far; `None` without a cap.
@@ -237,7 +237,7 @@ impl LoopState {
     pub fn build_request(&self) -> ModelRequest {
         ModelRequest {
             model: self.model().to_owned(),
-            system: self.options.system.clone(),
+            system: self.options.system_prompt(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: self.max_tokens(),

@@ -117,6 +117,8 @@ pub struct RunSpec {
     pub output_style: ChosenStyle,
     /// The subagent definitions the `Agent` tool offers.
     pub agents: Arc<crate::agents::Agents>,
+    /// The memory files loaded (`options.memory` holds their text), for `system/init`.
+    pub memory: Arc<crate::context::memory::Memory>,
 }
 
 /// The agents of a scenario: the built-in one and those of its `agents` object. The object
@@ -169,6 +171,7 @@ pub fn spec_for_scenario(
         output_styles: OutputStyles::built_in(),
         output_style: ChosenStyle::default(),
         agents,
+        memory: Arc::default(),
         cwd,
         options,
         model: scripted.clone(),

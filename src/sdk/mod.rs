@@ -262,6 +262,8 @@ struct Host {
     agents: Arc<crate::agents::Agents>,
     /// `initialize.forwardSubagentText`: subagents' text blocks reach stdout too.
     forward_subagent_text: bool,
+    /// The memory files loaded, for `system/init`.
+    memory: Arc<crate::context::memory::Memory>,
 }
 
 impl Host {
@@ -285,6 +287,7 @@ impl Host {
             output_style,
             partial_messages,
             agents,
+            memory,
             ..
         } = spec;
         let mcp_servers = mcp.servers().clone();
@@ -337,6 +340,7 @@ impl Host {
             mirror,
             agents,
             forward_subagent_text: false,
+            memory,
         };
         let mut session = session;
         let new = session.messages.is_empty();
@@ -470,6 +474,7 @@ impl Host {
             .with_sandbox(&self.sandbox, self.policy.mode())
             .with_commands(&self.commands.slash_commands(), &self.output_style);
         init["agents"] = json!(self.agents.names());
+        init["memory_files"] = json!(self.memory.files);
         init
     }
 

@@ -385,3 +385,77 @@ fn agents_load_from_the_setting_sources_and_the_flag() {
         "agentloop: --agents: must be an object of agent definitions by name\n"
     );
 }
+
+/// A repository's memory reaches the model exactly: the parent directory's `CLAUDE.md` (with
+/// an import chain that cycles back), `AGENTS.md` beside it, the working directory's
+/// `CLAUDE.md` and `CLAUDE.local.md` and the user's `CLAUDE.md`, in that order, each named
+/// with its scope, after the system prompt; a rules file with `paths` is not loaded, a
+/// project's import of a file outside it is refused; `system/init` lists the files; and the
+/// system prompt is the same bytes in the second request as in the first (the cached prefix).
+#[test]
+fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
+    let dirs = dirs();
+    let top = dirs.project.parent().unwrap().to_path_buf();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&top).status().unwrap().success());
+    write(top.join("CLAUDE.md"), "Parent rules: @notes/a.md\n");
+    write(top.join("notes/a.md"), "Note A imports @b.md\n");
+    write(top.join("notes/b.md"), "Note B imports @a.md (a cycle)\n");
+    write(top.join("AGENTS.md"), "Agents: run the tests.\n");
+    write(dirs.project.join("CLAUDE.md"), "Project rules. Not @../../outside.md\n");
+    write(top.parent().unwrap().join("outside.md"), "OUTSIDE\n");
+    write(dirs.project.join("CLAUDE.local.md"), "Local note.\n");
+    write(dirs.project.join(".claude/rules/rs.md"), "---\npaths: \"**/*.rs\"\n---\nRust only.\n");
+    write(dirs.user.join("CLAUDE.md"), "User note.\n");
+    let api = MockApi::start(vec![bash("echo hi"), done("Done.")]);
+    let (lines, stderr) = print(&dirs, &api, "say hi", &["--allowedTools", "Bash(echo:*)"]);
+    let listed: Vec<(String, String, u64)> = init(&lines)["memory_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["scope"].as_str().unwrap().to_owned(),
+                f["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let file =
+        |path: PathBuf, scope: &str, text: &str| (path.display().to_string(), scope.to_owned(), text.len() as u64);
+    assert_eq!(
+        listed,
+        [
+            file(dirs.user.join("CLAUDE.md"), "user", "User note.\n"),
+            file(top.join("CLAUDE.md"), "project", "Parent rules: @notes/a.md\n"),
+            file(top.join("notes/a.md"), "project", "Note A imports @b.md\n"),
+            file(top.join("notes/b.md"), "project", "Note B imports @a.md (a cycle)\n"),
+            file(top.join("AGENTS.md"), "project", "Agents: run the tests.\n"),
+            file(dirs.project.join("CLAUDE.md"), "project", "Project rules. Not @../../outside.md\n"),
+            file(dirs.project.join("CLAUDE.local.md"), "local", "Local note.\n"),
+        ]
+    );
+    assert!(stderr.contains("a project's memory imports only files inside the project"), "{stderr}");
+    let bodies = api.bodies();
+    let system = |body: &Value| body["system"].to_string();
+    let first = system(&bodies[0]);
+    assert_eq!(first, system(&bodies[1]), "the system prompt, memory included, is the same in every turn");
+    let (t, p, u) = (top.display(), dirs.project.display(), dirs.user.display());
+    let memory = format!(
+        "# Memory\\n\\nThese instruction files were loaded for this session, lowest precedence first: where they \
+         disagree, the later one wins. They are notes of the user and of the project, not messages from the user, \
+         and they cannot change what the permission rules allow.\\n\\n\
+         ## {u}/CLAUDE.md (the user's own instructions, for all projects)\\n\\nUser note.\\n\\n\
+         ## {t}/CLAUDE.md (project instructions, checked into the repository)\\n\\nParent rules: @notes/a.md\\n\\n\
+         ## {t}/notes/a.md (project instructions, checked into the repository, imported by {t}/CLAUDE.md)\\n\\nNote A imports @b.md\\n\\n\
+         ## {t}/notes/b.md (project instructions, checked into the repository, imported by {t}/notes/a.md)\\n\\nNote B imports @a.md (a cycle)\\n\\n\
+         ## {t}/AGENTS.md (project instructions, checked into the repository)\\n\\nAgents: run the tests.\\n\\n\
+         ## {p}/CLAUDE.md (project instructions, checked into the repository)\\n\\nProject rules. Not @../../outside.md\\n\\n\
+         ## {p}/CLAUDE.local.md (the user's private instructions for this project)\\n\\nLocal note."
+    );
+    assert!(first.contains(&memory), "{first}");
+    assert!(
+        first.ends_with(&format!("{memory}\"")) || first.contains(&format!("{memory}\",")),
+        "memory comes last: {first}"
+    );
+    assert!(!first.contains("OUTSIDE") && !first.contains("Rust only."));
+}
