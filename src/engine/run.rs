@@ -198,6 +198,7 @@ pub async fn run_prompt_with(
         sandbox: deps.sandbox.clone(),
         read_deny: deps.policy.read_deny(),
         background: session.background.clone(),
+        todos: session.todos.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).

@@ -37,6 +37,8 @@ pub struct Session {
     /// Its background shells: they outlive a prompt, and are killed when the session is
     /// dropped.
     pub background: Arc<BackgroundShells>,
+    /// Its todo list (`TodoWrite`): it outlives a prompt.
+    pub todos: Arc<crate::tools::todo::TodoList>,
 }
 
 impl Session {
@@ -51,6 +53,7 @@ impl Session {
             cost_usd: 0.0,
             cached_prefix: None,
             background: Arc::default(),
+            todos: Arc::default(),
         }
     }
 
@@ -66,6 +69,7 @@ impl Session {
             cost_usd: 0.0,
             cached_prefix: None,
             background: Arc::default(),
+            todos: Arc::default(),
         }
     }
 

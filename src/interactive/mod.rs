@@ -769,6 +769,14 @@ impl EventSink for TurnSink {
             EngineEvent::ToolStarted { id, name, input, .. } => {
                 self.text_block = None;
                 self.screen.tool_started(id, &render::tool_started(style, name, input));
+                // The model's plan, as a checklist under its call.
+                if name == "TodoWrite"
+                    && let Some(todos) = crate::tools::todo::todos_of(input)
+                {
+                    for line in crate::tools::todo::checklist(&todos) {
+                        self.screen.line(&format!("  {line}"));
+                    }
+                }
             }
             EngineEvent::ToolFinished { name, is_error, duration, preview, .. } => {
                 self.screen.line(&render::tool_finished(style, name, *is_error, *duration, preview));

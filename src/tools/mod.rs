@@ -25,6 +25,7 @@ pub(crate) mod streaming;
 pub(crate) mod structured_output;
 pub(crate) mod task_output;
 pub(crate) mod task_stop;
+pub mod todo;
 pub(crate) mod walk;
 pub(crate) mod write;
 
@@ -162,6 +163,8 @@ pub struct ToolContext {
     /// Where `Agent` calls start their subagents: the run's host of child runs, when the run
     /// may start them.
     pub children: Option<crate::agents::Spawner>,
+    /// The session's todo list (`TodoWrite`).
+    pub todos: Arc<todo::TodoList>,
 }
 
 impl ToolContext {
@@ -182,6 +185,7 @@ impl ToolContext {
             background: Arc::default(),
             call_id: String::new(),
             children: None,
+            todos: Arc::default(),
         }
     }
 }
@@ -344,6 +348,7 @@ impl Registry {
         r.register(Arc::new(grep::Grep::default()));
         r.register(Arc::new(task_output::TaskOutput));
         r.register(Arc::new(task_stop::TaskStop));
+        r.register(Arc::new(todo::TodoWrite));
         r
     }
 

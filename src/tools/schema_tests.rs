@@ -12,7 +12,7 @@ fn definition(tool: &dyn Tool) -> serde_json::Value {
 #[test]
 fn standard_tools_in_order() {
     let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop"]);
+    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "TodoWrite"]);
 }
 
 #[test]
@@ -53,4 +53,9 @@ fn task_output_schema() {
 #[test]
 fn task_stop_schema() {
     insta::assert_json_snapshot!(definition(&super::task_stop::TaskStop));
+}
+
+#[test]
+fn todo_write_schema() {
+    insta::assert_json_snapshot!(definition(&super::todo::TodoWrite));
 }

@@ -403,3 +403,46 @@ async fn a_call_with_a_tool_hook_never_starts_before_the_reply_ends() {
         .collect();
     assert_eq!(early, vec![false]);
 }
+
+/// `TodoWrite` through the binary: each call replaces the session's list, the result says how
+/// it stands, and stream-json carries the list before and after as `tool_use_result`, as
+/// Claude Code's does.
+#[test]
+fn todo_write_keeps_the_plan_and_stream_json_shows_it() {
+    use assert_cmd::cargo::CommandCargoExt;
+    let item = |content: &str, status: &str| json!({"content": content, "status": status, "activeForm": format!("Doing {content}")});
+    let plan = json!({"todos": [item("tests", "in_progress"), item("docs", "pending")]});
+    let done = json!({"todos": [item("tests", "completed"), item("docs", "completed")]});
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("todo.json");
+    let doc = json!({"prompt": "Plan it.", "responses": [
+        {"content": [{"type": "tool_use", "name": "TodoWrite", "input": plan}]},
+        {"content": [{"type": "tool_use", "name": "TodoWrite", "input": done}],
+         "expect": {"tool_result_is_error": [false],
+                    "last_user_text_contains": "The todo list is updated: 2 item(s), 1 in progress, 1 pending, 0 completed."}},
+        {"content": [{"type": "text", "text": "All done."}],
+         "expect": {"last_user_text_contains": "2 item(s), 0 in progress, 0 pending, 2 completed."}}
+    ]});
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = std::process::Command::cargo_bin("agentloop")
+        .unwrap()
+        .env("AGENTLOOP_HOME", work.path().join("home"))
+        .args(["-p", "Plan it.", "--output-format", "stream-json", "--verbose", "--model"])
+        .arg(format!("scripted:{}", file.display()))
+        .args(["--cwd", work.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let results: Vec<&serde_json::Value> = lines.iter().filter_map(|l| l.get("tool_use_result")).collect();
+    assert_eq!(
+        results,
+        [
+            &json!({"oldTodos": [], "newTodos": plan["todos"]}),
+            &json!({"oldTodos": plan["todos"], "newTodos": done["todos"]})
+        ]
+    );
+    let result = lines.last().unwrap();
+    assert_eq!((result["subtype"].as_str(), result["result"].as_str()), (Some("success"), Some("All done.")));
+}
