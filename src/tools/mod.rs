@@ -12,6 +12,7 @@ mod fixture;
 pub(crate) mod fresh;
 pub(crate) mod glob;
 pub(crate) mod grep;
+pub(crate) mod notebook_edit;
 pub(crate) mod orchestrate;
 pub(crate) mod paths;
 #[cfg(test)]
@@ -348,6 +349,7 @@ impl Registry {
         r.register(Arc::new(grep::Grep::default()));
         r.register(Arc::new(task_output::TaskOutput));
         r.register(Arc::new(task_stop::TaskStop));
+        r.register(Arc::new(notebook_edit::NotebookEdit));
         r.register(Arc::new(todo::TodoWrite));
         r
     }

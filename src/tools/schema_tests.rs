@@ -12,7 +12,10 @@ fn definition(tool: &dyn Tool) -> serde_json::Value {
 #[test]
 fn standard_tools_in_order() {
     let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "TodoWrite"]);
+    assert_eq!(
+        names,
+        ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "NotebookEdit", "TodoWrite"]
+    );
 }
 
 #[test]
@@ -58,4 +61,9 @@ fn task_stop_schema() {
 #[test]
 fn todo_write_schema() {
     insta::assert_json_snapshot!(definition(&super::todo::TodoWrite));
+}
+
+#[test]
+fn notebook_edit_schema() {
+    insta::assert_json_snapshot!(definition(&super::notebook_edit::NotebookEdit));
 }

@@ -135,7 +135,19 @@ fn stream_json_prints_claude_code_shaped_lines_with_cost_and_terminal_reason() {
     assert_eq!(init["model"], "claude-sonnet-4-5");
     assert_eq!(
         init["tools"],
-        json!(["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "TodoWrite", "Agent"])
+        json!([
+            "Read",
+            "Write",
+            "Edit",
+            "Bash",
+            "Glob",
+            "Grep",
+            "TaskOutput",
+            "TaskStop",
+            "NotebookEdit",
+            "TodoWrite",
+            "Agent"
+        ])
     );
     assert_eq!(init["agents"], json!(["general-purpose"]));
     let session = init["session_id"].as_str().unwrap();
