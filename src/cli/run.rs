@@ -434,6 +434,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         tools: Registry::standard(),
         agents: Arc::default(),
         memory: Arc::default(),
+        skills: Arc::default(),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),
         sandbox: crate::sandbox::Sandbox::none(),
@@ -499,6 +500,14 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     spec.options.memory = memory.section().map(std::sync::Arc::from);
     spec.memory = Arc::new(memory);
     spec.tools = crate::launch::spec::session_tools(&spec.agents);
+    let (skills, more) = crate::tools::skill::Skills::discover(&sources, &dirs);
+    for warning in more {
+        eprintln!("agentloop: warning: {warning}");
+    }
+    spec.skills = Arc::new(skills);
+    if !spec.skills.is_empty() {
+        spec.tools.register(Arc::new(crate::tools::skill::SkillTool::new(spec.skills.clone())));
+    }
     spec.setting_sources = sources;
     spec.commands = Arc::new(commands);
     spec.output_styles = styles;
@@ -680,6 +689,7 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
                 .with_commands(&spec.commands.slash_commands(), &spec.output_style.name);
         init["agents"] = serde_json::json!(spec.agents.names());
         init["memory_files"] = serde_json::json!(spec.memory.files);
+        init["skills"] = serde_json::json!(spec.skills.names());
         stdout.line(&init.to_string());
     }
     let deps = Deps {

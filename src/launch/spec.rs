@@ -119,6 +119,8 @@ pub struct RunSpec {
     pub agents: Arc<crate::agents::Agents>,
     /// The memory files loaded (`options.memory` holds their text), for `system/init`.
     pub memory: Arc<crate::context::memory::Memory>,
+    /// The skills the `Skill` tool offers (no tool when there are none).
+    pub skills: Arc<crate::tools::skill::Skills>,
 }
 
 /// The agents of a scenario: the built-in one and those of its `agents` object. The object
@@ -172,6 +174,7 @@ pub fn spec_for_scenario(
         output_style: ChosenStyle::default(),
         agents,
         memory: Arc::default(),
+        skills: Arc::default(),
         cwd,
         options,
         model: scripted.clone(),

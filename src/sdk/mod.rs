@@ -264,6 +264,8 @@ struct Host {
     forward_subagent_text: bool,
     /// The memory files loaded, for `system/init`.
     memory: Arc<crate::context::memory::Memory>,
+    /// The skills, for `system/init`.
+    skills: Arc<crate::tools::skill::Skills>,
 }
 
 impl Host {
@@ -288,6 +290,7 @@ impl Host {
             partial_messages,
             agents,
             memory,
+            skills,
             ..
         } = spec;
         let mcp_servers = mcp.servers().clone();
@@ -341,6 +344,7 @@ impl Host {
             agents,
             forward_subagent_text: false,
             memory,
+            skills,
         };
         let mut session = session;
         let new = session.messages.is_empty();
@@ -475,6 +479,7 @@ impl Host {
             .with_commands(&self.commands.slash_commands(), &self.output_style);
         init["agents"] = json!(self.agents.names());
         init["memory_files"] = json!(self.memory.files);
+        init["skills"] = json!(self.skills.names());
         init
     }
 

@@ -21,6 +21,7 @@ pub(crate) mod read;
 #[cfg(test)]
 mod schema_tests;
 pub(crate) mod shell_env;
+pub mod skill;
 pub(crate) mod spill;
 pub(crate) mod streaming;
 pub(crate) mod structured_output;

@@ -459,3 +459,31 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     );
     assert!(!first.contains("OUTSIDE") && !first.contains("Rust only."));
 }
+
+/// A project's skill: listed in `system/init` and in the `Skill` tool's description (its body
+/// not in context), loaded by a `Skill` call; a session without skills has no `Skill` tool.
+#[test]
+fn a_skill_is_listed_and_loaded_on_demand() {
+    let (with_skill, plain) = (dirs(), dirs());
+    let dirs = with_skill;
+    let skill_md = dirs.project.join(".claude/skills/release/SKILL.md");
+    write(skill_md.clone(), "---\ndescription: Cut a release.\n---\nBump the version, then tag it.\n");
+    let call =
+        Reply::Sse(Sse::new(MODEL, 10).tool_use("toolu_01", "Skill", &json!({"skill": "release"})).stop("tool_use"));
+    let api = MockApi::start(vec![call, done("Released.")]);
+    let (lines, _) = print(&dirs, &api, "release it", &[]);
+    assert_eq!(init(&lines)["skills"], json!(["release"]));
+    let bodies = api.bodies();
+    let tool = bodies[0]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "Skill").cloned().unwrap();
+    assert!(tool["description"].as_str().unwrap().ends_with("Available skills:\n- release: Cut a release."));
+    assert!(!bodies[0].to_string().contains("Bump the version"), "the body is not in context before the call");
+    let (content, is_error) = tool_result(&bodies[1]);
+    assert!(!is_error);
+    assert!(content.ends_with("\n\nBump the version, then tag it."), "{content}");
+    assert!(content.starts_with(&format!("Skill \"release\" (from {})", skill_md.display())), "{content}");
+
+    let api = MockApi::start(vec![done("Hi.")]);
+    let (lines, _) = print(&plain, &api, "hi", &[]);
+    assert_eq!(init(&lines)["skills"], json!([]));
+    assert!(api.bodies()[0]["tools"].as_array().unwrap().iter().all(|t| t["name"] != "Skill"));
+}
