@@ -498,6 +498,13 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
         eprintln!("agentloop: warning: memory: {warning}");
     }
     spec.options.memory = memory.section().map(std::sync::Arc::from);
+    // The scripted model is a test double: its runs carry no environment, so a scenario's
+    // requests (and the token figures estimated from them) are the same on every machine.
+    if spec.scripted.is_none() {
+        let (environment, git) = crate::context::environment::take(&spec.cwd);
+        spec.options.environment = Some(Arc::from(environment));
+        spec.options.git_snapshot = git.map(Arc::from);
+    }
     spec.memory = Arc::new(memory);
     spec.tools = crate::launch::spec::session_tools(&spec.agents);
     let (skills, more) = crate::tools::skill::Skills::discover(&sources, &dirs);

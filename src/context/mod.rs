@@ -2,6 +2,7 @@
 //! results, the messages compaction and recovery add to the conversation, and the output
 //! styles the system prompt carries ([`output_style`]).
 
+pub mod environment;
 pub mod memory;
 pub mod output_style;
 

@@ -54,20 +54,42 @@ pub struct EngineOptions {
     /// The session's memory ([`crate::context::memory`]): sent after the system prompt, in
     /// every main request, so the cached prefix stays the same from turn to turn.
     pub memory: Option<Arc<str>>,
+    /// The environment block taken when the session started
+    /// ([`crate::context::environment`]): sent after the system prompt, with a line naming
+    /// the model, before the memory.
+    pub environment: Option<Arc<str>>,
+    /// The git snapshot taken when the session started, sent after the environment block.
+    pub git_snapshot: Option<Arc<str>>,
 }
 
 impl EngineOptions {
-    /// The system prompt a main request sends: the prompt, then the memory.
+    /// The system prompt a main request sends: the prompt, then the environment (with the
+    /// model), then the memory.
     pub fn system_prompt(&self) -> String {
-        match &self.memory {
-            Some(memory) => format!("{}\n\n{memory}", self.system),
-            None => self.system.clone(),
+        let mut out = self.system.clone();
+        if let Some(environment) = &self.environment {
+            out.push_str(&format!("\n\n{environment}{}", self.model_line()));
         }
+        if let Some(git) = &self.git_snapshot {
+            out.push_str(&format!("\n\n{git}"));
+        }
+        if let Some(memory) = &self.memory {
+            out.push_str(&format!("\n\n{memory}"));
+        }
+        out
     }
 
     /// Characters of [`EngineOptions::system_prompt`], without building it.
     pub fn system_prompt_len(&self) -> usize {
-        self.system.len() + self.memory.as_ref().map_or(0, |m| m.len() + 2)
+        self.system.len()
+            + self.environment.as_ref().map_or(0, |e| e.len() + 2 + self.model_line().len())
+            + self.git_snapshot.as_ref().map_or(0, |g| g.len() + 2)
+            + self.memory.as_ref().map_or(0, |m| m.len() + 2)
+    }
+
+    /// The environment block's last line.
+    fn model_line(&self) -> String {
+        format!("\nModel: {}", self.model)
     }
 }
 
@@ -93,6 +115,8 @@ impl Default for EngineOptions {
             json_schema: None,
             link: None,
             memory: None,
+            environment: None,
+            git_snapshot: None,
         }
     }
 }

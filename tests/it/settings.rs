@@ -458,6 +458,12 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
         "memory comes last: {first}"
     );
     assert!(!first.contains("OUTSIDE") && !first.contains("Rust only."));
+    // The environment block, the model and the git snapshot come before the memory.
+    let environment = format!("# Environment\\n\\nWorking directory: {p}\\nIs a git repository: yes\\nPlatform: linux");
+    let at = first.find(&environment).unwrap_or_else(|| panic!("{first}"));
+    let model = first.find("\\nModel: claude-sonnet-4-5\\n\\nGit status, as of the start of the session").unwrap();
+    let repository = first.find(&format!("Repository: {t}\\nCurrent branch: ")).unwrap();
+    assert!(at < model && model < repository && repository < first.find("# Memory").unwrap(), "{first}");
 }
 
 /// A project's skill: listed in `system/init` and in the `Skill` tool's description (its body
