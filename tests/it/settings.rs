@@ -91,8 +91,11 @@ fn bash(command: &str) -> Reply {
 }
 
 /// The text of the first system block of a request.
+/// The system prompt of a request, up to the environment block that follows it in every
+/// request to a model (`context::environment`; the memory tests look at what follows).
 fn system(body: &Value) -> &str {
-    body["system"][0]["text"].as_str().expect("a system prompt")
+    let text = body["system"][0]["text"].as_str().expect("a system prompt");
+    text.split("\n\n# Environment\n\n").next().unwrap_or(text)
 }
 
 /// The text of the first user message of a request.
