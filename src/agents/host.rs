@@ -86,9 +86,7 @@ pub fn repair_sidechains(transcript: &Path, session_id: Uuid) -> Vec<String> {
                 .map(|()| report.repairs.len())
         });
         meta["status"] = json!("interrupted");
-        let partial = meta_path.with_extension("json.partial");
-        let written =
-            std::fs::write(&partial, format!("{meta:#}\n")).and_then(|()| std::fs::rename(&partial, &meta_path));
+        let written = write_meta_file(&meta_path, &meta);
         repaired.push(match (outcome, written) {
             (Ok(n), Ok(())) => {
                 format!("subagent {agent_id} was running when the session ended: {n} repair(s) to its transcript")
@@ -100,6 +98,14 @@ pub fn repair_sidechains(transcript: &Path, session_id: Uuid) -> Vec<String> {
         });
     }
     repaired
+}
+
+/// Write a subagent's meta file whole, through a temporary file beside it, so it is never
+/// half there.
+fn write_meta_file(path: &Path, meta: &serde_json::Value) -> std::io::Result<()> {
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, format!("{meta:#}\n"))?;
+    std::fs::rename(&partial, path)
 }
 
 /// One `Agent` call waiting for its child.
@@ -371,7 +377,7 @@ impl Sidechains {
     }
 
     /// Write the meta file of `agent`: who it is, and how it stands (`running`, or how it
-    /// ended). Written whole each time, through a temporary file, so it is never half there.
+    /// ended), whole each time ([`write_meta_file`]).
     fn write_meta(&self, agent: &SubagentRun, report: Option<&SubagentReport>) -> std::io::Result<()> {
         let mut meta = json!({
             "agentId": agent.agent_id,
@@ -392,10 +398,7 @@ impl Sidechains {
             meta["totalToolUseCount"] = json!(report.tool_uses);
             meta["durationMs"] = json!(report.duration_ms.as_millis());
         }
-        let path = self.meta(&agent.agent_id);
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, format!("{meta:#}\n"))?;
-        std::fs::rename(&partial, &path)?;
+        write_meta_file(&self.meta(&agent.agent_id), &meta)?;
         if let Some(mirror) = &self.mirror {
             meta["type"] = json!("agent_metadata");
             mirror.send(&self.transcript(&agent.agent_id), meta.to_string().as_bytes());
@@ -689,7 +692,6 @@ fn launched(agent: &SubagentRun) -> ToolOutput {
     output.extra = Some(Box::new(CallExtra {
         tool_use_result: json!({"status": "async_launched", "agentId": agent.agent_id, "agentType": agent.agent_type,
             "description": agent.description, "prompt": agent.prompt, "isAsync": true}),
-        cost_usd: 0.0,
         usage: Vec::new(),
     }));
     output
@@ -758,15 +760,10 @@ fn report_of(outcome: &RunOutcome, began: Instant) -> SubagentReport {
     }
 }
 
-/// The tokens a run used, all kinds together.
-fn total_tokens(usage: &crate::engine::state::UsageTotals) -> u64 {
-    usage.input_tokens + usage.output_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
-}
-
 /// The `Agent` call's result: the child's report, framed as its words, with what it used;
 /// `tool_use_result` as Claude Code gives it.
 fn tool_output(agent: &SubagentRun, report: &SubagentReport, worktree: Option<&WorktreeEnd>) -> ToolOutput {
-    let tokens = total_tokens(&report.usage);
+    let tokens = report.usage.total_tokens();
     let millis = report.duration_ms.as_millis();
     let ending = match report.terminal {
         TerminalReason::Completed => String::new(),
@@ -819,7 +816,6 @@ fn tool_output(agent: &SubagentRun, report: &SubagentReport, worktree: Option<&W
     let mut output = if report.status == "completed" { ToolOutput::ok(text) } else { ToolOutput::error(text) };
     output.extra = Some(Box::new(CallExtra {
         tool_use_result,
-        cost_usd: report.cost_usd,
         usage: vec![(agent.model.clone(), report.usage, report.cost_usd)],
     }));
     output

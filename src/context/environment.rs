@@ -88,12 +88,7 @@ fn snapshot(top: &Path, cwd: &Path) -> String {
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir).args(args).stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    for (name, value) in crate::permissions::git::neutralising_env() {
-        command.env(name, value);
-    }
-    for name in crate::permissions::git::removed_env() {
-        command.env_remove(name);
-    }
+    crate::permissions::git::neutralise_std(&mut command);
     let out = command.output().ok().filter(|o| o.status.success())?;
     Some(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
 }

@@ -41,8 +41,7 @@ impl Machine {
         }
         let Some(ToolsFinished::Done) = self.decide::<ToolsFinished>(ctx, &mut NoFacts).await else { return Handled };
         for (id, extra) in outcome.extras {
-            self.st.cost_usd += extra.cost_usd;
-            self.st.delegated.extend(extra.usage);
+            self.st.add_delegated(extra.usage);
             ctx.emit(EngineEvent::ToolUseResult { id, value: extra.tool_use_result });
         }
         self.append(ctx, Message { role: Role::User, content: outcome.results });

@@ -100,8 +100,7 @@ impl Machine {
                 let mut texts = Vec::new();
                 for notification in &ended {
                     let report = &notification.report;
-                    self.st.cost_usd += report.cost_usd;
-                    self.st.delegated.push((notification.agent.model.clone(), report.usage, report.cost_usd));
+                    self.st.add_delegated([(notification.agent.model.clone(), report.usage, report.cost_usd)]);
                     texts.push(notification.text());
                 }
                 let names: Vec<&str> = ended.iter().map(|n| n.agent.agent_id.as_str()).collect();

@@ -54,6 +54,11 @@ impl UsageTotals {
         self.cache_creation_input_tokens += u.cache_creation_input_tokens.unwrap_or(0);
         self.cache_read_input_tokens += u.cache_read_input_tokens.unwrap_or(0);
     }
+
+    /// Every token counted, of all four kinds (a subagent's `total_tokens`).
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
 }
 
 /// The loop's data.
@@ -243,6 +248,15 @@ impl LoopState {
             max_tokens: self.max_tokens(),
             thinking: self.options.thinking_budget,
             purpose: Purpose::Main,
+        }
+    }
+
+    /// Count model calls made on this run's behalf (its subagents'), by model: their cost
+    /// joins the run's.
+    pub fn add_delegated(&mut self, usage: impl IntoIterator<Item = (String, UsageTotals, f64)>) {
+        for (model, tokens, cost) in usage {
+            self.cost_usd += cost;
+            self.delegated.push((model, tokens, cost));
         }
     }
 

@@ -187,6 +187,11 @@ const REMOVED_ENV: &[&str] = &[
 /// overridden: remove [`removed_env`], set [`neutralising_env`]. Call it after the command's
 /// base environment is in place, so these win.
 pub fn neutralise(command: &mut tokio::process::Command) {
+    neutralise_std(command.as_std_mut());
+}
+
+/// [`neutralise`] for a [`std::process::Command`] (git run at start-up, outside the runtime).
+pub fn neutralise_std(command: &mut std::process::Command) {
     for name in removed_env() {
         command.env_remove(name);
     }

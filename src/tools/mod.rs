@@ -92,10 +92,9 @@ pub struct ToolOutput {
 pub struct CallExtra {
     /// stream-json's `tool_use_result` beside the call's `tool_result`.
     pub tool_use_result: Value,
-    /// What model calls made on the call's behalf cost in USD (a subagent's): added to the
-    /// run's cost, so `--max-budget-usd` covers them.
-    pub cost_usd: f64,
-    /// Those model calls' tokens and cost, by model: the result's `modelUsage`.
+    /// The tokens and cost in USD of model calls made on the call's behalf (a subagent's), by
+    /// model: their cost joins the run's, so `--max-budget-usd` covers them, and their tokens
+    /// the result's `modelUsage`.
     pub usage: Vec<(String, crate::engine::state::UsageTotals, f64)>,
 }
 

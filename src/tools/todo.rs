@@ -128,7 +128,6 @@ impl Tool for TodoWrite {
             let mut output = ToolOutput::ok(text);
             output.extra = Some(Box::new(CallExtra {
                 tool_use_result: json!({"oldTodos": old, "newTodos": input.todos}),
-                cost_usd: 0.0,
                 usage: Vec::new(),
             }));
             Ok(output)

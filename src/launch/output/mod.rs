@@ -128,34 +128,36 @@ impl OutputSink {
         }
     }
 
-    /// A tool line of a subagent's call, in the trace, at the child's `turn`.
-    fn trace_child_tool(&mut self, turn: u32, text: &str) {
-        self.end_text_line();
-        if self.trace.is_some() && self.pretty_trace_on_stderr {
-            self.note_stderr_line(&format!("{:38}{text}", ""));
-        }
-        let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
+    /// Write to the trace, if tracing; the first failure stops the trace with one line.
+    fn write_trace(&mut self, write: impl FnOnce(&mut TraceWriter) -> std::io::Result<()>) {
         if let Some(trace) = &mut self.trace
-            && let Err(e) = trace.child_tool_line(t_ms, turn, text)
+            && let Err(e) = write(trace)
         {
             stderr::line(&format!("agentloop: cannot write the trace: {e}"));
             self.trace = None;
         }
     }
 
+    /// A tool line of the run's own call, in the trace.
     fn trace_tool(&mut self, text: &str) {
+        self.trace_tool_of(None, text);
+    }
+
+    /// A tool line in the trace: of the run's own call (`child_turn` `None`), or of a
+    /// subagent's call at the child's turn, indented under its `Agent` call.
+    fn trace_tool_of(&mut self, child_turn: Option<u32>, text: &str) {
         self.end_text_line();
         if self.trace.is_some() && self.pretty_trace_on_stderr {
             // The line's time, turn and indent come before the text.
-            self.note_stderr_line(&format!("{:32}{text}", ""));
+            let width = if child_turn.is_some() { 38 } else { 32 };
+            self.note_stderr_line(&format!("{:width$}{text}", ""));
         }
         let t_ms = self.started.elapsed().as_secs_f64() * 1e3;
-        if let Some(trace) = &mut self.trace
-            && let Err(e) = trace.tool_line(t_ms, self.turn, text)
-        {
-            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
-            self.trace = None;
-        }
+        let turn = self.turn;
+        self.write_trace(|trace| match child_turn {
+            Some(turn) => trace.child_tool_line(t_ms, turn, text),
+            None => trace.tool_line(t_ms, turn, text),
+        });
     }
 
     fn stream_json(&self, value: Value) {
@@ -192,12 +194,7 @@ impl EventSink for OutputSink {
                 if self.format == OutputFormat::Text && crate::engine::edge::Edge::id_abandons_attempt(&record.edge) {
                     self.emit(|t, out| t.abandon(out));
                 }
-                if let Some(trace) = &mut self.trace
-                    && let Err(e) = trace.record(record)
-                {
-                    stderr::line(&format!("agentloop: cannot write the trace: {e}"));
-                    self.trace = None;
-                }
+                self.write_trace(|trace| trace.record(record));
             }
             EngineEvent::ReplyStarted { id, model, usage } if self.partial_messages => {
                 let model = model.as_deref().unwrap_or(&self.model);
@@ -244,29 +241,12 @@ impl EventSink for OutputSink {
                 if self.partial_messages && message.role == Role::Assistant {
                     self.stream_event(json!({"type": "message_stop"}));
                 }
-                // The line's uuid is its transcript line's, as in Claude Code.
-                let mut line = json!({"type": "user", "message": message, "session_id": self.session_id,
-                    "parent_tool_use_id": null, "uuid": uuid.to_string()});
+                let usage = self.last_usage.take();
+                let mut line = message_line(message, uuid, &self.session_id, usage.as_ref(), &self.model, reply);
                 if message.role == Role::User
                     && let Some(value) = self.take_tool_use_result(message)
                 {
                     line["tool_use_result"] = value;
-                }
-                if message.role == Role::Assistant {
-                    line["type"] = json!("assistant");
-                    let asks_tools = message.tool_uses().next().is_some();
-                    line["message"]["type"] = json!("message");
-                    line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
-                    match self.last_usage.take() {
-                        Some((model, usage)) => {
-                            line["message"]["model"] = json!(model);
-                            line["message"]["usage"] = json!(usage);
-                        }
-                        None => line["message"]["model"] = json!(self.model),
-                    }
-                    if let Some(reply) = reply {
-                        with_reply_info(&mut line, reply);
-                    }
                 }
                 self.stream_json(line);
             }
@@ -352,7 +332,8 @@ struct ChildProgress {
     /// The child's turn, for its trace lines.
     turn: u32,
     tool_uses: u32,
-    tokens: u64,
+    /// Its tokens so far.
+    usage: crate::engine::state::UsageTotals,
 }
 
 impl OutputSink {
@@ -372,24 +353,6 @@ impl OutputSink {
         Some(value)
     }
 
-    fn trace_header(&mut self, header: &crate::engine::trace::TraceHeader) {
-        if let Some(trace) = &mut self.trace
-            && let Err(e) = trace.header(header)
-        {
-            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
-            self.trace = None;
-        }
-    }
-
-    fn trace_record(&mut self, record: &crate::engine::trace::TraceRecord) {
-        if let Some(trace) = &mut self.trace
-            && let Err(e) = trace.record(record)
-        {
-            stderr::line(&format!("agentloop: cannot write the trace: {e}"));
-            self.trace = None;
-        }
-    }
-
     /// A line for a person, on stderr, about a subagent.
     fn subagent_note(&mut self, text: &str) {
         self.end_text_line();
@@ -398,10 +361,10 @@ impl OutputSink {
     }
 
     fn subagent_started(&mut self, agent: &SubagentRun, header: &crate::engine::trace::TraceHeader) {
-        self.trace_header(header);
+        self.write_trace(|trace| trace.header(header));
         self.child_progress.insert(
             agent.agent_id.clone(),
-            ChildProgress { started: Instant::now(), turn: 1, tool_uses: 0, tokens: 0 },
+            ChildProgress { started: Instant::now(), turn: 1, tool_uses: 0, usage: Default::default() },
         );
         if self.show_tools {
             self.subagent_note(&format!("  ↳ {} {} started: {}", agent.agent_type, agent.agent_id, agent.description));
@@ -429,11 +392,7 @@ impl OutputSink {
             ));
         }
         if self.format == OutputFormat::StreamJson {
-            let usage = &report.usage;
-            let tokens = usage.input_tokens
-                + usage.output_tokens
-                + usage.cache_creation_input_tokens
-                + usage.cache_read_input_tokens;
+            let tokens = report.usage.total_tokens();
             let ended = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             self.stream_json(json!({"type": "system", "subtype": "task_updated", "task_id": agent.agent_id,
                 "run_id": agent.run_id, "patch": {"status": report.status, "end_time": ended.as_millis() as u64},
@@ -458,26 +417,18 @@ impl OutputSink {
                 if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
                     progress.turn = record.turn;
                 }
-                self.trace_record(record);
+                self.write_trace(|trace| trace.record(record));
             }
             EngineEvent::Usage { model, usage, .. } => {
                 self.child_usage.insert(agent.agent_id.clone(), (model.clone(), *usage));
                 if let Some(progress) = self.child_progress.get_mut(&agent.agent_id) {
-                    progress.tokens += [
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_creation_input_tokens,
-                        usage.cache_read_input_tokens,
-                    ]
-                    .iter()
-                    .map(|n| n.unwrap_or(0))
-                    .sum::<u64>();
+                    progress.usage.add(usage);
                 }
             }
             EngineEvent::ToolStarted { id, name, input, .. } => {
                 let turn = self.child_progress.get(&agent.agent_id).map_or(1, |p| p.turn);
-                self.trace_child_tool(
-                    turn,
+                self.trace_tool_of(
+                    Some(turn),
                     &format!("⇢ {name} {id} started ({} {})", agent.agent_type, agent.agent_id),
                 );
                 if self.show_tools {
@@ -493,7 +444,7 @@ impl OutputSink {
                 let status = if *is_error { "error" } else { "ok" };
                 let ms = duration.as_secs_f64() * 1e3;
                 let turn = self.child_progress.get(&agent.agent_id).map_or(1, |p| p.turn);
-                self.trace_child_tool(turn, &format!("⇠ {name} {id} {status} after {ms:.1}ms"));
+                self.trace_tool_of(Some(turn), &format!("⇠ {name} {id} {status} after {ms:.1}ms"));
                 if self.show_tools {
                     self.subagent_note(&format!("  ↳ {} ← {name} {status} ({ms:.1} ms)", agent.agent_type));
                 }
@@ -508,7 +459,7 @@ impl OutputSink {
                         self.stream_json(json!({"type": "system", "subtype": "task_progress",
                             "task_id": agent.agent_id, "run_id": agent.run_id, "tool_use_id": agent.tool_use_id,
                             "description": agent.description, "subagent_type": agent.agent_type,
-                            "usage": {"total_tokens": progress.tokens, "tool_uses": progress.tool_uses,
+                            "usage": {"total_tokens": progress.usage.total_tokens(), "tool_uses": progress.tool_uses,
                                 "duration_ms": progress.started.elapsed().as_millis() as u64},
                             "last_tool_name": name, "uuid": crate::session::Uuid::new_v4().to_string(),
                             "session_id": self.session_id}));
@@ -523,25 +474,12 @@ impl OutputSink {
                         return;
                     }
                 }
-                let mut line = json!({"type": "user", "message": message, "parent_tool_use_id": agent.tool_use_id,
-                    "agent_id": agent.agent_id, "session_id": self.session_id, "uuid": uuid.to_string(),
-                    "subagent_type": agent.agent_type, "task_description": agent.description});
-                if message.role == Role::Assistant {
-                    line["type"] = json!("assistant");
-                    let asks_tools = message.tool_uses().next().is_some();
-                    line["message"]["type"] = json!("message");
-                    line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
-                    match self.child_usage.get(&agent.agent_id) {
-                        Some((model, usage)) => {
-                            line["message"]["model"] = json!(model);
-                            line["message"]["usage"] = json!(usage);
-                        }
-                        None => line["message"]["model"] = json!(agent.model),
-                    }
-                    if let Some(reply) = reply {
-                        with_reply_info(&mut line, reply);
-                    }
-                }
+                let usage = self.child_usage.get(&agent.agent_id);
+                let mut line = message_line(&message, uuid, &self.session_id, usage, &agent.model, reply);
+                line["parent_tool_use_id"] = json!(agent.tool_use_id);
+                line["agent_id"] = json!(agent.agent_id);
+                line["subagent_type"] = json!(agent.agent_type);
+                line["task_description"] = json!(agent.description);
                 self.stream_json(line);
             }
             EngineEvent::Warning(w) => {
@@ -551,6 +489,40 @@ impl OutputSink {
             _ => {}
         }
     }
+}
+
+/// The stream-json line of a message of the conversation, as Claude Code writes it: its uuid
+/// is its transcript line's; an assistant line has the `type`, `stop_reason` and `model` of
+/// its message, the reply's `usage` when it came (`usage`: the model that answered and its
+/// usage; `model` otherwise) and what the API said about the reply. `parent_tool_use_id` is
+/// `null`: a subagent's line sets it.
+fn message_line(
+    message: &crate::protocol::Message,
+    uuid: &crate::session::Uuid,
+    session_id: &str,
+    usage: Option<&(String, crate::protocol::Usage)>,
+    model: &str,
+    reply: &Option<Box<crate::session::ReplyInfo>>,
+) -> Value {
+    let mut line = json!({"type": "user", "message": message, "session_id": session_id,
+        "parent_tool_use_id": null, "uuid": uuid.to_string()});
+    if message.role == Role::Assistant {
+        line["type"] = json!("assistant");
+        let asks_tools = message.tool_uses().next().is_some();
+        line["message"]["type"] = json!("message");
+        line["message"]["stop_reason"] = json!(if asks_tools { "tool_use" } else { "end_turn" });
+        match usage {
+            Some((model, usage)) => {
+                line["message"]["model"] = json!(model);
+                line["message"]["usage"] = json!(usage);
+            }
+            None => line["message"]["model"] = json!(model),
+        }
+        if let Some(reply) = reply {
+            with_reply_info(&mut line, reply);
+        }
+    }
+    line
 }
 
 /// Put what the API said about a reply on its stream-json line, as Claude Code does: the
