@@ -597,3 +597,31 @@ pub fn read_round_trip() -> Vec<Reply> {
         Reply::Sse(Sse::new("claude-sonnet-4-5", 1300).text(ROUND_TRIP_ANSWER).stop("end_turn")),
     ]
 }
+
+/// The report of the subagent in [`greeter_delegation`].
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub const GREETER_REPORT: &str = "The file says: Hello from the greeting file!";
+
+/// The parent's answer in [`greeter_delegation`].
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub const GREETER_ANSWER: &str = "The greeter says the file greets us.";
+
+/// The replies of a delegation to the `greeter` subagent, as the requests arrive: the parent's
+/// synchronous `Agent` call `toolu_agent` (prompt `SUBTASK: read greeting.txt`), the child's
+/// `Read` of `file` and its report [`GREETER_REPORT`] (on `claude-haiku-4-5`), then the
+/// parent's answer [`GREETER_ANSWER`].
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn greeter_delegation(file: &std::path::Path) -> Vec<Reply> {
+    let call = serde_json::json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt",
+        "subagent_type": "greeter", "run_in_background": false});
+    vec![
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 1200).tool_use("toolu_agent", "Agent", &call).stop("tool_use")),
+        Reply::Sse(
+            Sse::new("claude-haiku-4-5", 300)
+                .tool_use("toolu_read", "Read", &serde_json::json!({"file_path": file}))
+                .stop("tool_use"),
+        ),
+        Reply::Sse(Sse::new("claude-haiku-4-5", 400).text(GREETER_REPORT).stop("end_turn")),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 1000).text(GREETER_ANSWER).stop("end_turn")),
+    ]
+}

@@ -867,27 +867,7 @@ fn a_subagent_defined_in_agents_runs_and_is_attributed_to_its_call() {
     let dirs = dirs();
     let file = dirs.cwd.join("greeting.txt");
     std::fs::write(&file, "Hello from the greeting file!\n").unwrap();
-    let mock = mock(vec![
-        Reply::Sse(
-            Sse::new(MODEL, 1200)
-                .tool_use(
-                    "toolu_agent",
-                    "Agent",
-                    &json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt",
-                        "subagent_type": "greeter", "run_in_background": false}),
-                )
-                .stop("tool_use"),
-        ),
-        Reply::Sse(
-            Sse::new("claude-haiku-4-5", 300)
-                .tool_use("toolu_read", "Read", &json!({"file_path": file}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(
-            Sse::new("claude-haiku-4-5", 400).text("The file says: Hello from the greeting file!").stop("end_turn"),
-        ),
-        text_reply("The greeter says the file greets us."),
-    ]);
+    let mock = mock(mock_api::greeter_delegation(&file));
     let obs = run_script("subagent.py", &mock, &dirs);
     assert!(obs["agents"].as_array().unwrap().contains(&json!("greeter")), "{obs:#}");
     // Claude Code lists the tool as `Task` in system/init, its former name.

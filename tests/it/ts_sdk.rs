@@ -489,20 +489,7 @@ fn initialize_brings_mcp_servers_and_the_system_prompt() {
 fn agents_from_the_sdk_run_as_subagents() {
     let dirs = dirs();
     let file = dirs.cwd.join("greeting.txt");
-    let agent_input = json!({"description": "Read greeting", "prompt": "SUBTASK: read greeting.txt",
-        "subagent_type": "greeter", "run_in_background": false});
-    let mock = mock(vec![
-        tool_reply(None, "toolu_agent", "Agent", &agent_input),
-        Reply::Sse(
-            Sse::new("claude-haiku-4-5", 300)
-                .tool_use("toolu_read", "Read", &json!({"file_path": file}))
-                .stop("tool_use"),
-        ),
-        Reply::Sse(
-            Sse::new("claude-haiku-4-5", 400).text("The file says: Hello from the greeting file!").stop("end_turn"),
-        ),
-        text_reply("The greeter says the file greets us."),
-    ]);
+    let mock = mock(mock_api::greeter_delegation(&file));
     let obs = run_program("agents.mjs", &mock, &dirs);
     assert!(obs["agents"].as_array().unwrap().contains(&json!("greeter")), "{obs:#}");
     let attributed = obs["attributed"].as_array().unwrap();
