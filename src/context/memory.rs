@@ -15,7 +15,8 @@
 //! `AGENTS.md`). `@path` in a file's text (not in code) imports another file after it:
 //! relative to the importing file, `~/` for the home directory, at most [`IMPORT_DEPTH`]
 //! levels deep. A project's file imports only files inside the project (the repository, or
-//! the working directory outside one): a cloned repository's `CLAUDE.md` cannot pull the user's
+//! the working directory outside one), and a project's file that is a link must lead inside
+//! the project or its own directory: a cloned repository's `CLAUDE.md` cannot pull the user's
 //! credentials into the prompt. The whole is capped at [`MEMORY_CAP_BYTES`]; what the cap cuts
 //! is said to the model and to the user.
 //!
@@ -241,6 +242,20 @@ impl Loader {
             return;
         }
         self.seen.push(canonical.clone());
+        // A project's file that is a link must lead inside the project or the directory it is
+        // in: a planted `CLAUDE.md -> ~/.aws/credentials` is not read.
+        let found_in = path.parent().and_then(|d| d.canonicalize().ok());
+        if let Some(root) = &confine
+            && !canonical.starts_with(root)
+            && !found_in.is_some_and(|dir| canonical.starts_with(dir))
+        {
+            self.memory.warnings.push(format!(
+                "{} is not loaded: it links to {}, outside the project",
+                path.display(),
+                canonical.display()
+            ));
+            return;
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) => {

@@ -175,3 +175,39 @@ fn imports_skip_code_and_mail() {
         ["a.md", "dir/b.md", "~/e.md"]
     );
 }
+
+#[test]
+fn links_out_of_the_project_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let project = root.join("project");
+    write(&root.join("secret.md"), "SECRET\n");
+    std::fs::create_dir_all(&project).unwrap();
+    std::os::unix::fs::symlink(root.join("secret.md"), project.join("CLAUDE.md")).unwrap();
+    std::os::unix::fs::symlink(root.join("secret.md"), project.join("inner.md")).unwrap();
+    write(&project.join("AGENTS.md"), "Agents. @inner.md\n");
+    let memory = Memory::discover(&SettingSources::parse(Some("project")).unwrap(), &dirs(&project, None), &no_roots());
+    let loaded: Vec<&str> = memory.files.iter().map(|f| f.path.file_name().unwrap().to_str().unwrap()).collect();
+    assert_eq!(loaded, ["AGENTS.md"]);
+    assert!(!memory.section().unwrap().contains("SECRET"));
+    let secret = root.join("secret.md");
+    assert_eq!(
+        memory.warnings,
+        [
+            format!(
+                "{} has both CLAUDE.md and AGENTS.md: both are loaded (a file reached twice is loaded once)",
+                project.display()
+            ),
+            format!(
+                "{} is not loaded: it links to {}, outside the project",
+                project.join("CLAUDE.md").display(),
+                secret.display()
+            ),
+            format!(
+                "{}: the import of {} is refused: a project's memory imports only files inside the project",
+                project.join("AGENTS.md").display(),
+                project.join("inner.md").display()
+            ),
+        ]
+    );
+}
