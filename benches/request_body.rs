@@ -82,6 +82,8 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "claude-sonnet-4-5".into(),
         system: agentloop::engine::options::DEFAULT_SYSTEM_PROMPT.into(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: history().into(),
         tools: Registry::standard().definitions(),
         max_tokens: 16_000,

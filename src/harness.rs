@@ -50,7 +50,11 @@ pub enum HarnessError {
 /// Engine options from a scenario's `options` (a fresh run id).
 pub fn scenario_options(scenario: &Scenario) -> EngineOptions {
     let o = &scenario.options;
-    let mut options = EngineOptions { run_id: new_run_id(), ..EngineOptions::default() };
+    let mut options = EngineOptions {
+        run_id: new_run_id(),
+        system: crate::engine::options::SCRIPTED_SYSTEM_PROMPT.into(),
+        ..EngineOptions::default()
+    };
     if let Some(m) = &o.model {
         options.model = m.clone();
     }

@@ -501,6 +501,7 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     // The scripted model is a test double: its runs carry no environment, so a scenario's
     // requests (and the token figures estimated from them) are the same on every machine.
     if spec.scripted.is_none() {
+        spec.options.small_model = crate::model::side::small_model_from_env();
         let (environment, git) = crate::context::environment::take(&spec.cwd);
         spec.options.environment = Some(Arc::from(environment));
         spec.options.git_snapshot = git.map(Arc::from);
@@ -553,7 +554,7 @@ fn apply_flags(
         }
         (None, None) => {
             if let Some(style) = style
-                && options.system == crate::engine::options::DEFAULT_SYSTEM_PROMPT
+                && crate::engine::options::is_default_system_prompt(&options.system)
             {
                 options.system = output_style::system_prompt(style);
             }

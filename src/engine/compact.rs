@@ -12,8 +12,7 @@ use crate::engine::events::{EngineEvent, EventSink};
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
 use crate::engine::session::{Session, TranscriptLog};
-use crate::model::assemble::{Assembler, Step};
-use crate::model::{Model, ModelError, ModelRequest, Purpose, reply};
+use crate::model::{Model, ModelError, ModelRequest, Purpose};
 use crate::protocol::{Message, Usage};
 use crate::session::HistoryReason;
 
@@ -54,31 +53,16 @@ pub async fn summarize(
     let request = ModelRequest {
         model: model_name.to_owned(),
         system: context::COMPACT_SYSTEM.to_owned(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: context::compaction_request_messages(history, instructions).into(),
         tools: Vec::new(),
         max_tokens,
         thinking: None,
         purpose: Purpose::Aux,
     };
-    let mut reply = model.stream(request).await?;
-    let mut asm = Assembler::new();
-    let mut failed = None;
-    reply::read_to_end(&mut reply, &mut asm, &mut |step| {
-        if let Step::Failed(e) = step {
-            failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
-        }
-    })
-    .await?;
-    if let Some(error) = failed {
-        return Err(error);
-    }
-    if !asm.is_complete() {
-        return Err(ModelError::Incomplete);
-    }
-    let done = asm.finish();
-    let usage = done.usage;
-    let (message, _) = done.into_message();
-    Ok(Summary { text: message.text(), usage })
+    let answer = crate::model::side::ask(model, request).await?;
+    Ok(Summary { text: answer.message.text(), usage: answer.usage })
 }
 
 /// Why [`compact_session`] left the history as it was.

@@ -60,26 +60,25 @@ pub struct EngineOptions {
     pub environment: Option<Arc<str>>,
     /// The git snapshot taken when the session started, sent after the environment block.
     pub git_snapshot: Option<Arc<str>>,
+    /// The small, fast model of the tools' side requests (WebFetch, WebSearch).
+    pub small_model: String,
 }
 
 impl EngineOptions {
-    /// The system prompt a main request sends: the prompt, then the environment (with the
-    /// model), then the memory.
-    pub fn system_prompt(&self) -> String {
-        let mut out = self.system.clone();
-        if let Some(environment) = &self.environment {
-            out.push_str(&format!("\n\n{environment}{}", self.model_line()));
-        }
-        if let Some(git) = &self.git_snapshot {
-            out.push_str(&format!("\n\n{git}"));
-        }
-        if let Some(memory) = &self.memory {
-            out.push_str(&format!("\n\n{memory}"));
-        }
-        out
+    /// What the session adds to the system prompt of a main request
+    /// ([`crate::model::ModelRequest::system_context`]): the environment (with the model),
+    /// the git snapshot, then the memory; `None` when it adds nothing.
+    pub fn system_context(&self) -> Option<String> {
+        let environment = self.environment.as_ref().map(|e| format!("{e}{}", self.model_line()));
+        let parts: Vec<&str> = [environment.as_deref(), self.git_snapshot.as_deref(), self.memory.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
-    /// Characters of [`EngineOptions::system_prompt`], without building it.
+    /// Characters of the system prompt and [`EngineOptions::system_context`] together (with
+    /// a separator's two before each part of the context), without building them.
     pub fn system_prompt_len(&self) -> usize {
         self.system.len()
             + self.environment.as_ref().map_or(0, |e| e.len() + 2 + self.model_line().len())
@@ -117,13 +116,25 @@ impl Default for EngineOptions {
             memory: None,
             environment: None,
             git_snapshot: None,
+            small_model: crate::model::side::DEFAULT_SMALL_MODEL.to_owned(),
         }
     }
 }
 
-/// The system prompt used when none is given.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are agentloop, a coding agent. Use the tools to inspect and change files \
+/// The system prompt used when none is given: agentloop's own, `src/context/system_prompt.md`,
+/// reviewed like code.
+pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("../context/system_prompt.md").trim_ascii_end();
+
+/// The system prompt of a scripted scenario that gives none. The scripted model reads no
+/// prose, and a scenario's token figures (estimated from the request's characters) must not
+/// move whenever [`DEFAULT_SYSTEM_PROMPT`] is edited.
+pub const SCRIPTED_SYSTEM_PROMPT: &str = "You are agentloop, a coding agent. Use the tools to inspect and change files \
 in the working directory. Be concise.";
+
+/// Whether `system` is one of agentloop's own prompts (an output style may replace it).
+pub fn is_default_system_prompt(system: &str) -> bool {
+    system == DEFAULT_SYSTEM_PROMPT || system == SCRIPTED_SYSTEM_PROMPT
+}
 
 impl EngineOptions {
     /// The table the run follows: the loaded one, or the shipped one.

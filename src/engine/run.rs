@@ -199,6 +199,7 @@ pub async fn run_prompt_with(
         read_deny: deps.policy.read_deny(),
         background: session.background.clone(),
         todos: session.todos.clone(),
+        side: Some(crate::model::side::SideModel { model: deps.model.clone(), name: options.small_model.clone() }),
         ..ToolContext::new(deps.cwd.clone())
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).

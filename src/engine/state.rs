@@ -242,7 +242,9 @@ impl LoopState {
     pub fn build_request(&self) -> ModelRequest {
         ModelRequest {
             model: self.model().to_owned(),
-            system: self.options.system_prompt(),
+            system: self.options.system.clone(),
+            system_context: self.options.system_context(),
+            server_tools: Vec::new(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: self.max_tokens(),

@@ -10,6 +10,7 @@ pub mod assemble;
 mod error;
 pub mod reply;
 pub mod scripted;
+pub mod side;
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -39,12 +40,21 @@ pub enum Purpose {
 pub struct ModelRequest {
     /// Model name.
     pub model: String,
-    /// System prompt.
+    /// System prompt: the part that is the same in every session, cached on its own.
     pub system: String,
+    /// What this session adds to the system prompt (the environment block, the git snapshot,
+    /// the memory files): sent after [`ModelRequest::system`] as a block of its own, so a
+    /// new day or a new commit does not invalidate the cached prompt before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_context: Option<String>,
     /// The conversation, shared with the history it was built from.
     pub messages: Transcript,
     /// Tools the model may call.
     pub tools: Vec<ToolDefinition>,
+    /// Server tools the API runs itself (`{"type": "web_search_20250305", "name":
+    /// "web_search", …}`), sent after [`ModelRequest::tools`]; only side requests use them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_tools: Vec<serde_json::Value>,
     /// Output cap.
     pub max_tokens: u32,
     /// Extended thinking's budget in tokens, sent as `thinking: {type: enabled,

@@ -55,20 +55,24 @@ pub async fn read(
     std::future::poll_fn(|cx| reply.as_mut().poll_read(cx, asm, on_step)).await
 }
 
-/// Read `reply` to its end into `asm`, calling `on_step` with every step.
+/// Read `reply` to its end into `asm`, calling `on_step` with every step. Generic over the
+/// callback, so the future is `Send` when the callback is (a tool's side request).
 ///
 /// # Errors
 /// The failure that ended the reply. (An `error` event is a [`Step::Failed`], not an error
 /// here.)
-pub async fn read_to_end(
+pub async fn read_to_end<F: FnMut(Step<'_>) + ?Sized>(
     reply: &mut ReplyStream,
     asm: &mut Assembler,
-    on_step: &mut dyn FnMut(Step<'_>),
+    on_step: &mut F,
 ) -> Result<(), ModelError> {
-    while let Some(piece) = read(reply, asm, on_step).await {
-        piece?;
+    loop {
+        let piece = std::future::poll_fn(|cx| reply.as_mut().poll_read(cx, asm, &mut |step| on_step(step))).await;
+        match piece {
+            Some(piece) => piece?,
+            None => return Ok(()),
+        }
     }
-    Ok(())
 }
 
 /// A reply made of owned events, each pushed as it comes; the stream is not polled again after

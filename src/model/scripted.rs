@@ -242,7 +242,8 @@ fn label_of(purpose: Purpose) -> &'static str {
 
 /// Prompt tokens of `request`, estimated as its characters (system and messages) over four.
 fn estimate_input_tokens(request: &ModelRequest) -> u64 {
-    ((request.system.len() + request.messages.chars()) / 4) as u64
+    let system = request.system.len() + request.system_context.as_ref().map_or(0, |c| c.len() + 2);
+    ((system + request.messages.chars()) / 4) as u64
 }
 
 #[cfg(test)]

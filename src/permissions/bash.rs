@@ -132,7 +132,7 @@ impl Policy {
         rules.iter().filter(|r| covers_commands(r, tool)).find(|rule| match &rule.spec {
             Spec::Any => true,
             Spec::Command(pattern) => analysis.all_commands().any(|c| pattern.denies(c)),
-            Spec::Path(_) => false,
+            Spec::Path(_) | Spec::Domain(_) => false,
         })
     }
 

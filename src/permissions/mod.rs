@@ -316,7 +316,7 @@ impl Policy {
             Subject::Path(path) if tool.kind() != ToolKind::RunsCommands => {
                 !self.absolute(&path).starts_with(&self.cwd)
             }
-            Subject::Path(_) | Subject::Command(_) | Subject::None => false,
+            Subject::Path(_) | Subject::Command(_) | Subject::Host(_) | Subject::None => false,
         }
     }
 
@@ -427,15 +427,57 @@ impl Policy {
         if kind == ToolKind::RunsCommands {
             let command = match &subject {
                 Subject::Command(command) => command.as_str(),
-                Subject::Path(_) | Subject::None => "",
+                Subject::Path(_) | Subject::Host(_) | Subject::None => "",
             };
             return self.decide_command(name, command);
         }
+        if kind == ToolKind::Fetches {
+            let host = match &subject {
+                Subject::Host(host) => Some(host.as_str()),
+                Subject::Path(_) | Subject::Command(_) | Subject::None => None,
+            };
+            return self.decide_fetch(name, host);
+        }
         let path = match subject {
             Subject::Path(path) => Some(self.absolute(&path)),
-            Subject::Command(_) | Subject::None => None,
+            Subject::Command(_) | Subject::Host(_) | Subject::None => None,
         };
         self.decide_other(name, kind, path, tool.is_read_only(input))
+    }
+
+    /// The decision for a tool that reaches the network ([`ToolKind::Fetches`]), about `host`
+    /// if it names one: a deny rule refuses it, an allow rule (`WebFetch`,
+    /// `WebFetch(domain:HOST)`) lets it run, and otherwise someone is asked (in every mode but
+    /// `bypassPermissions`: fetching changes nothing here, but what it sends and what it
+    /// reads are the user's call).
+    fn decide_fetch(&self, tool: &str, host: Option<&str>) -> Decision {
+        let covers = |rule: &Rule| match (&rule.spec, host) {
+            (Spec::Any, _) => true,
+            (Spec::Domain(domain), Some(host)) => domain.covers(host),
+            _ => false,
+        };
+        let applies = |rule: &&Rule| rule.applies_to(tool, ToolKind::Fetches) && covers(rule);
+        if let Some(rule) = self.deny.iter().find(applies) {
+            return Decision::Deny(format!("Permission to use {tool} was denied by the rule `{}`.", rule.as_str()));
+        }
+        let allow = Decision::Allow { outside: false, guard_git: false, read_only: false };
+        if self.allowed_by(|r| applies(&r)) {
+            return allow;
+        }
+        if let Some(rule) = self.ask.iter().find(applies) {
+            return self.ask(tool, format!("the rule `{}` asks for it", rule.as_str()), None);
+        }
+        if self.mode.get() == Mode::BypassPermissions {
+            return allow;
+        }
+        match host {
+            Some(host) => self.ask(
+                tool,
+                format!("it reaches {host} on the network and no rule allows that domain"),
+                Some(format!("{tool}(domain:{host})")),
+            ),
+            None => self.ask(tool, "it reaches the network and no rule allows it".into(), Some(tool.to_owned())),
+        }
     }
 
     /// The decision for a tool that runs no command line, about `path` (canonical) if any.

@@ -5,6 +5,7 @@
 //! `Read(//etc/hosts)` (absolute) and `Read(~/notes/**)` are path globs. A rule covers the tool
 //! it names; besides, the `Edit`, `Read` and `Bash` rules name a family, and cover every tool
 //! of that [`ToolKind`] (an `Edit` rule covers Write, a `Read` rule Grep and Glob).
+//! `WebFetch(domain:example.com)` names a host (`domain:*.example.com`: the hosts below it).
 
 use std::path::{Path, PathBuf};
 
@@ -142,11 +143,32 @@ impl PathPattern {
     }
 }
 
+/// A `WebFetch(domain:…)` rule's host: `example.com` exactly, or `*.example.com` for every
+/// host below it (not `example.com` itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DomainPattern {
+    Exact(String),
+    Below(String),
+}
+
+impl DomainPattern {
+    /// Whether `host` (lowercase, without a port) is covered.
+    pub(crate) fn covers(&self, host: &str) -> bool {
+        match self {
+            DomainPattern::Exact(domain) => host == domain,
+            DomainPattern::Below(domain) => {
+                host.strip_suffix(domain.as_str()).is_some_and(|head| head.len() > 1 && head.ends_with('.'))
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Spec {
     Any,
     Command(CommandPattern),
     Path(PathPattern),
+    Domain(DomainPattern),
 }
 
 /// One parsed rule.
@@ -178,6 +200,7 @@ impl Rule {
             None | Some("" | "*") => Spec::Any,
             Some(s) if tool == "Bash" => Spec::Command(command_pattern(s).map_err(bad)?),
             Some(s) if FILE_TOOLS.contains(&tool) => Spec::Path(path_pattern(s, cwd).map_err(bad)?),
+            Some(s) if tool == "WebFetch" => Spec::Domain(domain_pattern(s).map_err(bad)?),
             Some(_) => return Err(bad(RuleProblem::Specifier)),
         };
         Ok(Rule { text: text.to_owned(), tool: tool.to_owned(), spec })
@@ -243,8 +266,11 @@ pub enum RuleProblem {
     #[error("expected a tool name such as Bash or Edit")]
     ToolName,
     /// A specifier on a tool that takes none.
-    #[error("only Bash and the file tools take a specifier")]
+    #[error("only Bash, WebFetch and the file tools take a specifier")]
     Specifier,
+    /// A WebFetch rule that is not `domain:HOST`.
+    #[error("a WebFetch rule names a host: `WebFetch(domain:example.com)` or `WebFetch(domain:*.example.com)`")]
+    Domain,
     /// A Bash rule with more (or less) than one simple command.
     #[error("a Bash rule names one simple command (use one rule per command)")]
     OneCommand,
@@ -298,6 +324,23 @@ fn command_pattern(spec: &str) -> Result<CommandPattern, RuleProblem> {
         return Err(RuleProblem::EmptyCommand);
     }
     Ok(CommandPattern { words, prefix })
+}
+
+/// `domain:example.com` or `domain:*.example.com`: a host name, compared without case.
+fn domain_pattern(spec: &str) -> Result<DomainPattern, RuleProblem> {
+    let host = spec.strip_prefix("domain:").ok_or(RuleProblem::Domain)?.trim().to_ascii_lowercase();
+    let (below, name) = match host.strip_prefix("*.") {
+        Some(rest) => (true, rest.to_owned()),
+        None => (false, host),
+    };
+    let valid = !name.is_empty()
+        && name
+            .split('.')
+            .all(|label| !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    if !valid {
+        return Err(RuleProblem::Domain);
+    }
+    Ok(if below { DomainPattern::Below(name) } else { DomainPattern::Exact(name) })
 }
 
 /// `./secrets/**`, `src/**`, `//etc/hosts`, `~/notes/**`: a glob over absolute paths.

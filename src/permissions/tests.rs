@@ -287,3 +287,52 @@ fn a_tool_denied_whole_is_withheld_and_one_denied_in_part_is_not() {
     assert!(!policy.withholds("Edit"), "a rule with a path refuses only some calls");
     assert!(!policy.withholds("Read"));
 }
+
+/// WebFetch and WebSearch are asked about in every mode but bypassPermissions unless a rule
+/// allows them; `WebFetch(domain:…)` names a host exactly, `domain:*.x` the hosts below it.
+#[test]
+fn fetches_are_asked_about_unless_a_domain_rule_allows_them() {
+    let fetch = |url: &str| json!({"url": url, "prompt": "p"});
+    let (_d, p) = policy(Mode::Default, &[], &[]);
+    assert_eq!(
+        decide(&p, "WebFetch", &fetch("https://docs.rs/x")),
+        Decision::Ask {
+            reason: "it reaches docs.rs on the network and no rule allows that domain".into(),
+            suggestion: Some("WebFetch(domain:docs.rs)".into()),
+        }
+    );
+    assert_eq!(
+        decide(&p, "WebSearch", &json!({"query": "statig"})),
+        Decision::Ask {
+            reason: "it reaches the network and no rule allows it".into(),
+            suggestion: Some("WebSearch".into())
+        }
+    );
+    let (_d, p) = policy(Mode::AcceptEdits, &["WebFetch(domain:docs.rs)", "WebFetch(domain:*.rust-lang.org)"], &[]);
+    assert!(decide(&p, "WebFetch", &fetch("https://DOCS.rs:8443/statig")).is_allowed());
+    assert!(decide(&p, "WebFetch", &fetch("https://doc.rust-lang.org/std")).is_allowed());
+    assert!(!decide(&p, "WebFetch", &fetch("https://rust-lang.org/")).is_allowed());
+    assert!(!decide(&p, "WebFetch", &fetch("https://docs.rs.evil.com/")).is_allowed());
+    assert!(!decide(&p, "WebFetch", &fetch("https://evil-docs.rs/")).is_allowed());
+    assert!(!decide(&p, "WebSearch", &json!({"query": "x"})).is_allowed(), "a WebFetch rule is not about WebSearch");
+    let (_d, p) = policy(Mode::Default, &["WebFetch"], &["WebFetch(domain:evil.com)"]);
+    assert!(decide(&p, "WebFetch", &fetch("https://good.com/")).is_allowed());
+    assert_eq!(
+        decide(&p, "WebFetch", &fetch("https://evil.com/")),
+        Decision::Deny("Permission to use WebFetch was denied by the rule `WebFetch(domain:evil.com)`.".into())
+    );
+    let (_d, p) = policy(Mode::Plan, &[], &[]);
+    assert!(matches!(decide(&p, "WebFetch", &fetch("https://docs.rs/")), Decision::Deny(_)));
+    let (_d, p) = policy(Mode::BypassPermissions, &[], &[]);
+    assert!(decide(&p, "WebFetch", &fetch("https://docs.rs/")).is_allowed());
+    for bad in ["WebFetch(docs.rs)", "WebFetch(domain:)", "WebFetch(domain:a b)", "WebFetch(domain:a/b)"] {
+        let error = Rule::parse(bad, Path::new("/")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "bad permission rule `{bad}`: a WebFetch rule names a host: `WebFetch(domain:example.com)` or \
+                 `WebFetch(domain:*.example.com)`"
+            )
+        );
+    }
+}

@@ -11,6 +11,9 @@ pub enum ScriptBlock {
     Text {
         /// The text.
         text: String,
+        /// Citations of a server tool's results (`web_search_result_location` objects),
+        /// streamed as `citations_delta` events.
+        citations: Vec<Value>,
     },
     /// A tool call.
     ToolUse {
@@ -28,6 +31,10 @@ pub enum ScriptBlock {
         /// The signature; the scripted model makes one up when absent.
         signature: Option<String>,
     },
+    /// A block of a server tool the API runs itself (`server_tool_use`, and its result such
+    /// as `web_search_tool_result`), streamed whole in its `content_block_start`, as the API
+    /// streams a result (a `server_tool_use` gets its input as one delta, as the API sends it).
+    Server(Map<String, Value>),
 }
 
 /// What a scripted block lacks.
@@ -37,8 +44,14 @@ pub enum BlockError {
     #[error("expected a content block object, found {0}")]
     NotAnObject(&'static str),
     /// `type` is missing or not one the scripted model streams.
-    #[error("expected `type` to be \"text\", \"tool_use\" or \"thinking\"")]
+    #[error(
+        "expected `type` to be \"text\", \"tool_use\", \"thinking\", \"server_tool_use\" or a server tool's result \
+         (\"web_search_tool_result\")"
+    )]
     Type,
+    /// A text block's `citations` that is not a list of objects.
+    #[error("a text block's `citations` must be a list of citation objects")]
+    Citations,
     /// A required field is missing or not a string.
     #[error("a {block} block needs `{key}`, a string")]
     Required {
@@ -47,7 +60,7 @@ pub enum BlockError {
         /// The field.
         key: &'static str,
     },
-    /// A `tool_use` block without an object `input`.
+    /// A `tool_use` (or `server_tool_use`) block without an object `input`.
     #[error("a tool_use block needs `input`, an object")]
     Input,
     /// An optional field that is not a string.
@@ -71,7 +84,26 @@ impl ScriptBlock {
             return Err(BlockError::NotAnObject(kind_of(block)));
         };
         match map.get("type").and_then(Value::as_str) {
-            Some("text") => Ok(ScriptBlock::Text { text: required_str(map, "text", "text")? }),
+            Some("text") => Ok(ScriptBlock::Text {
+                text: required_str(map, "text", "text")?,
+                citations: match map.get("citations") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(list)) if list.iter().all(Value::is_object) => list.clone(),
+                    Some(_) => return Err(BlockError::Citations),
+                },
+            }),
+            Some("server_tool_use") => {
+                required_str(map, "id", "server_tool_use")?;
+                required_str(map, "name", "server_tool_use")?;
+                if !matches!(map.get("input"), Some(Value::Object(_))) {
+                    return Err(BlockError::Input);
+                }
+                Ok(ScriptBlock::Server(map.clone()))
+            }
+            Some(kind) if kind.ends_with("_tool_result") && kind != "tool_result" => {
+                required_str(map, "tool_use_id", "server tool result")?;
+                Ok(ScriptBlock::Server(map.clone()))
+            }
             Some("tool_use") => {
                 let id = optional_str(map, "id", "tool_use")?;
                 let name = required_str(map, "name", "tool_use")?;
@@ -97,7 +129,8 @@ impl ScriptBlock {
     /// [`ContentBlock::char_len`](crate::protocol::ContentBlock::char_len)).
     pub fn char_len(&self) -> usize {
         match self {
-            ScriptBlock::Text { text } => text.len(),
+            ScriptBlock::Text { text, .. } => text.len(),
+            ScriptBlock::Server(map) => Value::Object(map.clone()).to_string().len(),
             ScriptBlock::ToolUse { name, input, .. } => name.len() + Value::Object(input.clone()).to_string().len(),
             ScriptBlock::Thinking { thinking, .. } => thinking.len(),
         }
@@ -143,7 +176,7 @@ mod tests {
     fn accepts_the_three_block_types() {
         assert_eq!(
             ScriptBlock::from_value(&json!({"type": "text", "text": "hi"})),
-            Ok(ScriptBlock::Text { text: "hi".into() })
+            Ok(ScriptBlock::Text { text: "hi".into(), citations: Vec::new() })
         );
         let input = json!({"file_path": "a.txt"}).as_object().cloned().unwrap_or_default();
         assert_eq!(
@@ -160,7 +193,23 @@ mod tests {
     fn says_what_a_block_lacks() {
         let cases = [
             (json!("text"), "expected a content block object, found a string"),
-            (json!({"type": "image"}), "expected `type` to be \"text\", \"tool_use\" or \"thinking\""),
+            (
+                json!({"type": "image"}),
+                "expected `type` to be \"text\", \"tool_use\", \"thinking\", \"server_tool_use\" or a server tool's \
+                 result (\"web_search_tool_result\")",
+            ),
+            (
+                json!({"type": "text", "text": "t", "citations": "x"}),
+                "a text block's `citations` must be a list of citation objects",
+            ),
+            (
+                json!({"type": "server_tool_use", "id": "s", "name": "web_search"}),
+                "a tool_use block needs `input`, an object",
+            ),
+            (
+                json!({"type": "web_search_tool_result", "content": []}),
+                "a server tool result block needs `tool_use_id`, a string",
+            ),
             (json!({"type": "text"}), "a text block needs `text`, a string"),
             (json!({"type": "tool_use", "input": {}}), "a tool_use block needs `name`, a string"),
             (json!({"type": "tool_use", "name": "Read", "input": []}), "a tool_use block needs `input`, an object"),

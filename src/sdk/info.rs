@@ -8,8 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::hooks::settings::Permissions;
-use crate::model::assemble::Assembler;
-use crate::model::{Model, ModelRequest, Purpose, reply};
+use crate::model::{Model, ModelRequest, Purpose};
 use crate::protocol::{Message, ToolDefinition};
 
 /// The one entry of `initialize`'s `models`: the session's model as `default`. agentloop has
@@ -61,8 +60,8 @@ pub struct ContextParts<'a> {
     pub model: &'a str,
     /// The context window, in tokens.
     pub window: u64,
-    /// The system prompt.
-    pub system: &'a str,
+    /// Characters of the system prompt, with what the session adds to it.
+    pub system_chars: usize,
     /// The tools offered (built-in and MCP).
     pub tools: &'a [ToolDefinition],
     /// The conversation's estimated tokens.
@@ -82,7 +81,7 @@ pub fn context_usage(parts: &ContextParts<'_>) -> Value {
         let owned: Vec<ToolDefinition> = tools.iter().map(|t| (*t).clone()).collect();
         crate::context::estimate_tokens_of_chars(crate::context::tools_chars(&owned))
     };
-    let system = crate::context::estimate_tokens_of_chars(parts.system.len());
+    let system = crate::context::estimate_tokens_of_chars(parts.system_chars);
     let (builtin_tokens, mcp_tokens) = (tokens_of(&builtin), tokens_of(&mcp));
     let thresholds = crate::context::Thresholds::for_window(parts.window);
     let buffer = parts.window.saturating_sub(thresholds.autocompact);
@@ -178,19 +177,16 @@ pub async fn session_title(model: Arc<dyn Model>, model_name: &str, description:
     let request = ModelRequest {
         model: model_name.to_owned(),
         system: TITLE_SYSTEM.to_owned(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: vec![Message::user_text(description)].into(),
         tools: Vec::new(),
         max_tokens: 200,
         thinking: None,
         purpose: Purpose::Aux,
     };
-    let text = async {
-        let mut stream = model.stream(request).await.ok()?;
-        let mut asm = Assembler::new();
-        reply::read_to_end(&mut stream, &mut asm, &mut |_| {}).await.ok()?;
-        asm.is_complete().then(|| asm.finish().into_message().0.text())
-    };
-    text.await.and_then(|text| parse_title(&text)).unwrap_or_else(|| fallback_title(description))
+    let text = crate::model::side::ask(&*model, request).await.ok().map(|answer| answer.message.text());
+    text.and_then(|text| parse_title(&text)).unwrap_or_else(|| fallback_title(description))
 }
 
 /// The title in a model's answer: `{"title": …}` (also inside other text), else its first
@@ -231,7 +227,7 @@ mod tests {
         let usage = context_usage(&ContextParts {
             model: "claude-sonnet-4-5",
             window: 200_000,
-            system: &"x".repeat(400),
+            system_chars: 400,
             tools: &tools,
             messages: 1_000,
         });
@@ -248,8 +244,13 @@ mod tests {
         assert_eq!(usage["percentage"], used * 100 / 200_000);
         assert_eq!(usage["mcpTools"][0]["serverName"], "calc");
         assert_eq!(usage["mcpTools"].as_array().unwrap().len(), 1);
-        let builtin_only =
-            context_usage(&ContextParts { model: "m", window: 200_000, system: "", tools: &tools[..1], messages: 0 });
+        let builtin_only = context_usage(&ContextParts {
+            model: "m",
+            window: 200_000,
+            system_chars: 0,
+            tools: &tools[..1],
+            messages: 0,
+        });
         let ids: Vec<&str> =
             builtin_only["categories"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
         assert_eq!(ids, ["system_prompt", "system_tools", "messages", "autocompact_buffer", "free_space"]);

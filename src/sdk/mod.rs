@@ -580,7 +580,7 @@ impl Host {
                 let parts = info::ContextParts {
                     model: &self.options.model,
                     window: self.options.context_window,
-                    system: &self.options.system,
+                    system_chars: self.options.system_prompt_len(),
                     tools: &tools,
                     messages: self.history_tokens,
                 };

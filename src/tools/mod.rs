@@ -29,6 +29,8 @@ pub(crate) mod task_output;
 pub(crate) mod task_stop;
 pub mod todo;
 pub(crate) mod walk;
+pub(crate) mod web_fetch;
+pub(crate) mod web_search;
 pub(crate) mod write;
 
 use std::collections::BTreeMap;
@@ -166,6 +168,9 @@ pub struct ToolContext {
     pub children: Option<crate::agents::Spawner>,
     /// The session's todo list (`TodoWrite`).
     pub todos: Arc<todo::TodoList>,
+    /// The small model a tool's side requests go to (WebFetch's answer, WebSearch's search);
+    /// `None` outside a run.
+    pub side: Option<crate::model::side::SideModel>,
 }
 
 impl ToolContext {
@@ -187,6 +192,7 @@ impl ToolContext {
             call_id: String::new(),
             children: None,
             todos: Arc::default(),
+            side: None,
         }
     }
 }
@@ -202,6 +208,10 @@ pub enum ToolKind {
     /// It runs command lines: `Bash(…)` rules cover it, and the policy judges the parsed
     /// command line (`crate::permissions::bash`).
     RunsCommands,
+    /// It reaches the network from agentloop's own process (WebFetch, WebSearch): only rules
+    /// that name the tool cover it, and without one it is asked about in every mode but
+    /// `bypassPermissions` (plan mode refuses it).
+    Fetches,
     /// None of these: only rules that name the tool cover it.
     #[default]
     Other,
@@ -214,6 +224,8 @@ pub enum Subject {
     Path(String),
     /// A shell command line.
     Command(String),
+    /// The host a call reaches on the network (lowercase, without a port).
+    Host(String),
     /// Nothing a rule's specifier can match.
     #[default]
     None,
@@ -351,6 +363,8 @@ impl Registry {
         r.register(Arc::new(task_stop::TaskStop));
         r.register(Arc::new(notebook_edit::NotebookEdit));
         r.register(Arc::new(todo::TodoWrite));
+        r.register(Arc::new(web_fetch::WebFetch::default()));
+        r.register(Arc::new(web_search::WebSearch));
         r
     }
 

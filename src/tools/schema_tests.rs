@@ -14,7 +14,20 @@ fn standard_tools_in_order() {
     let names: Vec<String> = Registry::standard().definitions().into_iter().map(|d| d.name).collect();
     assert_eq!(
         names,
-        ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "TaskOutput", "TaskStop", "NotebookEdit", "TodoWrite"]
+        [
+            "Read",
+            "Write",
+            "Edit",
+            "Bash",
+            "Glob",
+            "Grep",
+            "TaskOutput",
+            "TaskStop",
+            "NotebookEdit",
+            "TodoWrite",
+            "WebFetch",
+            "WebSearch"
+        ]
     );
 }
 
@@ -66,4 +79,14 @@ fn todo_write_schema() {
 #[test]
 fn notebook_edit_schema() {
     insta::assert_json_snapshot!(definition(&super::notebook_edit::NotebookEdit));
+}
+
+#[test]
+fn web_fetch_schema() {
+    insta::assert_json_snapshot!(definition(&super::web_fetch::WebFetch::default()));
+}
+
+#[test]
+fn web_search_schema() {
+    insta::assert_json_snapshot!(definition(&super::web_search::WebSearch));
 }

@@ -190,6 +190,34 @@ impl Sse {
         self.input_block("tool_use", id, name, input)
     }
 
+    /// A block sent whole in its `content_block_start` (a server tool's result, such as
+    /// `web_search_tool_result`).
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn block(mut self, block: Value) -> Sse {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.events.push(json!({"type": "content_block_start", "index": index, "content_block": block}));
+        self.events.push(json!({"type": "content_block_stop", "index": index}));
+        self
+    }
+
+    /// A text block with one citation, sent as the API sends it: a `citations_delta`, then
+    /// the text.
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn cited_text(mut self, text: &str, citation: &Value) -> Sse {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.events.push(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "text", "text": ""}}));
+        self.events.push(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "citations_delta", "citation": citation}}));
+        self.events.push(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "text_delta", "text": text}}));
+        self.events.push(json!({"type": "content_block_stop", "index": index}));
+        self.output_tokens += text.len() as u64 / 4 + 1;
+        self
+    }
+
     /// A `server_tool_use` block (a tool the API runs itself, e.g. `web_search`).
     pub fn server_tool_use(self, id: &str, name: &str, input: &Value) -> Sse {
         self.input_block("server_tool_use", id, name, input)
@@ -243,6 +271,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The body as JSON (`null` if it was not JSON).
     pub body: Value,
+    /// The body's bytes as sent (for the prompt cache's prefix, which is bytes, not JSON).
+    pub raw: Vec<u8>,
 }
 
 impl Recorded {
@@ -575,9 +605,10 @@ fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded
         let n = socket.read(&mut chunk).ok().filter(|&n| n > 0)?;
         buffer.extend_from_slice(&chunk[..n]);
     }
-    let body = serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
+    let raw = buffer[body_start..body_start + length].to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     buffer.drain(..body_start + length);
-    Some(Recorded { request_line, headers, body })
+    Some(Recorded { request_line, headers, body, raw })
 }
 
 /// The final answer of [`read_round_trip`].

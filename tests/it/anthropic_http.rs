@@ -27,6 +27,8 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "claude-sonnet-4-5".into(),
         system: "You are terse.".into(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: vec![
             Message::user_text("Read greeting.txt"),
             Message {

@@ -429,6 +429,8 @@ async fn the_mock_refuses_a_history_whose_tool_use_has_no_result() {
     let request = ModelRequest {
         model: MODEL.into(),
         system: String::new(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: vec![
             Message::user_text("Read a.txt"),
             Message { role: Role::Assistant, content: vec![call] },

@@ -53,3 +53,4 @@ mod tools;
 mod transcripts;
 mod transitions;
 mod ts_sdk;
+mod web;

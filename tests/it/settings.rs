@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+use agentloop::engine::options::DEFAULT_SYSTEM_PROMPT;
 use assert_cmd::cargo::CommandCargoExt;
 use mock_api::{MockApi, Reply, Sse};
 use serde_json::{Value, json};
@@ -90,12 +91,10 @@ fn bash(command: &str) -> Reply {
     Reply::Sse(Sse::new(MODEL, 10).tool_use("toolu_01", "Bash", &json!({"command": command})).stop("tool_use"))
 }
 
-/// The text of the first system block of a request.
-/// The system prompt of a request, up to the environment block that follows it in every
-/// request to a model (`context::environment`; the memory tests look at what follows).
+/// The system prompt of a request: its first system block (what the session adds, from the
+/// environment block on, is the second; the memory tests look at it).
 fn system(body: &Value) -> &str {
-    let text = body["system"][0]["text"].as_str().expect("a system prompt");
-    text.split("\n\n# Environment\n\n").next().unwrap_or(text)
+    body["system"][0]["text"].as_str().expect("a system prompt")
 }
 
 /// The text of the first user message of a request.
@@ -198,7 +197,7 @@ a pirate. Say arr."
     let (lines, _) = print(&dirs, &api, "hi", &["--append-system-prompt", "APPENDED"]);
     assert_eq!(init(&lines)["output_style"], "Concise");
     let prompt = system(&api.bodies()[0]).to_owned();
-    assert!(prompt.starts_with("You are agentloop, a coding agent."), "{prompt}");
+    assert!(prompt.starts_with(DEFAULT_SYSTEM_PROMPT), "{prompt}");
     assert!(prompt.contains("\n\n# Output Style: Concise\nAnswer in as few words"), "{prompt}");
     assert!(prompt.ends_with(".\n\nAPPENDED"), "{prompt}");
 
@@ -218,7 +217,7 @@ fn an_unknown_style_is_named_in_init_and_warned_about() {
     let (lines, stderr) = print(&dirs, &api, "hi", &[]);
     assert_eq!(init(&lines)["output_style"], "local-test-style");
     assert!(stderr.contains("outputStyle `local-test-style` names no output style"), "{stderr}");
-    assert!(system(&api.bodies()[0]).starts_with("You are agentloop, a coding agent."));
+    assert_eq!(system(&api.bodies()[0]), DEFAULT_SYSTEM_PROMPT);
 }
 
 /// A project command with every frontmatter key, and a user command.
@@ -467,6 +466,25 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     let model = first.find("\\nModel: claude-sonnet-4-5\\n\\nGit status, as of the start of the session").unwrap();
     let repository = first.find(&format!("Repository: {t}\\nCurrent branch: ")).unwrap();
     assert!(at < model && model < repository && repository < first.find("# Memory").unwrap(), "{first}");
+
+    // Two system blocks, each a cache breakpoint: agentloop's prompt, the same in every
+    // session, then what this session adds (environment, git snapshot, memory).
+    let blocks = bodies[0]["system"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0]["text"], DEFAULT_SYSTEM_PROMPT);
+    assert!(blocks[1]["text"].as_str().unwrap().starts_with("# Environment\n\nWorking directory: "));
+    assert!(blocks.iter().all(|b| b["cache_control"] == json!({"type": "ephemeral"})));
+    // The bytes of turn 1 up to its last breakpoint (the end of its last message) open turn 2.
+    let requests = api.requests();
+    let (turn1, turn2) = (&requests[0].raw, &requests[1].raw);
+    let marker = br#","cache_control":{"type":"ephemeral"}"#;
+    let last = turn1.windows(marker.len()).rposition(|w| w == marker).expect("a breakpoint");
+    assert!(
+        turn2.starts_with(&turn1[..last]),
+        "turn 2 does not read turn 1's cache:\n{}\n{}",
+        String::from_utf8_lossy(&turn1[..last]),
+        String::from_utf8_lossy(turn2)
+    );
 }
 
 /// A project's skill: listed in `system/init` and in the `Skill` tool's description (its body

@@ -1,8 +1,11 @@
 //! The body of a `POST /v1/messages` request, serialized straight from a [`ModelRequest`].
 //!
-//! The body always streams (`"stream": true`) and carries three prompt-cache breakpoints
+//! The body always streams (`"stream": true`) and carries three or four prompt-cache breakpoints
 //! (`cache_control: {"type": "ephemeral"}`, the 5-minute cache):
-//! - on the system prompt, sent as a one-block list (an empty system prompt is left out, since
+//! - on the system prompt, sent as a list of one block, or two when the session adds its
+//!   context ([`ModelRequest::system_context`]: the environment, the git snapshot, the memory),
+//!   each block marked: the prompt's cache survives a new day or a new commit, and within a
+//!   session both blocks stay the same from turn to turn (an empty block is left out, since
 //!   the API refuses empty text blocks);
 //! - on the last tool definition, which caches every tool;
 //! - on the last block of the last message that can carry one, which caches the whole history
@@ -49,7 +52,7 @@ struct Body<'a> {
     max_tokens: u32,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<[SystemBlock<'a>; 1]>,
+    system: Option<Vec<SystemBlock<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,9 +79,15 @@ struct SystemBlock<'a> {
 impl Serialize for RequestBody<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = self.0;
-        let system = (!request.system.is_empty())
-            .then(|| [SystemBlock { kind: "text", text: &request.system, cache_control: EPHEMERAL }]);
-        let tools = (!request.tools.is_empty()).then_some(Tools(&request.tools));
+        let blocks: Vec<SystemBlock<'_>> = [Some(request.system.as_str()), request.system_context.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|text| !text.is_empty())
+            .map(|text| SystemBlock { kind: "text", text, cache_control: EPHEMERAL })
+            .collect();
+        let system = (!blocks.is_empty()).then_some(blocks);
+        let tools = (!request.tools.is_empty() || !request.server_tools.is_empty())
+            .then_some(Tools(&request.tools, &request.server_tools));
         Body {
             model: &request.model,
             max_tokens: request.max_tokens,
@@ -95,8 +104,8 @@ impl Serialize for RequestBody<'_> {
     }
 }
 
-/// The tool list, the last one marked.
-struct Tools<'a>(&'a [ToolDefinition]);
+/// The tool list, the last of our tools marked, then the server tools as given.
+struct Tools<'a>(&'a [ToolDefinition], &'a [Value]);
 
 #[derive(Serialize)]
 struct MarkedTool<'a> {
@@ -109,12 +118,23 @@ struct MarkedTool<'a> {
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let last = self.0.len().checked_sub(1);
-        marked_seq(serializer, self.0, last, |tool| MarkedTool {
-            name: &tool.name,
-            description: &tool.description,
-            input_schema: &tool.input_schema,
-            cache_control: EPHEMERAL,
-        })
+        let mut seq = serializer.serialize_seq(Some(self.0.len() + self.1.len()))?;
+        for (i, tool) in self.0.iter().enumerate() {
+            if Some(i) == last {
+                seq.serialize_element(&MarkedTool {
+                    name: &tool.name,
+                    description: &tool.description,
+                    input_schema: &tool.input_schema,
+                    cache_control: EPHEMERAL,
+                })?;
+            } else {
+                seq.serialize_element(tool)?;
+            }
+        }
+        for tool in self.1 {
+            seq.serialize_element(tool)?;
+        }
+        seq.end()
     }
 }
 
@@ -197,6 +217,8 @@ mod tests {
         ModelRequest {
             model: "claude-sonnet-4-5".into(),
             system: system.into(),
+            system_context: None,
+            server_tools: Vec::new(),
             messages: messages.into(),
             tools,
             max_tokens: 16_000,
@@ -322,5 +344,34 @@ mod tests {
             json!({"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "x"},
                    "cache_control": {"type": "ephemeral"}})
         );
+    }
+
+    /// The session's context is a second system block, marked too: a new day or commit
+    /// leaves the prompt's cache whole. Server tools follow our tools, unmarked.
+    #[test]
+    fn the_session_context_and_server_tools_have_blocks_of_their_own() {
+        let mut req = request(vec![Message::user_text("hi")], vec![tool("Read")], "Be brief.");
+        req.system_context = Some("# Environment\n\nToday: 2026-12-03".into());
+        req.server_tools = vec![json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 8})];
+        let cc = json!({"type": "ephemeral"});
+        let b = body(&req);
+        assert_eq!(
+            b["system"],
+            json!([
+                {"type": "text", "text": "Be brief.", "cache_control": cc},
+                {"type": "text", "text": "# Environment\n\nToday: 2026-12-03", "cache_control": cc},
+            ])
+        );
+        assert_eq!(
+            b["tools"],
+            json!([
+                {"name": "Read", "description": "Read things", "input_schema": {"type": "object"}, "cache_control": cc},
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 8},
+            ])
+        );
+        let only_server = ModelRequest { tools: Vec::new(), system: String::new(), ..req };
+        let b = body(&only_server);
+        assert_eq!(b["tools"], json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 8}]));
+        assert_eq!(b["system"], json!([{"type": "text", "text": "# Environment\n\nToday: 2026-12-03", "cache_control": cc}]));
     }
 }

@@ -148,10 +148,18 @@ fn block_events(index: usize, block: &ScriptBlock, generated_id: &str, truncated
     let delta = |delta| StreamEvent::ContentBlockDelta { index, delta };
     let mut events = Vec::new();
     match block {
-        ScriptBlock::Text { text } => {
+        ScriptBlock::Text { text, citations } => {
             events.push(start(index, json!({"type": "text", "text": ""})));
+            events.extend(citations.iter().map(|citation| delta(Delta::CitationsDelta { citation: citation.clone() })));
             events.extend(pieces(text, TEXT_PIECE).map(|piece| delta(Delta::TextDelta { text: piece.to_owned() })));
         }
+        ScriptBlock::Server(block) if block.get("type").and_then(Value::as_str) == Some("server_tool_use") => {
+            let mut opened = block.clone();
+            let input = opened.insert("input".into(), json!({})).unwrap_or_else(|| json!({}));
+            events.push(start(index, Value::Object(opened)));
+            events.push(delta(Delta::InputJsonDelta { partial_json: input.to_string() }));
+        }
+        ScriptBlock::Server(block) => events.push(start(index, Value::Object(block.clone()))),
         ScriptBlock::ToolUse { id, name, input } => {
             let id = id.as_deref().unwrap_or(generated_id);
             events.push(start(index, json!({"type": "tool_use", "id": id, "name": name, "input": {}})));

@@ -26,6 +26,8 @@ fn request(purpose: Purpose, messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
         model: MODEL.into(),
         system: SYSTEM.into(),
+        system_context: None,
+        server_tools: Vec::new(),
         messages: messages.into(),
         tools: Vec::new(),
         max_tokens: DEFAULT_MAX_TOKENS,
