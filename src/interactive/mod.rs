@@ -327,6 +327,7 @@ impl Interactive {
                     let sha = self.options.table().sha256.clone();
                     session::write_meta(&mut session, &self.options.model, &sha, self.policy.mode().as_str());
                     self.options.run_id = session.id.to_string();
+                    session.nested_memory = Arc::new(self.session.nested_memory.restarted());
                     self.session = session;
                     self.screen.line(&format!("new session {}", self.session.id));
                 }
@@ -393,8 +394,11 @@ impl Interactive {
             ..SessionOptions::default()
         };
         match session::open(&args, &cwd) {
-            Ok(session) => {
+            Ok(mut session) => {
                 self.options.run_id = session.id.to_string();
+                // A reopened conversation starts again from the start's memory: what an earlier
+                // process attached to its history may be attached once more.
+                session.nested_memory = Arc::new(self.session.nested_memory.restarted());
                 self.session = session;
                 self.screen.line(&format!("resumed session {} — the last exchanges:", self.session.id));
                 for line in last_exchanges(&self.session.messages.to_messages(), 3) {
