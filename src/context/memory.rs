@@ -27,7 +27,8 @@
 //! is said to the model and to the user.
 //!
 //! Memory is data: it is shown to the model as the user's and the project's notes, never read
-//! by the permission policy, so no file can change a rule.
+//! by the permission policy, so no file can change a rule. The interactive session's `/memory`
+//! lists the files loaded, at the start and since, and opens one in the user's editor.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,16 @@ pub enum MemoryScope {
 }
 
 impl MemoryScope {
+    /// Its name, as `system/init` spells it: `managed`, `user`, `project` or `local`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryScope::Managed => "managed",
+            MemoryScope::User => "user",
+            MemoryScope::Project => "project",
+            MemoryScope::Local => "local",
+        }
+    }
+
     /// What the model is told the file is.
     fn describe(self) -> &'static str {
         match self {

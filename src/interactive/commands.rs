@@ -20,6 +20,9 @@ pub enum Command {
     /// `/compact [INSTRUCTIONS]`: replace the history with a summary now; the rest of the
     /// line, if any, is added to the summary instruction.
     Compact(Option<String>),
+    /// `/memory [N]` (or `/memory open N`): list the memory files loaded, or open the N-th in
+    /// the user's editor.
+    Memory(Option<String>),
     /// `/exit` (or `/quit`).
     Exit,
     /// Anything else starting with `/`.
@@ -36,6 +39,7 @@ pub const HELP: &str = "\
 /permissions         the permission mode, the rules in force and this session's grants
 /resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
 /compact [TEXT]      replace the history with a summary now (TEXT: what the summary must keep)
+/memory [N]          list the memory files loaded, or open file N in $VISUAL or $EDITOR
 /exit                leave (also Ctrl+D, or Ctrl+C twice)
 Alt+Enter or Ctrl+J inserts a newline (so does a line ending in \\); Ctrl+R searches the history;
 Ctrl+C interrupts a reply.";
@@ -43,7 +47,7 @@ Ctrl+C interrupts a reply.";
 /// The names of the built-in commands, for completion (a custom command of the same name is
 /// not run: the built-in one is).
 pub const BUILT_IN_NAMES: &[&str] =
-    &["help", "cost", "trace", "clear", "model", "permissions", "resume", "compact", "exit", "quit"];
+    &["help", "cost", "trace", "clear", "model", "permissions", "resume", "compact", "memory", "exit", "quit"];
 
 /// What `/help` adds for the custom commands: one line each, `/NAME HINT  DESCRIPTION (source)`.
 pub fn custom_help(custom: &crate::commands::Commands) -> Vec<String> {
@@ -79,6 +83,9 @@ pub fn parse(line: &str) -> Option<Command> {
         "permissions" => Command::Permissions,
         "resume" => Command::Resume(arg),
         "compact" => Command::Compact(text),
+        // `/memory open N` is `/memory N`.
+        "memory" if arg.as_deref() == Some("open") => Command::Memory(words.next().map(str::to_owned).or(arg)),
+        "memory" => Command::Memory(arg),
         "exit" | "quit" => Command::Exit,
         other => Command::Unknown(other.to_owned()),
     })
@@ -100,5 +107,9 @@ mod tests {
         assert_eq!(parse("hello /help"), None);
         assert_eq!(parse("/compact"), Some(Command::Compact(None)));
         assert_eq!(parse("/compact  keep the file names "), Some(Command::Compact(Some("keep the file names".into()))));
+        assert_eq!(parse("/memory"), Some(Command::Memory(None)));
+        assert_eq!(parse("/memory 2"), Some(Command::Memory(Some("2".into()))));
+        assert_eq!(parse("/memory open 3"), Some(Command::Memory(Some("3".into()))));
+        assert_eq!(parse("/memory open"), Some(Command::Memory(Some("open".into()))));
     }
 }
