@@ -28,7 +28,9 @@
 //!
 //! Memory is data: it is shown to the model as the user's and the project's notes, never read
 //! by the permission policy, so no file can change a rule. The interactive session's `/memory`
-//! lists the files loaded, at the start and since, and opens one in the user's editor.
+//! lists the files loaded, at the start and since, and opens one in the user's editor; `/init`
+//! asks the model to write a starting `CLAUDE.md` (through its Write or Edit call, approved
+//! as any other).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -297,6 +297,7 @@ impl Interactive {
             let next = match (commands::parse(&line), custom) {
                 (Some(Command::Compact(instructions)), _) => self.compact(instructions.as_deref()).await,
                 (Some(Command::Memory(Some(which))), _) => self.open_memory(&which).await,
+                (Some(Command::Init(extra)), _) => self.turn(&commands::init_prompt(extra.as_deref()), None).await,
                 // A custom command by a name no built-in command has.
                 (Some(Command::Unknown(_)), Some(invocation)) => self.turn(&line, Some(invocation)).await,
                 (Some(command), _) => self.command(command),
@@ -355,7 +356,7 @@ impl Interactive {
                 }
             }
             // Async: run by the main loop.
-            Command::Compact(_) | Command::Memory(Some(_)) => {}
+            Command::Compact(_) | Command::Memory(Some(_)) | Command::Init(_) => {}
             Command::Exit => return Next::Exit(ExitStatus::Success),
             Command::Unknown(name) => {
                 self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));

@@ -810,7 +810,7 @@ fn a_subagents_calls_show_under_its_agent_call() {
 
 /// `/memory` lists the memory loaded at the start and the nested memory a Read attached, and
 /// `/memory N` opens file N in `$EDITOR` on the terminal (here a script that records its
-/// argument); `/help` names it.
+/// argument); `/help` names both commands.
 #[test]
 fn memory_lists_the_files_loaded_and_opens_one_in_the_editor() {
     let read = Sse::new("claude-sonnet-4-5", 100)
@@ -835,6 +835,7 @@ fn memory_lists_the_files_loaded_and_opens_one_in_the_editor() {
     pty.expect("> ", WAIT);
     pty.send("/help\r");
     pty.expect("/memory [N]          list the memory files loaded, or open file N", WAIT);
+    pty.expect("/init [TEXT]         ask the model to study the project and write a CLAUDE.md", WAIT);
     pty.expect("> ", WAIT);
     pty.send("read sub/x.txt\r");
     pty.expect("Read it.", WAIT);
@@ -858,4 +859,34 @@ fn memory_lists_the_files_loaded_and_opens_one_in_the_editor() {
     assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
     let result = &api.requests()[1].body["messages"][2]["content"][0];
     assert!(result["content"].as_str().unwrap().ends_with("Sub rules.\n</system-reminder>"), "{result}");
+}
+
+/// `/init` sends the model the request to write a starting CLAUDE.md, with the rest of the
+/// line after it; the Write it answers with is asked about like any other.
+#[test]
+fn init_asks_the_model_to_write_a_claude_md() {
+    let write = Sse::new("claude-sonnet-4-5", 100)
+        .tool_use("toolu_01", "Write", &json!({"file_path": "CLAUDE.md", "content": "# Notes\n"}))
+        .stop("tool_use");
+    let api = MockApi::start(vec![
+        Reply::Sse(write),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Wrote CLAUDE.md.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/init mention the greeting\r");
+    pty.expect("? Write(CLAUDE.md)", WAIT);
+    pty.send("y");
+    pty.expect("Wrote CLAUDE.md.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    assert_eq!(std::fs::read_to_string(dir.path().join("CLAUDE.md")).unwrap(), "# Notes\n");
+    let prompt = api.requests()[0].body["messages"][0]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.starts_with("Study this repository, then write a CLAUDE.md file in the working directory: "),
+        "{prompt}"
+    );
+    assert!(prompt.ends_with("\n\nAdditional instructions: mention the greeting"), "{prompt}");
 }
