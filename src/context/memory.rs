@@ -32,6 +32,8 @@
 //! asks the model to write a starting `CLAUDE.md` (through its Write or Edit call, approved
 //! as any other).
 
+pub mod nested;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -428,8 +430,6 @@ fn imports_of(text: &str) -> Vec<String> {
     }
     found
 }
-
-pub mod nested;
 
 #[cfg(test)]
 mod tests;
