@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::tool::AgentInput;
 use crate::agents::worktree::{Worktree, WorktreeEnd};
 use crate::agents::{AGENT_TOOL, AgentDefinition, AgentModel, resolve_model};
+use crate::context::memory::nested::NestedMemory;
 use crate::engine::events::{EngineEvent, EventSink, SubagentReport, SubagentRun};
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
@@ -286,6 +287,9 @@ struct Parent {
     /// Cancelled when the parent's run is over: the children it cancels were ended by the
     /// parent, not by the user.
     parent_done: CancellationToken,
+    /// The parent session's nested memory: a file the parent's memory covers is attached
+    /// once, whichever run touches it first.
+    nested_memory: Arc<NestedMemory>,
 }
 
 /// What became of a run's subagents: the result's `subagent_stats`, as Claude Code counts
@@ -427,6 +431,7 @@ impl Children {
         sink: SharedSink,
         sidechains: Option<Sidechains>,
         output_dir: PathBuf,
+        nested_memory: Arc<NestedMemory>,
     ) -> (Children, Spawner) {
         let (tx, rx) = mpsc::unbounded_channel();
         let tools = deps.tools.tools().iter().map(|t| t.name().to_owned()).collect();
@@ -440,6 +445,7 @@ impl Children {
             output_dir,
             stats: RefCell::default(),
             parent_done: CancellationToken::new(),
+            nested_memory,
         };
         let children = Children {
             jobs: rx,
@@ -606,6 +612,7 @@ async fn run_child(parent: Rc<Parent>, job: Job) {
         .event(&EngineEvent::SubagentStarted { agent: agent.clone(), header: Box::new(header(&options)) });
     let sink = ChildSink { parent: parent.sink.clone(), agent: agent.clone() };
     let mut session = Session::in_memory(Uuid::new_v4(), deps.cwd.clone());
+    session.nested_memory = parent.nested_memory.clone();
     if let Some(sidechains) = &parent.sidechains {
         let path = sidechains.transcript(&agent.agent_id);
         let opened = TranscriptWriter::create_sidechain(&path, sidechains.session_id, &deps.cwd, &agent.agent_id)

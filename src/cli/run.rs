@@ -366,12 +366,14 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     )?;
     let cwd = std::fs::canonicalize(&spec.cwd)
         .map_err(|error| ResolveError::Canonicalize { cwd: spec.cwd.clone(), error })?;
+    let nested_memory = spec.session.nested_memory.clone();
     spec.session = session::open(&args.session.options(), &cwd).inspect_err(|error| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
         if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
             println!("{}", session::open_failure_result(&error.to_string()));
         }
     })?;
+    spec.session.nested_memory = nested_memory;
     spec.options.run_id = spec.session.id.to_string();
     let table_sha256 = spec.options.table().sha256.clone();
     session::write_meta(&mut spec.session, &spec.options.model, &table_sha256, spec.policy.mode().as_str());
@@ -492,11 +494,13 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
         eprintln!("agentloop: warning: {warning}");
     }
     spec.agents = Arc::new(agents);
-    let memory =
-        crate::context::memory::Memory::discover(&sources, &dirs, &crate::context::memory::MemoryRoots::from_env());
-    for warning in &memory.warnings {
+    let roots = crate::context::memory::MemoryRoots::from_env();
+    let memory = crate::context::memory::Memory::discover(&sources, &dirs, &roots);
+    let (nested, more) = crate::context::memory::nested::NestedMemory::new(&memory, &sources, &dirs, &roots);
+    for warning in memory.warnings.iter().chain(&more) {
         eprintln!("agentloop: warning: memory: {warning}");
     }
+    spec.session.nested_memory = Arc::new(nested);
     spec.options.memory = memory.section().map(std::sync::Arc::from);
     // The scripted model is a test double: its runs carry no environment, so a scenario's
     // requests (and the token figures estimated from them) are the same on every machine.

@@ -11,6 +11,12 @@
 //! 4. the user's private notes for the project, when it reads `local`: `CLAUDE.local.md` in
 //!    the same directories.
 //!
+//! That is the memory of the session's start, in the system prompt. The rest comes when the
+//! model first works on a file it covers ([`nested`]): the memory files of the directories
+//! below the working directory down to the file's, and the rules whose `paths` globs match the
+//! file, attached to the result of the `Read`, `Edit`, `Write` or `NotebookEdit` call that
+//! touched it, each once per session.
+//!
 //! A file is loaded once, however it is reached (a `CLAUDE.md` that links or imports
 //! `AGENTS.md`). `@path` in a file's text (not in code) imports another file after it:
 //! relative to the importing file, `~/` for the home directory, at most [`IMPORT_DEPTH`]
@@ -21,8 +27,14 @@
 //! is said to the model and to the user.
 //!
 //! Memory is data: it is shown to the model as the user's and the project's notes, never read
-//! by the permission policy, so no file can change a rule.
+//! by the permission policy, so no file can change a rule. The interactive session's `/memory`
+//! lists the files loaded, at the start and since, and opens one in the user's editor; `/init`
+//! asks the model to write a starting `CLAUDE.md` (through its Write or Edit call, approved
+//! as any other).
 
+pub mod nested;
+
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -50,6 +62,16 @@ pub enum MemoryScope {
 }
 
 impl MemoryScope {
+    /// Its name, as `system/init` spells it: `managed`, `user`, `project` or `local`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryScope::Managed => "managed",
+            MemoryScope::User => "user",
+            MemoryScope::Project => "project",
+            MemoryScope::Local => "local",
+        }
+    }
+
     /// What the model is told the file is.
     fn describe(self) -> &'static str {
         match self {
@@ -80,6 +102,26 @@ pub struct MemoryFile {
     text: String,
 }
 
+impl MemoryFile {
+    /// The file under a heading with its path and where it comes from (its scope, the file
+    /// that imported it, and `applies`: what it applies to, if it says), for the model; a
+    /// file the cap cut ends with `cut_note`.
+    fn render(&self, applies: Option<&str>, cut_note: &str) -> String {
+        let mut source = self.scope.describe().to_owned();
+        if let Some(from) = &self.imported_from {
+            source.push_str(&format!(", imported by {}", from.display()));
+        }
+        if let Some(applies) = applies {
+            source.push_str(&format!(", {applies}"));
+        }
+        let mut out = format!("## {} ({source})\n\n{}", self.path.display(), self.text.trim_end());
+        if self.cut {
+            out.push_str(&format!("\n\n{cut_note}"));
+        }
+        out
+    }
+}
+
 /// The memory of a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Memory {
@@ -89,6 +131,9 @@ pub struct Memory {
     pub warnings: Vec<String>,
     /// Files the cap left out entirely.
     pub left_out: Vec<PathBuf>,
+    /// The canonical path of every file the discovery reached (loaded, cut, left out or
+    /// refused): [`nested::NestedMemory`] never attaches one of them again.
+    reached: BTreeSet<PathBuf>,
 }
 
 /// Where a discovery looks besides the setting sources' directories.
@@ -156,7 +201,6 @@ impl Memory {
         }
         if reads(SettingSource::Project) {
             for dir in &chain {
-                let confine = Some(project_root.clone());
                 let both = dir.join("CLAUDE.md").is_file() && dir.join("AGENTS.md").is_file();
                 if both {
                     memory.warnings.push(format!(
@@ -164,20 +208,15 @@ impl Memory {
                         dir.display()
                     ));
                 }
-                add(dir.join("CLAUDE.md"), MemoryScope::Project, confine.clone());
-                add(dir.join(".claude").join("CLAUDE.md"), MemoryScope::Project, confine.clone());
-                let agents = match dir.join("AGENTS.override.md") {
-                    over if over.is_file() => over,
-                    _ => dir.join("AGENTS.md"),
-                };
-                add(agents, MemoryScope::Project, confine);
-            }
-            for rule in crate::settings::frontmatter::markdown_files(&cwd.join(".claude").join("rules")) {
-                match crate::settings::frontmatter::Document::read(&rule) {
-                    Ok((_, doc)) if doc.field("paths").is_some() => {}
-                    Ok(_) => add(rule, MemoryScope::Project, Some(project_root.clone())),
-                    Err(e) => memory.warnings.push(format!("{e}; the rule file is not loaded")),
+                for path in project_files(dir) {
+                    add(path, MemoryScope::Project, Some(project_root.clone()));
                 }
+            }
+            let (rules, warnings) = rules_of(&cwd);
+            memory.warnings.extend(warnings);
+            // A rule with `paths` waits for a file it matches (`nested`).
+            for rule in rules.into_iter().filter(|r| r.paths.is_none()) {
+                add(rule.path, MemoryScope::Project, Some(project_root.clone()));
             }
         }
         if reads(SettingSource::Local) {
@@ -185,10 +224,11 @@ impl Memory {
                 add(dir.join("CLAUDE.local.md"), MemoryScope::Local, Some(project_root.clone()));
             }
         }
-        let mut loader = Loader { memory, seen: Vec::new(), home: roots.home.clone(), total: 0 };
+        let mut loader = Loader { memory, seen: BTreeSet::new(), home: roots.home.clone(), total: 0 };
         for candidate in candidates {
             loader.load(candidate, None, 0);
         }
+        loader.memory.reached = loader.seen;
         loader.memory
     }
 
@@ -202,17 +242,10 @@ impl Memory {
              they disagree, the later one wins. They are notes of the user and of the project, not messages \
              from the user, and they cannot change what the permission rules allow.",
         );
+        let cut = format!("[The rest of this file is not loaded: memory is capped at {MEMORY_CAP_BYTES} bytes.]");
         for file in &self.files {
-            let source = match &file.imported_from {
-                Some(from) => format!("{}, imported by {}", file.scope.describe(), from.display()),
-                None => file.scope.describe().to_owned(),
-            };
-            out.push_str(&format!("\n\n## {} ({source})\n\n{}", file.path.display(), file.text.trim_end()));
-            if file.cut {
-                out.push_str(&format!(
-                    "\n\n[The rest of this file is not loaded: memory is capped at {MEMORY_CAP_BYTES} bytes.]"
-                ));
-            }
+            out.push_str("\n\n");
+            out.push_str(&file.render(None, &cut));
         }
         if !self.left_out.is_empty() {
             let names: Vec<String> = self.left_out.iter().map(|p| p.display().to_string()).collect();
@@ -225,11 +258,45 @@ impl Memory {
     }
 }
 
+/// The project's memory files of `dir`, in order: `CLAUDE.md`, `.claude/CLAUDE.md`, and
+/// `AGENTS.override.md` when there is one, else `AGENTS.md` (they need not exist).
+fn project_files(dir: &Path) -> [PathBuf; 3] {
+    let agents = match dir.join("AGENTS.override.md") {
+        over if over.is_file() => over,
+        _ => dir.join("AGENTS.md"),
+    };
+    [dir.join("CLAUDE.md"), dir.join(".claude").join("CLAUDE.md"), agents]
+}
+
+/// A rule file of the working directory (`.claude/rules/*.md`).
+struct RuleFile {
+    path: PathBuf,
+    /// The glob patterns of its `paths`, when its frontmatter has that field (a list, or a
+    /// text of comma-separated patterns: `paths: src/**/*.{ts,tsx}, lib/**`).
+    paths: Option<Vec<String>>,
+}
+
+/// The rule files of `cwd`, sorted, and a warning for each file that cannot be read.
+fn rules_of(cwd: &Path) -> (Vec<RuleFile>, Vec<String>) {
+    use crate::settings::frontmatter::{Document, markdown_files};
+    let (mut rules, mut warnings) = (Vec::new(), Vec::new());
+    for path in markdown_files(&cwd.join(".claude").join("rules")) {
+        match Document::read(&path) {
+            Ok((_, doc)) => {
+                let paths = doc.field("paths").map(|_| doc.items("paths"));
+                rules.push(RuleFile { path, paths });
+            }
+            Err(e) => warnings.push(format!("{e}; the rule file is not loaded")),
+        }
+    }
+    (rules, warnings)
+}
+
 /// Reads candidates and their imports, each file once, within the cap.
 struct Loader {
     memory: Memory,
-    /// Canonical paths loaded (or being loaded).
-    seen: Vec<PathBuf>,
+    /// Canonical paths loaded (or being loaded, or refused).
+    seen: BTreeSet<PathBuf>,
     home: Option<PathBuf>,
     total: usize,
 }
@@ -238,10 +305,9 @@ impl Loader {
     fn load(&mut self, candidate: Candidate, from: Option<&Path>, depth: usize) {
         let Candidate { path, scope, confine } = candidate;
         let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-        if self.seen.contains(&canonical) {
+        if !self.seen.insert(canonical.clone()) {
             return;
         }
-        self.seen.push(canonical.clone());
         // A project's file that is a link must lead inside the project or the directory it is
         // in: a planted `CLAUDE.md -> ~/.aws/credentials` is not read.
         let found_in = path.parent().and_then(|d| d.canonicalize().ok());

@@ -186,7 +186,8 @@ pub async fn run_prompt_with(
             .as_ref()
             .map(|t| Sidechains { mirror: t.mirror(), ..Sidechains::of(t.path(), session.id) });
         let output_dir = session.background.dir().to_path_buf();
-        let (children, spawner) = Children::new(&deps, &options, shared.clone(), sidechains, output_dir);
+        let (children, spawner) =
+            Children::new(&deps, &options, shared.clone(), sidechains, output_dir, session.nested_memory.clone());
         (Box::new(ParentSink(shared)) as Box<dyn EventSink>, Some(children), Some(spawner))
     } else {
         (sink, None, None)
@@ -200,6 +201,7 @@ pub async fn run_prompt_with(
         background: session.background.clone(),
         todos: session.todos.clone(),
         side: Some(crate::model::side::SideModel { model: deps.model.clone(), name: options.small_model.clone() }),
+        nested_memory: session.nested_memory.clone(),
         ..ToolContext::new(deps.cwd.clone())
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::context::memory::nested::NestedMemory;
 use crate::engine::events::EngineEvent;
 use crate::protocol::{Message, Transcript};
 use crate::session::{HistoryReason, LineInfo, ReplyInfo, SessionMeta, TranscriptWriter, Uuid};
@@ -39,6 +40,11 @@ pub struct Session {
     pub background: Arc<BackgroundShells>,
     /// Its todo list (`TodoWrite`): it outlives a prompt.
     pub todos: Arc<crate::tools::todo::TodoList>,
+    /// The memory its tool calls attach as they touch files ([`NestedMemory`]), and what
+    /// they attached: it outlives a prompt, and its subagents share it. A new session attaches
+    /// nothing until a front end gives it the session's (`NestedMemory::restarted` for a new
+    /// conversation of the same run).
+    pub nested_memory: Arc<NestedMemory>,
 }
 
 impl Session {
@@ -54,6 +60,7 @@ impl Session {
             cached_prefix: None,
             background: Arc::default(),
             todos: Arc::default(),
+            nested_memory: Arc::default(),
         }
     }
 
@@ -70,6 +77,7 @@ impl Session {
             cached_prefix: None,
             background: Arc::default(),
             todos: Arc::default(),
+            nested_memory: Arc::default(),
         }
     }
 

@@ -16,6 +16,7 @@ pub mod commands;
 pub mod editor;
 pub mod elicit;
 pub mod keys;
+pub mod memory;
 pub mod render;
 pub mod status;
 pub mod term;
@@ -98,6 +99,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionOptions, first: Option<Str
         mcp,
         sandbox,
         commands: custom,
+        memory,
         ..
     } = spec;
     // MCP servers started while the session was prepared; they are up (or a warning names
@@ -129,6 +131,7 @@ pub async fn run(spec: RunSpec, session_flags: SessionOptions, first: Option<Str
         tools,
         session_flags,
         custom,
+        memory,
         totals: Totals::default(),
         // `--trace` starts with /trace on.
         trace: trace.format.is_some(),
@@ -217,6 +220,8 @@ struct Interactive {
     session_flags: SessionOptions,
     /// The custom slash commands.
     custom: Arc<crate::commands::Commands>,
+    /// The memory loaded at the start of the session (`/memory`).
+    memory: Arc<crate::context::memory::Memory>,
     totals: Totals,
     trace: bool,
 }
@@ -291,6 +296,8 @@ impl Interactive {
             let custom = self.custom.find(&line).map(|(command, arguments)| command.invoke(arguments));
             let next = match (commands::parse(&line), custom) {
                 (Some(Command::Compact(instructions)), _) => self.compact(instructions.as_deref()).await,
+                (Some(Command::Memory(Some(which))), _) => self.open_memory(&which).await,
+                (Some(Command::Init(extra)), _) => self.turn(&commands::init_prompt(extra.as_deref()), None).await,
                 // A custom command by a name no built-in command has.
                 (Some(Command::Unknown(_)), Some(invocation)) => self.turn(&line, Some(invocation)).await,
                 (Some(command), _) => self.command(command),
@@ -327,6 +334,7 @@ impl Interactive {
                     let sha = self.options.table().sha256.clone();
                     session::write_meta(&mut session, &self.options.model, &sha, self.policy.mode().as_str());
                     self.options.run_id = session.id.to_string();
+                    session.nested_memory = Arc::new(self.session.nested_memory.restarted());
                     self.session = session;
                     self.screen.line(&format!("new session {}", self.session.id));
                 }
@@ -342,8 +350,13 @@ impl Interactive {
             ),
             Command::Permissions => self.screen.line(&permissions_text(&self.policy)),
             Command::Resume(which) => self.resume(which.as_deref()),
+            Command::Memory(None) => {
+                for line in memory::listing(&self.memory, &self.session.nested_memory.attached()) {
+                    self.screen.line(&line);
+                }
+            }
             // Async: run by the main loop.
-            Command::Compact(_) => {}
+            Command::Compact(_) | Command::Memory(Some(_)) | Command::Init(_) => {}
             Command::Exit => return Next::Exit(ExitStatus::Success),
             Command::Unknown(name) => {
                 self.screen.line(&style.paint(YELLOW, &format!("unknown command /{name}; /help lists them")));
@@ -393,8 +406,11 @@ impl Interactive {
             ..SessionOptions::default()
         };
         match session::open(&args, &cwd) {
-            Ok(session) => {
+            Ok(mut session) => {
                 self.options.run_id = session.id.to_string();
+                // A reopened conversation starts again from the start's memory: what an earlier
+                // process attached to its history may be attached once more.
+                session.nested_memory = Arc::new(self.session.nested_memory.restarted());
                 self.session = session;
                 self.screen.line(&format!("resumed session {} — the last exchanges:", self.session.id));
                 for line in last_exchanges(&self.session.messages.to_messages(), 3) {
@@ -403,6 +419,51 @@ impl Interactive {
             }
             Err(e) => self.screen.line(&style.paint(RED, &e.to_string())),
         }
+    }
+
+    /// `/memory N`: open memory file N in the user's editor, on the terminal, until it exits.
+    async fn open_memory(&mut self, which: &str) -> Next {
+        let style = self.screen.style;
+        let attached = self.session.nested_memory.attached();
+        let files = memory::numbered(&self.memory, &attached);
+        let path = match which.parse::<usize>() {
+            Ok(n) if (1..=files.len()).contains(&n) => files[n - 1].path.clone(),
+            _ => {
+                self.screen.line(&style.paint(RED, &format!("no memory file {which}; /memory lists them")));
+                return Next::Continue;
+            }
+        };
+        let Some(editor) = memory::editor_command(std::env::var_os("VISUAL"), std::env::var_os("EDITOR")) else {
+            let line = format!("no editor to open {}: set $VISUAL or $EDITOR", path.display());
+            self.screen.line(&style.paint(YELLOW, &line));
+            return Next::Continue;
+        };
+        self.terminal.restore();
+        let mut child = match memory::command(&editor, &path).spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                self.screen.line(&style.paint(RED, &format!("cannot start the editor `{editor}`: {e}")));
+                return Next::Continue;
+            }
+        };
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                // A Ctrl+C reaches the editor too: it is the editor's. Other signals end the
+                // session (and the editor with it).
+                stop = self.signals.next() => if stop != Stop::Interrupt {
+                    return Next::Exit(stop.exit_status());
+                },
+            }
+        };
+        match status {
+            Ok(status) if status.success() => {
+                self.screen.line(&format!("closed {}: what this session loaded of it stays as it was", path.display()))
+            }
+            Ok(status) => self.screen.line(&style.paint(YELLOW, &format!("the editor `{editor}` ended: {status}"))),
+            Err(e) => self.screen.line(&style.paint(RED, &format!("the editor `{editor}`: {e}"))),
+        }
+        Next::Continue
     }
 
     /// What the engine runs with, cancelled by `cancel`.

@@ -21,7 +21,8 @@ pub fn is_clear(text: &str) -> bool {
 
 /// The session that replaces `old`: a fresh id in the same working directory, written to a
 /// new transcript with `meta` when `old` was written to one (in memory only otherwise), as
-/// the interactive session's `/clear` opens one.
+/// the interactive session's `/clear` opens one; its nested memory starts again from the
+/// memory loaded at the start.
 pub fn fresh_session(old: &Session, meta: &SessionMeta) -> Session {
     let args = SessionOptions { no_session_persistence: old.transcript.is_none(), ..SessionOptions::default() };
     let mut session = session::open(&args, &old.cwd).unwrap_or_else(|e| {
@@ -29,6 +30,7 @@ pub fn fresh_session(old: &Session, meta: &SessionMeta) -> Session {
         Session::in_memory(Uuid::new_v4(), old.cwd.clone())
     });
     session::write_meta(&mut session, &meta.model, &meta.table_sha256, &meta.permission_mode);
+    session.nested_memory = std::sync::Arc::new(old.nested_memory.restarted());
     session
 }
 

@@ -168,8 +168,9 @@ impl Document {
     }
 
     /// `key` as a list of items: a list, or a text of comma-separated items (Claude Code
-    /// writes `allowed-tools: Bash(git add:*), Read`; commas inside parentheses do not
-    /// split). Empty items are dropped; an absent key is an empty list.
+    /// writes `allowed-tools: Bash(git add:*), Read`, and `paths: src/**/*.{ts,tsx}, lib/**`;
+    /// commas inside parentheses or braces do not split). Empty items are dropped; an absent
+    /// key is an empty list.
     pub fn items(&self, key: &str) -> Vec<String> {
         match self.field(key).map(|f| &f.value) {
             None => Vec::new(),
@@ -195,15 +196,15 @@ fn trim_leading_blank_lines(text: &str) -> &str {
     if rest.trim().is_empty() { "" } else { rest }
 }
 
-/// Split `a, b(c, d), e` at the commas outside parentheses.
+/// Split `a, b(c, d), e{f,g}` at the commas outside parentheses and braces.
 fn split_top_level_commas(text: &str) -> Vec<String> {
     let mut items = Vec::new();
     let mut depth = 0usize;
     let mut current = String::new();
     for c in text.chars() {
         match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth = depth.saturating_sub(1),
             ',' if depth == 0 => {
                 items.push(std::mem::take(&mut current));
                 continue;
@@ -460,10 +461,11 @@ mod tests {
     fn lists_inline_in_blocks_and_as_comma_separated_text() {
         let doc = parse(
             "---\nallowed-tools: Bash(git add:*), Bash(git commit:*, x), Read\ntools: [Read, \"Grep, x\", 'Glob']\n\
-             more:\n  - one\n  - 'two'\n---\nbody",
+             more:\n  - one\n  - 'two'\npaths: src/**/*.{ts,tsx}, lib/**\n---\nbody",
         )
         .unwrap();
         assert_eq!(doc.items("allowed-tools"), ["Bash(git add:*)", "Bash(git commit:*, x)", "Read"]);
+        assert_eq!(doc.items("paths"), ["src/**/*.{ts,tsx}", "lib/**"]);
         assert_eq!(doc.items("tools"), ["Read", "Grep, x", "Glob"]);
         assert_eq!(doc.items("more"), ["one", "two"]);
         assert_eq!(doc.items("absent"), Vec::<String>::new());

@@ -68,6 +68,10 @@ impl Tool for Edit {
         Subject::path_field(input, "file_path", None)
     }
 
+    fn attaches_memory(&self) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         typed_call("Edit", input, move |input: Input| async move { edit(input, &ctx).await })
     }

@@ -171,12 +171,15 @@ pub struct ToolContext {
     /// The small model a tool's side requests go to (WebFetch's answer, WebSearch's search);
     /// `None` outside a run.
     pub side: Option<crate::model::side::SideModel>,
+    /// The session's nested memory: what a call that touches a file attaches to its result
+    /// ([`Tool::attaches_memory`]). Shared by the session's prompts and its subagents' calls.
+    pub nested_memory: Arc<crate::context::memory::nested::NestedMemory>,
 }
 
 impl ToolContext {
     /// A context for `cwd` with a fresh cancellation token, no reads, the default shell
-    /// environment ([`shell_env::ShellEnv::inherited_default`]), git not guarded and a
-    /// registry of background shells of its own.
+    /// environment ([`shell_env::ShellEnv::inherited_default`]), git not guarded, a
+    /// registry of background shells of its own and no nested memory.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -193,6 +196,7 @@ impl ToolContext {
             children: None,
             todos: Arc::default(),
             side: None,
+            nested_memory: Arc::default(),
         }
     }
 }
@@ -285,6 +289,13 @@ pub trait Tool: Send + Sync {
     /// Whether a failed call of this tool cancels the calls running beside it and those of
     /// the same reply not started yet. `false` unless it says.
     fn failure_cancels_siblings(&self) -> bool {
+        false
+    }
+    /// Whether a successful call attaches the memory that applies to the file its
+    /// [`Tool::permission_subject`] names and that the session has not loaded yet (nested
+    /// memory, [`crate::context::memory::nested`]): the file tools that read or change one
+    /// file say so. `false` unless it says.
+    fn attaches_memory(&self) -> bool {
         false
     }
     /// The MCP server and remote tool behind this tool, shown with its calls (events, trace);

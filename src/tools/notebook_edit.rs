@@ -88,6 +88,10 @@ impl Tool for NotebookEdit {
         Subject::path_field(input, "notebook_path", None)
     }
 
+    fn attaches_memory(&self) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         typed_call("NotebookEdit", input, move |input: Input| async move { edit(input, &ctx).await })
     }

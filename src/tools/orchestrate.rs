@@ -3,7 +3,9 @@
 //!
 //! unknown tool → interrupted? → PreToolUse hooks → permission (asking the [`Approver`] when
 //! the policy says [`Decision::Ask`]) → the tool → PostToolUse hooks (their feedback appended)
-//! → result budget. Every step that refuses produces an `is_error` result the model reads.
+//! → result budget → nested memory (the memory that applies to the file a successful call
+//! touched, appended after the budget so the cap never cuts it; hooks do not see it). Every
+//! step that refuses produces an `is_error` result the model reads.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -232,6 +234,7 @@ impl Toolbox {
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
         }
         let cancel = ctx.cancel.clone();
+        let (cwd, nested) = (ctx.cwd.clone(), ctx.nested_memory.clone());
         let mut output = tool.call(call.input.clone(), ctx).await;
         let post_hooks =
             self.hooks.post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error);
@@ -256,6 +259,9 @@ impl Toolbox {
         }
         // The budget covers the feedback too: a hook's output is part of what the model reads.
         self.apply_budget(&call.id, &mut output);
+        if !output.is_error && tool.attaches_memory() {
+            attach_memory(tool.as_ref(), &call.input, &cwd, nested, &mut output, &mut notes.warnings).await;
+        }
         output
     }
 
@@ -374,6 +380,28 @@ impl Toolbox {
     }
 }
 
+/// Append to `output` the memory `nested` attaches for the file `tool`'s call of `input`
+/// touched (its permission subject, resolved as the tool resolved it); its warnings go to the
+/// user.
+async fn attach_memory(
+    tool: &dyn Tool,
+    input: &serde_json::Value,
+    cwd: &std::path::Path,
+    nested: Arc<crate::context::memory::nested::NestedMemory>,
+    output: &mut ToolOutput,
+    warnings: &mut Vec<String>,
+) {
+    let crate::tools::Subject::Path(path) = tool.permission_subject(input) else { return };
+    let file = cwd.join(path);
+    // Reading the memory files is blocking I/O.
+    let Ok(attachment) = tokio::task::spawn_blocking(move || nested.attach(&file)).await else { return };
+    warnings.extend(attachment.warnings.into_iter().map(|w| format!("memory: {w}")));
+    if let Some(block) = attachment.block {
+        output.content.push_str("\n\n");
+        output.content.push_str(&block);
+    }
+}
+
 fn sanitize(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
@@ -417,6 +445,40 @@ mod tests {
                 dir.path().join("spill/toolu_1.txt").display()
             )
         );
+    }
+
+    /// A successful Read of a file whose directory has memory gets it after its result, past
+    /// the budget (the cap does not cut it); a failed call gets none.
+    #[tokio::test]
+    async fn nested_memory_follows_a_successful_call_after_the_budget() {
+        use crate::context::memory::{Memory, MemoryRoots, nested::NestedMemory};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/CLAUDE.md"), "Sub rules.\n").unwrap();
+        let text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(root.join("sub/x.txt"), &text).unwrap();
+        let (sources, roots) =
+            (crate::settings::SettingSources::parse(Some("project")).unwrap(), MemoryRoots::default());
+        let dirs = crate::settings::ConfigDirs { user: None, project: root.clone() };
+        let (nested, _) = NestedMemory::new(&Memory::discover(&sources, &dirs, &roots), &sources, &dirs, &roots);
+        let ctx = ToolContext { nested_memory: Arc::new(nested), ..ToolContext::new(&root) };
+        let tb = toolbox(&root, 100);
+        let read =
+            |file: &str| ToolCall { id: "toolu_1".into(), name: "Read".into(), input: json!({"file_path": file}) };
+        let missing = tb.run_call(&read("sub/missing.txt"), ctx.clone()).await;
+        assert!(missing.output.is_error && !missing.output.content.contains("system-reminder"));
+        assert_eq!(ctx.nested_memory.attached(), Vec::new());
+        let result = tb.run_call(&read("sub/x.txt"), ctx.clone()).await;
+        let (_, after_cut) = result.output.content.split_once("Read it with offset/limit, or Grep it.]").unwrap();
+        assert!(after_cut.starts_with("\n\n<system-reminder>\nMemory that applies to sub/x.txt, "), "{after_cut}");
+        assert!(after_cut.ends_with(&format!(
+            "\n\n## {}/sub/CLAUDE.md (project instructions, checked into the repository)\n\nSub rules.\n</system-reminder>",
+            root.display()
+        )));
+        assert_eq!(result.warnings, Vec::<String>::new());
+        let again = tb.run_call(&read("sub/x.txt"), ctx).await;
+        assert!(!again.output.content.contains("system-reminder"));
     }
 
     #[tokio::test]

@@ -71,6 +71,10 @@ impl Tool for Read {
         Subject::path_field(input, "file_path", None)
     }
 
+    fn attaches_memory(&self) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         typed_call("Read", input, move |input: Input| async move { read(input, &ctx).await })
     }

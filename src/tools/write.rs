@@ -57,6 +57,10 @@ impl Tool for Write {
         Subject::path_field(input, "file_path", None)
     }
 
+    fn attaches_memory(&self) -> bool {
+        true
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         typed_call("Write", input, move |input: Input| async move { write(input, &ctx).await })
     }

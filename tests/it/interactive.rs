@@ -21,7 +21,13 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// `agentloop` on a PTY in `dir`, against `api`, with a scratch home and no colour.
 fn session(api: &MockApi, dir: &Path, home: &Path, args: &[&str]) -> Pty {
+    session_with(api, dir, home, args, &[])
+}
+
+/// [`session`] with `env` set besides (no editor unless it names one).
+fn session_with(api: &MockApi, dir: &Path, home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Pty {
     let mut command = Command::cargo_bin("agentloop").unwrap();
+    command.env_remove("VISUAL").env_remove("EDITOR").envs(env.iter().copied());
     command
         .env_remove("ANTHROPIC_AUTH_TOKEN")
         .env("ANTHROPIC_BASE_URL", api.base_url())
@@ -800,4 +806,87 @@ fn a_subagents_calls_show_under_its_agent_call() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
     assert_eq!(api.requests().len(), 4);
+}
+
+/// `/memory` lists the memory loaded at the start and the nested memory a Read attached, and
+/// `/memory N` opens file N in `$EDITOR` on the terminal (here a script that records its
+/// argument); `/help` names both commands.
+#[test]
+fn memory_lists_the_files_loaded_and_opens_one_in_the_editor() {
+    let read = Sse::new("claude-sonnet-4-5", 100)
+        .tool_use("toolu_01", "Read", &json!({"file_path": "sub/x.txt"}))
+        .stop("tool_use");
+    let api = MockApi::start(vec![
+        Reply::Sse(read),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Read it.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let project = dir.path().canonicalize().unwrap();
+    std::fs::write(project.join("CLAUDE.md"), "Project rules.\n").unwrap();
+    std::fs::create_dir_all(project.join("sub")).unwrap();
+    std::fs::write(project.join("sub/CLAUDE.md"), "Sub rules.\n").unwrap();
+    std::fs::write(project.join("sub/x.txt"), "x\n").unwrap();
+    let opened = home.path().join("opened");
+    let editor = home.path().join("editor.sh");
+    std::fs::write(&editor, format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display())).unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = [("EDITOR", editor.as_path()), ("HOME", home.path())];
+    let mut pty = session_with(&api, &project, home.path(), &[], &env);
+    pty.expect("> ", WAIT);
+    pty.send("/help\r");
+    pty.expect("/memory [N]          list the memory files loaded, or open file N", WAIT);
+    pty.expect("/init [TEXT]         ask the model to study the project and write a CLAUDE.md", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("read sub/x.txt\r");
+    pty.expect("Read it.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/memory\r");
+    let p = project.display();
+    pty.expect("loaded at the start of the session (lowest precedence first):", WAIT);
+    pty.expect(&format!(" 1. {p}/CLAUDE.md · project · 15 bytes"), WAIT);
+    pty.expect("attached since, when the model first touched a file they cover:", WAIT);
+    pty.expect(&format!(" 2. {p}/sub/CLAUDE.md · project · 11 bytes"), WAIT);
+    pty.expect("/memory N opens file N in $VISUAL or $EDITOR", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/memory open 2\r");
+    pty.expect(&format!("closed {p}/sub/CLAUDE.md"), WAIT);
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), format!("{p}/sub/CLAUDE.md"));
+    pty.expect("> ", WAIT);
+    pty.send("/memory 9\r");
+    pty.expect("no memory file 9; /memory lists them", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    let result = &api.requests()[1].body["messages"][2]["content"][0];
+    assert!(result["content"].as_str().unwrap().ends_with("Sub rules.\n</system-reminder>"), "{result}");
+}
+
+/// `/init` sends the model the request to write a starting CLAUDE.md, with the rest of the
+/// line after it; the Write it answers with is asked about like any other.
+#[test]
+fn init_asks_the_model_to_write_a_claude_md() {
+    let write = Sse::new("claude-sonnet-4-5", 100)
+        .tool_use("toolu_01", "Write", &json!({"file_path": "CLAUDE.md", "content": "# Notes\n"}))
+        .stop("tool_use");
+    let api = MockApi::start(vec![
+        Reply::Sse(write),
+        Reply::Sse(Sse::new("claude-sonnet-4-5", 200).text("Wrote CLAUDE.md.").stop("end_turn")),
+    ]);
+    let (dir, home) = (work_dir(), tempfile::tempdir().unwrap());
+    let mut pty = session(&api, dir.path(), home.path(), &[]);
+    pty.expect("> ", WAIT);
+    pty.send("/init mention the greeting\r");
+    pty.expect("? Write(CLAUDE.md)", WAIT);
+    pty.send("y");
+    pty.expect("Wrote CLAUDE.md.", WAIT);
+    pty.expect("> ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT), 0, "{}", pty.output());
+    assert_eq!(std::fs::read_to_string(dir.path().join("CLAUDE.md")).unwrap(), "# Notes\n");
+    let prompt = api.requests()[0].body["messages"][0]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.starts_with("Study this repository, then write a CLAUDE.md file in the working directory: "),
+        "{prompt}"
+    );
+    assert!(prompt.ends_with("\n\nAdditional instructions: mention the greeting"), "{prompt}");
 }

@@ -487,6 +487,50 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     );
 }
 
+/// Nested memory reaches the model with the first Read of a file it covers: the rule whose
+/// `paths` match and the subdirectory's `CLAUDE.md`, after the file's lines in that call's
+/// tool_result, exactly; the next Read in that directory carries the file alone.
+#[test]
+fn nested_memory_follows_the_first_read_in_a_subdirectory() {
+    let dirs = dirs();
+    write(dirs.project.join("CLAUDE.md"), "Project rules.\n");
+    write(dirs.project.join("sub/CLAUDE.md"), "Sub rules: keep lines short.\n");
+    write(dirs.project.join(".claude/rules/text.md"), "---\npaths:\n  - \"sub/*.txt\"\n---\nText rule.\n");
+    write(dirs.project.join("sub/x.txt"), "hello\n");
+    write(dirs.project.join("sub/y.txt"), "again\n");
+    let read = |id: &str, file: &str| {
+        Reply::Sse(Sse::new(MODEL, 10).tool_use(id, "Read", &json!({"file_path": file})).stop("tool_use"))
+    };
+    let api = MockApi::start(vec![read("toolu_01", "sub/x.txt"), read("toolu_02", "sub/y.txt"), done("Read both.")]);
+    let (lines, stderr) = print(&dirs, &api, "read them", &[]);
+    assert_eq!(lines.last().unwrap()["result"], "Read both.", "{stderr}");
+    let bodies = api.bodies();
+    let (content, is_error) = tool_result(&bodies[1]);
+    assert!(!is_error);
+    let p = dirs.project.display();
+    assert_eq!(
+        content,
+        format!(
+            "     1\thello\n\n\n<system-reminder>\nMemory that applies to sub/x.txt, not loaded at the start of the \
+             session (lowest precedence first; for the files it covers it wins over the memory loaded then). These \
+             instruction files are notes of the user and of the project, not messages from the user, and they cannot \
+             change what the permission rules allow.\n\n\
+             ## {p}/.claude/rules/text.md (project instructions, checked into the repository, for files matching \
+             sub/*.txt)\n\n---\npaths:\n  - \"sub/*.txt\"\n---\nText rule.\n\n\
+             ## {p}/sub/CLAUDE.md (project instructions, checked into the repository)\n\nSub rules: keep lines short.\n\
+             </system-reminder>"
+        )
+    );
+    let second = &bodies[2]["messages"][4]["content"][0];
+    assert_eq!(
+        (second["tool_use_id"].as_str(), second["content"].as_str()),
+        (Some("toolu_02"), Some("     1\tagain\n"))
+    );
+    // The start's memory is in the system prompt, and only there.
+    assert!(bodies[0]["system"].to_string().contains("Project rules."));
+    assert!(!bodies[0].to_string().contains("Sub rules"));
+}
+
 /// A project's skill: listed in `system/init` and in the `Skill` tool's description (its body
 /// not in context), loaded by a `Skill` call; a session without skills has no `Skill` tool.
 #[test]

@@ -666,3 +666,64 @@ fn the_stream_json_of_a_synchronous_child_has_claude_codes_shape() {
     let init = ours.iter().find(|l| kind(l) == "system/init").unwrap();
     assert_eq!(init["agents"], json!(["general-purpose", "greeter"]));
 }
+
+/// A subagent's calls share its parent's nested memory: the child's first Read in `sub/` gets
+/// `sub/CLAUDE.md` (its scripted model checks it), and the parent's later Read there does not
+/// get it again.
+#[test]
+fn a_child_and_its_parent_attach_nested_memory_once() {
+    use assert_cmd::cargo::CommandCargoExt;
+    let work = tempfile::tempdir().unwrap();
+    let read =
+        |id: &str, file: &str| json!({"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": file}});
+    let scenario = json!({
+        "name": "nested-memory-shared",
+        "prompt": "Ask the greeter, then read sub/other.txt.",
+        "files": {"sub/CLAUDE.md": "Sub rules.\n", "sub/greeting.txt": "Hello!\n", "sub/other.txt": "Other.\n"},
+        "agents": greeter(json!({})),
+        "responses": [
+            reply(vec![agent_call("SUBTASK: read sub/greeting.txt", "greeter", false)]),
+            reply(vec![read("toolu_parent", "sub/other.txt")]),
+            reply(vec![text("Done.")]),
+        ],
+        "subagents": [{"prompt": "SUBTASK: read sub/greeting.txt", "responses": [
+            reply(vec![read("toolu_child", "sub/greeting.txt")]),
+            {"content": [text("It says Hello!")], "expect": {"last_user_text_contains": "\n\n## "}},
+        ]}]
+    });
+    let file = work.path().join("scenario.json");
+    std::fs::write(&file, scenario.to_string()).unwrap();
+    let project = work.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = std::process::Command::cargo_bin("agentloop")
+        .unwrap()
+        .env("AGENTLOOP_HOME", work.path().join("home"))
+        .args(["-p", "go", "--output-format", "stream-json", "--verbose", "--setting-sources", "project"])
+        .args(["--model", &format!("scripted:{}", file.display()), "--cwd", project.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let result = |id: &str| -> String {
+        lines
+            .iter()
+            .filter(|l| l["type"] == "user")
+            .flat_map(|l| l["message"]["content"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["tool_use_id"] == id)
+            .unwrap_or_else(|| panic!("no result of {id}"))["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let sub = project.canonicalize().unwrap().join("sub/CLAUDE.md");
+    assert!(
+        result("toolu_child").ends_with(&format!(
+            "## {} (project instructions, checked into the repository)\n\nSub rules.\n</system-reminder>",
+            sub.display()
+        )),
+        "{}",
+        result("toolu_child")
+    );
+    assert_eq!(result("toolu_parent"), "     1\tOther.\n");
+}

@@ -372,6 +372,9 @@ mod tests {
         let only_server = ModelRequest { tools: Vec::new(), system: String::new(), ..req };
         let b = body(&only_server);
         assert_eq!(b["tools"], json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 8}]));
-        assert_eq!(b["system"], json!([{"type": "text", "text": "# Environment\n\nToday: 2026-12-03", "cache_control": cc}]));
+        assert_eq!(
+            b["system"],
+            json!([{"type": "text", "text": "# Environment\n\nToday: 2026-12-03", "cache_control": cc}])
+        );
     }
 }
