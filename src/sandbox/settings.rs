@@ -6,9 +6,9 @@
 //! (any entry allows Unix sockets: the kernel filter cannot tell paths apart),
 //! `network.allowLocalBinding`; and agentloop's own `network.allowAll` (open network for
 //! commands), `hooksNetwork` (hooks reach the network; default true) and `mcpServers`
-//! (stdio MCP servers run sandboxed, with the network open; default false). Claude Code's
-//! other keys (`autoAllowBashIfSandboxed`, `network.allowedDomains`, `filesystem`, …) are
-//! accepted and not honoured:
+//! (stdio MCP servers run sandboxed, with the network open; default false).
+//! `network.allowedDomains` bounds WebFetch only. Claude Code's other keys
+//! (`autoAllowBashIfSandboxed`, `filesystem`, …) are accepted and not honoured:
 //! docs/permissions.md says what that means.
 
 use serde::Deserialize;
@@ -66,7 +66,8 @@ pub struct NetworkSettings {
     pub allow_unix_sockets: Vec<String>,
     /// TCP sockets may be bound (a dev server), but connect nowhere.
     pub allow_local_binding: bool,
-    /// Claude Code's domain allow-list: not honoured (the network stays closed).
+    /// Claude Code's domain allow-list: bounds WebFetch (`crate::tools::web_fetch`); not
+    /// honoured for commands (their network stays closed or open, no domain proxy).
     pub allowed_domains: Vec<String>,
 }
 

@@ -146,6 +146,8 @@ fn stream_json_prints_claude_code_shaped_lines_with_cost_and_terminal_reason() {
             "TaskStop",
             "NotebookEdit",
             "TodoWrite",
+            "WebFetch",
+            "WebSearch",
             "Agent"
         ])
     );

@@ -913,3 +913,35 @@ fn a_subagent_defined_in_agents_runs_and_is_attributed_to_its_call() {
     assert!(content_text(&results[0]["content"]).contains("The file says: Hello from the greeting file!"));
     assert_eq!(mock.unserved(), 0);
 }
+
+/// WebFetch in SDK mode: `can_use_tool` is asked about the call with the host's rule as its
+/// suggestion; allowed, the page is fetched and the small model's answer (the mock's side
+/// request answer) is the result. agentloop's own behaviour: Claude Code reaches the
+/// network for a domain check first.
+#[test]
+fn webfetch_is_asked_of_can_use_tool_with_the_domain_rule_suggested() {
+    use crate::web::{PAGE, Pages, html};
+    if crate::cli_under_test::against_claude_code() {
+        return;
+    }
+    let dirs = dirs();
+    let pages = Pages::start(std::collections::HashMap::from([("/docs", html(PAGE))]));
+    let url = format!("{}/docs", pages.base);
+    let call = Reply::Sse(
+        Sse::new(MODEL, 100)
+            .tool_use("toolu_web", "WebFetch", &json!({"url": url, "prompt": "How is it installed?"}))
+            .stop("tool_use"),
+    );
+    let mock = mock(vec![call, text_reply("Install it with cargo add.")]);
+    let obs = run_script("web_fetch.py", &mock, &dirs);
+    assert_eq!(
+        obs["asked"],
+        json!([{"tool_name": "WebFetch", "input": {"url": url, "prompt": "How is it installed?"},
+                "suggestions": [{"tool_name": "WebFetch", "rule_content": "domain:127.0.0.1"}]}])
+    );
+    assert_eq!(pages.hits(), ["/docs"]);
+    let bodies = conversation_bodies(&mock);
+    let results = last_tool_results(&bodies[1]);
+    assert_eq!(content_text(&results[0]["content"]), "Side request answered.");
+    assert_eq!(result(&obs["messages"])["subtype"], "success");
+}

@@ -392,8 +392,9 @@ fn agents_load_from_the_setting_sources_and_the_flag() {
 /// an import chain that cycles back), `AGENTS.md` beside it, the working directory's
 /// `CLAUDE.md` and `CLAUDE.local.md` and the user's `CLAUDE.md`, in that order, each named
 /// with its scope, after the system prompt; a rules file with `paths` is not loaded, a
-/// project's import of a file outside it is refused; `system/init` lists the files; and the
-/// system prompt is the same bytes in the second request as in the first (the cached prefix).
+/// project's import of a file outside it is refused, an import chain stops at the depth
+/// bound (5); `system/init` lists the files, and the skill beside them; and the system
+/// prompt is the same bytes in the second request as in the first (the cached prefix).
 #[test]
 fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     let dirs = dirs();
@@ -402,7 +403,11 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     write(top.join("CLAUDE.md"), "Parent rules: @notes/a.md\n");
     write(top.join("notes/a.md"), "Note A imports @b.md\n");
     write(top.join("notes/b.md"), "Note B imports @a.md (a cycle)\n");
-    write(top.join("AGENTS.md"), "Agents: run the tests.\n");
+    write(top.join("AGENTS.md"), "Agents: run the tests. @deep/d1.md\n");
+    for depth in 1..=6 {
+        write(top.join(format!("deep/d{depth}.md")), &format!("Depth {depth}. @d{}.md\n", depth + 1));
+    }
+    write(dirs.project.join(".claude/skills/release/SKILL.md"), "---\ndescription: Cut a release.\n---\nTag it.\n");
     write(dirs.project.join("CLAUDE.md"), "Project rules. Not @../../outside.md\n");
     write(top.parent().unwrap().join("outside.md"), "OUTSIDE\n");
     write(dirs.project.join("CLAUDE.local.md"), "Local note.\n");
@@ -431,12 +436,26 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
             file(top.join("CLAUDE.md"), "project", "Parent rules: @notes/a.md\n"),
             file(top.join("notes/a.md"), "project", "Note A imports @b.md\n"),
             file(top.join("notes/b.md"), "project", "Note B imports @a.md (a cycle)\n"),
-            file(top.join("AGENTS.md"), "project", "Agents: run the tests.\n"),
+            file(top.join("AGENTS.md"), "project", "Agents: run the tests. @deep/d1.md\n"),
+            file(top.join("deep/d1.md"), "project", "Depth 1. @d2.md\n"),
+            file(top.join("deep/d2.md"), "project", "Depth 2. @d3.md\n"),
+            file(top.join("deep/d3.md"), "project", "Depth 3. @d4.md\n"),
+            file(top.join("deep/d4.md"), "project", "Depth 4. @d5.md\n"),
+            file(top.join("deep/d5.md"), "project", "Depth 5. @d6.md\n"),
             file(dirs.project.join("CLAUDE.md"), "project", "Project rules. Not @../../outside.md\n"),
             file(dirs.project.join("CLAUDE.local.md"), "local", "Local note.\n"),
         ]
     );
     assert!(stderr.contains("a project's memory imports only files inside the project"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: the import of {} is not followed: imports go 5 levels deep at most",
+            top.join("deep/d5.md").display(),
+            top.join("deep/d6.md").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(init(&lines)["skills"], json!(["release"]));
     let bodies = api.bodies();
     let system = |body: &Value| body["system"].to_string();
     let first = system(&bodies[0]);
@@ -450,7 +469,12 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
          ## {t}/CLAUDE.md (project instructions, checked into the repository)\\n\\nParent rules: @notes/a.md\\n\\n\
          ## {t}/notes/a.md (project instructions, checked into the repository, imported by {t}/CLAUDE.md)\\n\\nNote A imports @b.md\\n\\n\
          ## {t}/notes/b.md (project instructions, checked into the repository, imported by {t}/notes/a.md)\\n\\nNote B imports @a.md (a cycle)\\n\\n\
-         ## {t}/AGENTS.md (project instructions, checked into the repository)\\n\\nAgents: run the tests.\\n\\n\
+         ## {t}/AGENTS.md (project instructions, checked into the repository)\\n\\nAgents: run the tests. @deep/d1.md\\n\\n\
+         ## {t}/deep/d1.md (project instructions, checked into the repository, imported by {t}/AGENTS.md)\\n\\nDepth 1. @d2.md\\n\\n\
+         ## {t}/deep/d2.md (project instructions, checked into the repository, imported by {t}/deep/d1.md)\\n\\nDepth 2. @d3.md\\n\\n\
+         ## {t}/deep/d3.md (project instructions, checked into the repository, imported by {t}/deep/d2.md)\\n\\nDepth 3. @d4.md\\n\\n\
+         ## {t}/deep/d4.md (project instructions, checked into the repository, imported by {t}/deep/d3.md)\\n\\nDepth 4. @d5.md\\n\\n\
+         ## {t}/deep/d5.md (project instructions, checked into the repository, imported by {t}/deep/d4.md)\\n\\nDepth 5. @d6.md\\n\\n\
          ## {p}/CLAUDE.md (project instructions, checked into the repository)\\n\\nProject rules. Not @../../outside.md\\n\\n\
          ## {p}/CLAUDE.local.md (the user's private instructions for this project)\\n\\nLocal note."
     );
@@ -459,7 +483,8 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
         first.ends_with(&format!("{memory}\"")) || first.contains(&format!("{memory}\",")),
         "memory comes last: {first}"
     );
-    assert!(!first.contains("OUTSIDE") && !first.contains("Rust only."));
+    assert!(!first.contains("OUTSIDE") && !first.contains("Rust only.") && !first.contains("Depth 6"));
+    assert!(!first.contains("Tag it."), "a skill's body is not in context before a Skill call");
     // The environment block, the model and the git snapshot come before the memory.
     let environment = format!("# Environment\\n\\nWorking directory: {p}\\nIs a git repository: yes\\nPlatform: linux");
     let at = first.find(&environment).unwrap_or_else(|| panic!("{first}"));

@@ -18,15 +18,15 @@ use crate::mock_api::{MockApi, Reply, Sse};
 const MODEL: &str = "claude-sonnet-4-5";
 
 /// A page server on 127.0.0.1: `path -> (status line, extra headers, body)`; it counts hits.
-struct Pages {
-    base: String,
+pub(crate) struct Pages {
+    pub(crate) base: String,
     hits: Arc<Mutex<Vec<String>>>,
 }
 
-type Routes = HashMap<&'static str, (&'static str, Vec<(&'static str, String)>, Vec<u8>)>;
+pub(crate) type Routes = HashMap<&'static str, (&'static str, Vec<(&'static str, String)>, Vec<u8>)>;
 
 impl Pages {
-    fn start(routes: Routes) -> Pages {
+    pub(crate) fn start(routes: Routes) -> Pages {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -63,12 +63,12 @@ impl Pages {
         Pages { base, hits }
     }
 
-    fn hits(&self) -> Vec<String> {
+    pub(crate) fn hits(&self) -> Vec<String> {
         self.hits.lock().unwrap().clone()
     }
 }
 
-fn html(body: &str) -> (&'static str, Vec<(&'static str, String)>, Vec<u8>) {
+pub(crate) fn html(body: &str) -> (&'static str, Vec<(&'static str, String)>, Vec<u8>) {
     ("200 OK", vec![("Content-Type", "text/html; charset=utf-8".into())], body.as_bytes().to_vec())
 }
 
@@ -111,7 +111,7 @@ fn result_of(body: &Value) -> (String, bool) {
     (text, block["is_error"] == true)
 }
 
-const PAGE: &str = "<html><head><title>Docs</title><script>steal()</script></head><body><h1>Install</h1>\
+pub(crate) const PAGE: &str = "<html><head><title>Docs</title><script>steal()</script></head><body><h1>Install</h1>\
 <p>Run <code>cargo add statig</code>.</p></body></html>";
 
 #[test]
@@ -295,4 +295,46 @@ fn a_scenario_scripts_websearch_with_server_tool_blocks() {
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["result"], "An HSM crate.");
     assert_eq!(result["subtype"], "success");
+}
+
+/// WebFetch in the interactive session: the call's question names the URL, `y` lets it run,
+/// and the small model's answer is the result.
+#[test]
+fn webfetch_is_asked_about_in_the_interactive_session() {
+    use crate::pty::Pty;
+    use assert_cmd::cargo::CommandCargoExt;
+    use std::time::Duration;
+    let wait = Duration::from_secs(20);
+    let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let pages = Pages::start(HashMap::from([("/docs", html(PAGE))]));
+    let url = format!("{}/docs", pages.base);
+    let api = MockApi::start(vec![
+        call("WebFetch", json!({"url": url, "prompt": "How is it installed?"})),
+        Reply::Sse(Sse::new("claude-haiku-4-5", 50).text("With cargo add.").stop("end_turn")),
+        done("Install it with cargo add."),
+    ]);
+    let mut command = std::process::Command::cargo_bin("agentloop").unwrap();
+    command
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_DEFAULT_HAIKU_MODEL")
+        .env_remove("ANTHROPIC_SMALL_FAST_MODEL")
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("AGENTLOOP_HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", home.path().join("claude"))
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .current_dir(dir.path());
+    let mut pty = Pty::spawn(command);
+    pty.expect("> ", wait);
+    pty.send("how do I install statig?\r");
+    pty.expect(&format!("? WebFetch({url})"), wait);
+    pty.send("y");
+    pty.expect("⎿ WebFetch ok", wait);
+    pty.expect("Install it with cargo add.", wait);
+    pty.expect("> ", wait);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(wait), 0);
+    assert_eq!(result_of(&api.bodies()[2]), ("With cargo add.".to_owned(), false));
+    assert_eq!(pages.hits(), ["/docs"]);
 }
