@@ -654,7 +654,12 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
         }
     };
     if let Some(t) = &mut trace
-        && let Err(e) = t.header(&TraceHeader { sandbox: Some(spec.sandbox.status()), ..header(&spec.options) })
+        && let Err(e) = t.header(&TraceHeader {
+            sandbox: Some(spec.sandbox.status()),
+            memory_files: spec.memory.files.clone(),
+            memory_warnings: spec.memory.warnings.clone(),
+            ..header(&spec.options)
+        })
     {
         eprintln!("agentloop: cannot write the trace: {e}");
         return ExitStatus::Usage;

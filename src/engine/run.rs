@@ -98,6 +98,8 @@ pub fn header(options: &EngineOptions) -> TraceHeader {
         bounds: st.bounds,
         counters: st.counters,
         sandbox: None,
+        memory_files: Vec::new(),
+        memory_warnings: Vec::new(),
         parent_run_id: options.link.as_ref().map(|l| l.parent_run_id.clone()),
         parent_tool_use_id: options.link.as_ref().map(|l| l.parent_tool_use_id.clone()),
     }

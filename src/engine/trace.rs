@@ -92,6 +92,13 @@ pub struct TraceHeader {
     /// For a subagent's run: the `Agent` call that started it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_tool_use_id: Option<String>,
+    /// The memory files the session loaded at its start (as `system/init` lists them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_files: Vec<crate::context::memory::MemoryFile>,
+    /// What loading them warned about (a directory with both `CLAUDE.md` and `AGENTS.md`, an
+    /// import not followed, the cap).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_warnings: Vec<String>,
 }
 
 /// How a trace is written.
@@ -152,7 +159,19 @@ impl TraceWriter {
                         format_counters(&header.counters)
                     ),
                 };
-                writeln!(self.out, "{}", self.paint(DIM, &banner))
+                writeln!(self.out, "{}", self.paint(DIM, &banner))?;
+                if !header.memory_files.is_empty() {
+                    let files: Vec<String> = header
+                        .memory_files
+                        .iter()
+                        .map(|f| format!("{} ({}, {} B)", f.path.display(), f.scope.as_str(), f.bytes))
+                        .collect();
+                    writeln!(self.out, "{}", self.paint(DIM, &format!("memory  {}", files.join(", "))))?;
+                }
+                for warning in &header.memory_warnings {
+                    writeln!(self.out, "{}", self.paint(DIM, &format!("memory  warning: {warning}")))?;
+                }
+                Ok(())
             }
         }
     }

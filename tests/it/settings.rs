@@ -414,7 +414,21 @@ fn memory_files_reach_the_model_exactly_and_stay_in_the_cached_prefix() {
     write(dirs.project.join(".claude/rules/rs.md"), "---\npaths: \"**/*.rs\"\n---\nRust only.\n");
     write(dirs.user.join("CLAUDE.md"), "User note.\n");
     let api = MockApi::start(vec![bash("echo hi"), done("Done.")]);
-    let (lines, stderr) = print(&dirs, &api, "say hi", &["--allowedTools", "Bash(echo:*)"]);
+    let trace = dirs.home.join("trace.jsonl");
+    let trace_arg = trace.display().to_string();
+    let (lines, stderr) =
+        print(&dirs, &api, "say hi", &["--allowedTools", "Bash(echo:*)", "--trace=jsonl", "--trace-file", &trace_arg]);
+    // The trace's header names the files and what loading them warned about.
+    let header: Value = serde_json::from_str(std::fs::read_to_string(&trace).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(header["memory_files"], init(&lines)["memory_files"]);
+    let warnings = header["memory_warnings"].as_array().unwrap();
+    assert!(
+        warnings.contains(&json!(format!(
+            "{} has both CLAUDE.md and AGENTS.md: both are loaded (a file reached twice is loaded once)",
+            top.display()
+        ))),
+        "{warnings:?}"
+    );
     let listed: Vec<(String, String, u64)> = init(&lines)["memory_files"]
         .as_array()
         .unwrap()
