@@ -945,3 +945,63 @@ fn webfetch_is_asked_of_can_use_tool_with_the_domain_rule_suggested() {
     assert_eq!(content_text(&results[0]["content"]), "Side request answered.");
     assert_eq!(result(&obs["messages"])["subtype"], "success");
 }
+
+/// TodoWrite, Skill, NotebookEdit and WebSearch in SDK mode, as in `-p`: each call's result
+/// reaches the model without an error, the notebook is changed, the skill's body is loaded, and
+/// the search's side request offers the web search server tool. agentloop's own behaviour
+/// (the script's order of requests is ours).
+#[test]
+fn the_context_tools_work_in_sdk_mode() {
+    if crate::cli_under_test::against_claude_code() {
+        return;
+    }
+    let dirs = dirs();
+    let skill = dirs.cwd.join(".claude/skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(&skill, "---\ndescription: Cut a release.\n---\nBump the version, then tag it.\n").unwrap();
+    let notebook = json!({"cells": [{"cell_type": "code", "id": "calc", "metadata": {}, "source": ["print(1)"],
+                          "outputs": [], "execution_count": null}],
+                          "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
+    std::fs::write(dirs.cwd.join("n.ipynb"), notebook.to_string()).unwrap();
+    let todos = json!({"todos": [{"content": "Fix the notebook", "status": "in_progress", "activeForm": "Fixing the notebook"}]});
+    let first = Sse::new(MODEL, 100)
+        .tool_use("toolu_todo", "TodoWrite", &todos)
+        .tool_use("toolu_read", "Read", &json!({"file_path": "n.ipynb"}))
+        .stop("tool_use");
+    let second = Sse::new(MODEL, 200)
+        .tool_use("toolu_skill", "Skill", &json!({"skill": "release"}))
+        .tool_use(
+            "toolu_nb",
+            "NotebookEdit",
+            &json!({"notebook_path": "n.ipynb", "cell_id": "calc", "new_source": "print(2)"}),
+        )
+        .tool_use("toolu_search", "WebSearch", &json!({"query": "statig"}))
+        .stop("tool_use");
+    let search = Sse::new("claude-haiku-4-5", 50)
+        .server_tool_use("srvtoolu_1", "web_search", &json!({"query": "statig"}))
+        .block(json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+            {"type": "web_search_result", "url": "https://docs.rs/statig", "title": "statig - Rust", "encrypted_content": "e"}]}))
+        .stop("end_turn");
+    let mock = mock(vec![Reply::Sse(first), Reply::Sse(second), Reply::Sse(search), text_reply("All done.")]);
+    let obs = run_script("context_tools.py", &mock, &dirs);
+    assert_eq!(result(&obs["messages"])["subtype"], "success");
+    let asked: Vec<&str> = obs["asked"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(
+        asked,
+        ["NotebookEdit", "WebSearch"],
+        "the calls that change things or reach the network are asked about"
+    );
+    let bodies = conversation_bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies[2]["tools"], json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 8}]));
+    let results = last_tool_results(&bodies[3]);
+    let ids: Vec<&str> = results.iter().map(|r| r["tool_use_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["toolu_skill", "toolu_nb", "toolu_search"]);
+    assert!(results.iter().all(|r| r["is_error"] != true), "{results:?}");
+    assert!(content_text(&results[0]["content"]).ends_with("Bump the version, then tag it."));
+    assert!(content_text(&results[2]["content"]).contains("1. [statig - Rust](https://docs.rs/statig)"));
+    let first_results = last_tool_results(&bodies[1]);
+    assert!(first_results.iter().all(|r| r["is_error"] != true), "{first_results:?}");
+    let edited: Value = serde_json::from_str(&std::fs::read_to_string(dirs.cwd.join("n.ipynb")).unwrap()).unwrap();
+    assert_eq!(edited["cells"][0]["source"], json!(["print(2)"]));
+}
