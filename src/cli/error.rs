@@ -43,9 +43,9 @@ pub enum ResolveError {
     /// The scenario's settings are malformed.
     #[error(transparent)]
     ScenarioSettings(#[from] HarnessError),
-    /// A model that is neither `claude-…` nor `scripted:FILE`.
-    #[error("unknown model `{0}`: use claude-… (the Messages API) or scripted:FILE")]
-    UnknownModel(String),
+    /// A `--model` that names no model.
+    #[error("--model: {0}")]
+    BadModel(String),
     /// The Messages API client cannot be set up (no credential, a bad base URL, …).
     #[error("{}", model_setup(.0))]
     ModelSetup(ModelError),

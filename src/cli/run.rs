@@ -47,7 +47,8 @@ pub struct RunArgs {
 /// The flags of a run, shared by `agentloop run` and the top-level command line.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunFlags {
-    /// `claude-…` for the Anthropic API, or `scripted:FILE` for a scenario file.
+    /// A model the server at `ANTHROPIC_BASE_URL` serves (`claude-…` for the Anthropic API, any
+    /// name for a compatible local server), or `scripted:FILE` for a scenario file.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Model to switch to after three overloaded errors in a row.
@@ -418,9 +419,9 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
 fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, ResolveError> {
     let name = match args.model.as_deref() {
-        Some(name) if name.starts_with("claude") => name.to_owned(),
-        Some(other) => {
-            return Err(ResolveError::UnknownModel(other.to_owned()));
+        Some(name) => {
+            crate::model::check_model_name(name).map_err(ResolveError::BadModel)?;
+            name.to_owned()
         }
         None => DEFAULT_MODEL.to_owned(),
     };

@@ -357,6 +357,13 @@ and nothing is left to compact",
         if !asm.is_complete() {
             return self.stream_failed(ctx, asm, executor, ModelError::Incomplete).await;
         }
+        // The reply is whole; read the rest of its body (bounded by the transport) so the
+        // connection is reused by the next request. An interruption stops waiting.
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {}
+            () = reply::finish(&mut stream) => {}
+        }
         let done = asm.finish();
         self.account(ctx, &done.usage);
         let info = Box::new(reply_info(&done, stream.request_id()));

@@ -38,7 +38,7 @@ pub const HELP: &str = "\
 /cost                tokens and dollars of this session so far
 /trace               show every transition of the machine inline (again to stop)
 /clear               start a new session
-/model [NAME]        show the model, or switch to NAME (claude-…)
+/model [NAME]        show the model, or switch to NAME (any name the server serves)
 /permissions         the permission mode, the rules in force and this session's grants
 /resume [N|ID]       list this directory's sessions, or reopen one (by number or id)
 /compact [TEXT]      replace the history with a summary now (TEXT: what the summary must keep)

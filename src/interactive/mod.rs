@@ -341,13 +341,13 @@ impl Interactive {
                 Err(e) => self.screen.line(&style.paint(RED, &format!("cannot start a new session: {e}"))),
             },
             Command::Model(None) => self.screen.line(&format!("model: {}", self.options.model)),
-            Command::Model(Some(name)) if name.starts_with("claude") => {
-                self.options.model = name;
-                self.screen.line(&format!("model: {}", self.options.model));
-            }
-            Command::Model(Some(name)) => self.screen.line(
-                &style.paint(RED, &format!("unknown model `{name}`: use a claude-… model (default {DEFAULT_MODEL})")),
-            ),
+            Command::Model(Some(name)) => match crate::model::check_model_name(&name) {
+                Ok(()) => {
+                    self.options.model = name;
+                    self.screen.line(&format!("model: {}", self.options.model));
+                }
+                Err(e) => self.screen.line(&style.paint(RED, &format!("{e} (default {DEFAULT_MODEL})"))),
+            },
             Command::Permissions => self.screen.line(&permissions_text(&self.policy)),
             Command::Resume(which) => self.resume(which.as_deref()),
             Command::Memory(None) => {

@@ -76,7 +76,7 @@ impl ModelError {
                 classify_http(*status, kind, message, retry_after.is_some())
             }
             ModelError::Stream { kind, message } => {
-                if is_prompt_too_long(message) {
+                if is_context_overflow(kind, message) {
                     ErrorClass::PromptTooLong
                 } else if matches!(kind.as_str(), "overloaded_error" | "api_error" | "rate_limit_error") {
                     ErrorClass::Retryable
@@ -148,14 +148,31 @@ impl ApiFailure {
     }
 }
 
-/// Whether a message is the API's "prompt is too long" refusal.
-pub fn is_prompt_too_long(message: &str) -> bool {
-    message.to_ascii_lowercase().contains("prompt is too long")
+/// Error types and codes by which servers say the prompt is over their context window:
+/// llama.cpp's `exceed_context_size_error`, OpenAI's `context_length_exceeded`.
+const OVERFLOW_KINDS: [&str; 2] = ["exceed_context_size_error", "context_length_exceeded"];
+
+/// Phrases of the same refusal in servers' messages: the Messages API's "prompt is too
+/// long", llama.cpp's "exceeds the available context size", OpenAI's and vLLM's "maximum
+/// context length", and vLLM's "longer than the model's maximum context length" (lowercase).
+const OVERFLOW_PHRASES: [&str; 5] = [
+    "prompt is too long",
+    "exceeds the available context size",
+    "maximum context length",
+    "context length exceeded",
+    "context window exceeded",
+];
+
+/// Whether an error of type `kind` with `message` says the prompt is over the context window,
+/// in any server's words.
+pub fn is_context_overflow(kind: &str, message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    OVERFLOW_KINDS.contains(&kind) || OVERFLOW_PHRASES.iter().any(|phrase| lower.contains(phrase))
 }
 
 fn classify_http(status: u16, kind: &str, message: &str, has_retry_after: bool) -> ErrorClass {
     match status {
-        400 | 413 if is_prompt_too_long(message) => ErrorClass::PromptTooLong,
+        400 | 413 | 500 if is_context_overflow(kind, message) => ErrorClass::PromptTooLong,
         429 => {
             // A 429 that names a spend limit and gives no retry-after will not clear by waiting.
             let lower = message.to_ascii_lowercase();
@@ -194,6 +211,41 @@ mod tests {
             (http(503, "api_error", "boom"), ErrorClass::Retryable),
             (http(529, "overloaded_error", "Overloaded"), ErrorClass::Retryable),
             (ModelError::Incomplete, ErrorClass::Retryable),
+            // Other servers' words for a prompt over the window.
+            (
+                http(
+                    400,
+                    "exceed_context_size_error",
+                    "request (1260 tokens) exceeds the available context size (512 tokens), try increasing it",
+                ),
+                ErrorClass::PromptTooLong,
+            ),
+            (
+                http(
+                    400,
+                    "invalid_request_error",
+                    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                ),
+                ErrorClass::PromptTooLong,
+            ),
+            (http(400, "context_length_exceeded", "Input too long"), ErrorClass::PromptTooLong),
+            (
+                http(
+                    400,
+                    "BadRequestError",
+                    "The prompt (5000 tokens) is longer than the model's maximum context length",
+                ),
+                ErrorClass::PromptTooLong,
+            ),
+            (
+                ModelError::Stream {
+                    kind: "exceed_context_size_error".into(),
+                    message: "the request exceeds the available context size".into(),
+                },
+                ErrorClass::PromptTooLong,
+            ),
+            // A server's own error event mid-stream ends the run with its message: no retry loop.
+            (ModelError::Stream { kind: "server_error".into(), message: "boom".into() }, ErrorClass::Fatal),
             (ModelError::Script("past the end".into()), ErrorClass::Fatal),
         ];
         for (err, class) in cases {

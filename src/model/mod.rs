@@ -66,6 +66,19 @@ pub struct ModelRequest {
     pub purpose: Purpose,
 }
 
+/// Check a model name a user gave (`--model`, `/model`, the SDK's `set_model`): any name the
+/// server at `ANTHROPIC_BASE_URL` serves is one (`claude-sonnet-4-5`, a local server's
+/// `qwen2.5-coder:0.5b`), so only an empty name or one with whitespace is refused.
+///
+/// # Errors
+/// What is wrong with the name.
+pub fn check_model_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().any(char::is_whitespace) {
+        return Err(format!("{name:?} is not a model name: a name is one word, such as claude-sonnet-4-5"));
+    }
+    Ok(())
+}
+
 /// The smallest thinking budget the Messages API accepts.
 pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
 

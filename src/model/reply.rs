@@ -38,6 +38,13 @@ pub trait Reply: Send {
     fn request_id(&self) -> Option<&str> {
         None
     }
+
+    /// After the last event: finish reading the transport (the rest of an HTTP body, so its
+    /// connection can be reused). `Ready` when there is nothing more to wait for; a reply with
+    /// no transport is finished at once.
+    fn poll_finish(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
 }
 
 /// A boxed reply, as [`crate::model::Model::stream`] returns it.
@@ -53,6 +60,11 @@ pub async fn read(
     on_step: &mut dyn FnMut(Step<'_>),
 ) -> Option<Result<(), ModelError>> {
     std::future::poll_fn(|cx| reply.as_mut().poll_read(cx, asm, on_step)).await
+}
+
+/// Finish `reply` after its last event ([`Reply::poll_finish`]).
+pub async fn finish(reply: &mut ReplyStream) {
+    std::future::poll_fn(|cx| reply.as_mut().poll_finish(cx)).await;
 }
 
 /// Read `reply` to its end into `asm`, calling `on_step` with every step. Generic over the

@@ -562,9 +562,11 @@ impl Host {
             "set_model" => {
                 let requested = request.get("model").and_then(Value::as_str);
                 let to = match requested {
-                    Some(name) if name.starts_with("claude") => name.to_owned(),
                     None | Some("default") => self.default_model.clone(),
-                    Some(other) => return wire::error(id, &format!("unknown model {other:?}: use a claude-… model")),
+                    Some(name) => match crate::model::check_model_name(name) {
+                        Ok(()) => name.to_owned(),
+                        Err(e) => return wire::error(id, &e),
+                    },
                 };
                 let from = std::mem::replace(&mut self.options.model, to.clone());
                 self.model_switched(&from, &to, requested);

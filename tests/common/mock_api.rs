@@ -78,6 +78,15 @@ pub enum Reply {
         /// How long the rest waits.
         pause: Duration,
     },
+    /// `200 OK` in chunked transfer encoding: `body` as one chunk at once, and the chunk that
+    /// ends the body only after `tail` (a server that flushes `message_stop` and closes its
+    /// stream a moment later).
+    LateEnd {
+        /// The whole SSE body.
+        body: String,
+        /// How long the end of the body waits.
+        tail: Duration,
+    },
 }
 
 impl Reply {
@@ -364,6 +373,7 @@ pub struct MockApi {
     address: SocketAddr,
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MockApi {
@@ -373,20 +383,28 @@ impl MockApi {
         let address = listener.local_addr().expect("local address");
         let shared = Arc::new(Mutex::new(Shared { script: script.into(), ..Shared::default() }));
         let stop = Arc::new(AtomicBool::new(false));
-        let (accept_shared, accept_stop) = (shared.clone(), stop.clone());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (accept_shared, accept_stop, accepted) = (shared.clone(), stop.clone(), connections.clone());
         thread::spawn(move || {
             for socket in listener.incoming() {
                 if accept_stop.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(socket) = socket else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
                 // Answer at once: no Nagle delay on small writes.
                 let _ = socket.set_nodelay(true);
                 let shared = accept_shared.clone();
                 thread::spawn(move || serve(socket, &shared));
             }
         });
-        MockApi { address, shared, stop }
+        MockApi { address, shared, stop, connections }
+    }
+
+    /// TCP connections accepted so far: a client that reuses its connection opens one.
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// Answer each request for which `side` gives a reply with that reply, unchecked and
@@ -503,6 +521,15 @@ fn serve(mut socket: TcpStream, shared: &Mutex<Shared>) {
                     log.0.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), event.to_owned()));
                 }
                 result
+            }
+            Reply::LateEnd { body, tail } => {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+                let chunk = format!("{head}{:x}\r\n{body}\r\n", body.len());
+                if socket.write_all(chunk.as_bytes()).and_then(|()| socket.flush()).is_err() {
+                    return;
+                }
+                thread::sleep(tail);
+                socket.write_all(b"0\r\n\r\n").and_then(|()| socket.flush())
             }
             Reply::Paused { body, at, pause } => {
                 let head = format!(

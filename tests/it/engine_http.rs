@@ -350,6 +350,67 @@ async fn prompt_too_long_on_the_first_request_compacts_with_an_aux_request_and_r
     assert_eq!(messages(&done.bodies[2]), serde_json::to_value(compacted_history(summary)).unwrap());
 }
 
+/// A session's requests share one connection: each response is read to its end, so the
+/// connection goes back to the pool before the next request.
+#[tokio::test]
+async fn a_session_uses_one_connection() {
+    // Each body ends 40 ms after its `message_stop`, as a real server's may.
+    let late = |body: String| Reply::LateEnd { body, tail: Duration::from_millis(40) };
+    let api = MockApi::start(vec![
+        late(read_call("toolu_a", "a.txt")),
+        late(read_call("toolu_b", "b.txt")),
+        late(answer("Read both.")),
+    ]);
+    let done = run_against(&api, options(), "Read a.txt, then b.txt").await;
+    assert_eq!(done.outcome.terminal, TerminalReason::Completed);
+    assert_eq!(done.bodies.len(), 3);
+    assert_eq!(api.connections(), 1);
+}
+
+/// llama.cpp's refusal of a prompt over its context (`-c 512`), in its own error shape, takes
+/// the same edges as the Messages API's "prompt is too long".
+#[tokio::test]
+async fn a_local_servers_context_overflow_takes_the_prompt_too_long_edges() {
+    let llama = Reply::Error {
+        status: 400,
+        headers: Vec::new(),
+        body: json!({"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 1260, "n_ctx": 512,
+                               "message": "request (1260 tokens) exceeds the available context size (512 tokens), try increasing it"}}),
+    };
+    let api = MockApi::start(vec![llama, Reply::Sse(answer("A summary.")), Reply::Sse(answer("Hello!"))]);
+    let done = run_against(&api, options(), "Greet me").await;
+    assert_eq!(
+        done.edges(),
+        [
+            "prepare.request",
+            "request.prompt_too_long",
+            "recover.reactive_compact_retry",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed",
+        ]
+    );
+}
+
+/// A server's own error event mid-stream (llama.cpp's `{"code", "message", "type"}`, no
+/// `error` envelope) ends the run with its message at once, not as a cut stream retried.
+#[tokio::test]
+async fn a_servers_own_error_event_mid_stream_ends_the_run_with_its_message() {
+    let start = json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+        "model": MODEL, "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}});
+    let body = format!(
+        "event: message_start\ndata: {start}\n\nevent: error\ndata: {}\n\n",
+        json!({"code": 500, "message": "Compute error: the KV cache is full", "type": "server_error"})
+    );
+    let api = MockApi::start(vec![Reply::Sse(body)]);
+    let done = run_against(&api, options(), "Greet me").await;
+    assert_eq!(done.edges(), ["prepare.request", "request.stream_opened", "consume.model_error"]);
+    assert_eq!(done.outcome.terminal, TerminalReason::ModelError);
+    assert_eq!(done.bodies.len(), 1, "not retried");
+    assert_eq!(done.outcome.error.as_deref(), Some("stream error server_error: Compute error: the KV cache is full"));
+}
+
 #[tokio::test]
 async fn a_truncated_reply_is_sent_again_with_64000_max_tokens() {
     let api = MockApi::start(vec![

@@ -50,7 +50,7 @@ fn control_requests_get_answers_never_silence() {
     send(&mut child, json!({"type": "control_request", "request_id": "r2", "request": {"subtype": "rewind_files"}}));
     send(
         &mut child,
-        json!({"type": "control_request", "request_id": "r3", "request": {"subtype": "set_model", "model": "gpt-9"}}),
+        json!({"type": "control_request", "request_id": "r3", "request": {"subtype": "set_model", "model": "gpt 9"}}),
     );
     send(
         &mut child,
@@ -78,7 +78,10 @@ fn control_requests_get_answers_never_silence() {
     assert_eq!(frames[1]["response"]["error"], "agentloop does not support the `rewind_files` control request");
     assert_eq!(frames[3]["response"]["response"], json!({"mode": "plan"}));
     assert_eq!(frames[4]["response"]["response"], json!({"still_queued": []}));
-    assert_eq!(frames[2]["response"]["error"], "unknown model \"gpt-9\": use a claude-… model");
+    assert_eq!(
+        frames[2]["response"]["error"],
+        "\"gpt 9\" is not a model name: a name is one word, such as claude-sonnet-4-5"
+    );
 }
 
 /// SIGTERM during a prompt's tool: the prompt ends `aborted_tools` with its result line, and

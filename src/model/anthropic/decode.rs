@@ -28,7 +28,41 @@ use crate::protocol::StreamEvent;
 /// # Errors
 /// [`ModelError::Protocol`] when the payload is not a JSON event object.
 pub fn decode(data: &str) -> Result<StreamEvent, ModelError> {
-    serde_json::from_str(data).map_err(|e| ModelError::Protocol(format!("bad event JSON ({e}): {}", snippet(data))))
+    let event = serde_json::from_str(data);
+    match event {
+        Ok(StreamEvent::Unknown) | Err(_) => {
+            if let Some(error) = foreign_error(data) {
+                return Ok(StreamEvent::Error { error });
+            }
+        }
+        Ok(_) => {}
+    }
+    event.map_err(|e| ModelError::Protocol(format!("bad event JSON ({e}): {}", snippet(data))))
+}
+
+/// An error event in another server's shape, not the Messages API's `{"type": "error",
+/// "error": {…}}`: llama.cpp's `{"code": 500, "message": …, "type": "server_error"}` and the
+/// OpenAI style `{"error": {"message": …, "type"?: …, "code"?: …}}`. `None` for anything else
+/// (an unknown event type stays ignored).
+fn foreign_error(data: &str) -> Option<crate::protocol::ApiErrorBody> {
+    let value: serde_json::Value = serde_json::from_str(data).ok()?;
+    let body = match value.get("error") {
+        Some(inner) if inner.is_object() => inner,
+        _ => &value,
+    };
+    let message = body.get("message")?.as_str()?.to_owned();
+    let kind = body.get("type").and_then(serde_json::Value::as_str);
+    let code = body.get("code");
+    // Only what says it is an error: a type ending in `error`, or a code beside the message.
+    if !(kind.is_some_and(|k| k.ends_with("error")) || code.is_some() || value.get("error").is_some()) {
+        return None;
+    }
+    let kind = match (kind, code) {
+        (Some(kind), _) => kind.to_owned(),
+        (None, Some(code)) => code.as_str().map_or_else(|| format!("error {code}"), str::to_owned),
+        (None, None) => "error".to_owned(),
+    };
+    Some(crate::protocol::ApiErrorBody { kind, message })
 }
 
 /// Decode one payload and push it into `asm`: a delta carrying a piece of text through its
@@ -172,6 +206,23 @@ mod tests {
         let started = r#"BlockStarted { index: 0, block: Object {"text": String(""), "type": String("text")} }"#;
         assert_eq!(steps, [started, r#"Text { index: 0, text: "a\tb é 😀" }"#, r#"Text { index: 0, text: "!" }"#]);
         assert_eq!(asm.finish().content[0], json!({"type": "text", "text": "a\tb é 😀!"}));
+    }
+
+    /// Other servers' error events are errors with their message, not ignored or a protocol
+    /// failure; an unknown event that is no error stays ignored.
+    #[test]
+    fn foreign_error_events_keep_their_message() {
+        let error = |kind: &str, message: &str| StreamEvent::Error {
+            error: crate::protocol::ApiErrorBody { kind: kind.into(), message: message.into() },
+        };
+        let llama = r#"{"code":500,"message":"Compute error.","type":"server_error"}"#;
+        assert_eq!(decode(llama).unwrap(), error("server_error", "Compute error."));
+        let openai = r#"{"error":{"message":"The server had an error","type":null,"code":"server_error"}}"#;
+        assert_eq!(decode(openai).unwrap(), error("server_error", "The server had an error"));
+        let bare = r#"{"error":{"message":"context window exceeded"}}"#;
+        assert_eq!(decode(bare).unwrap(), error("error", "context window exceeded"));
+        assert_eq!(decode(r#"{"type":"brand_new_event","message":"hi"}"#).unwrap(), StreamEvent::Unknown);
+        assert!(matches!(decode("not json"), Err(ModelError::Protocol(_))));
     }
 
     /// An assembler with a text, a tool_use and a thinking block open.
