@@ -425,12 +425,29 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         }
         None => DEFAULT_MODEL.to_owned(),
     };
-    let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;
-    if let Some(secs) = args.stream_idle_timeout {
-        config.idle_timeout = Duration::from_secs_f64(secs);
-    }
-    let model = AnthropicModel::new(config).map_err(ResolveError::ModelSetup)?;
-    let options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
+    let (model, name): (Arc<dyn crate::model::Model>, String) = match name.strip_prefix("chat:") {
+        // Chat Completions at OPENAI_BASE_URL.
+        Some(served) => {
+            crate::model::check_model_name(served).map_err(ResolveError::BadModel)?;
+            let mut config = crate::model::chat::ChatConfig::from_env();
+            if let Some(secs) = args.stream_idle_timeout {
+                config.idle_timeout = Duration::from_secs_f64(secs);
+            }
+            (Arc::new(crate::model::chat::ChatModel::new(config).map_err(ResolveError::ModelSetup)?), served.to_owned())
+        }
+        None => {
+            let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;
+            if let Some(secs) = args.stream_idle_timeout {
+                config.idle_timeout = Duration::from_secs_f64(secs);
+            }
+            (Arc::new(AnthropicModel::new(config).map_err(ResolveError::ModelSetup)?), name)
+        }
+    };
+    let chat = args.model.as_deref().is_some_and(|m| m.starts_with("chat:"));
+    let mut options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
+    // A Chat Completions server serves the model it was started with: the tools' side
+    // requests go to that one too.
+    options.small_model = if chat { options.model.clone() } else { crate::model::side::small_model_from_env() };
     Ok(RunSpec {
         prompt: String::new(),
         session: Session::in_memory(crate::session::Uuid::new_v4(), cwd.clone()),
@@ -447,7 +464,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         output_style: ChosenStyle::default(),
         cwd,
         options,
-        model: Arc::new(model),
+        model,
         scripted: None,
         settings: Settings::default(),
         policy: Policy::default(),
@@ -506,7 +523,6 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     // The scripted model is a test double: its runs carry no environment, so a scenario's
     // requests (and the token figures estimated from them) are the same on every machine.
     if spec.scripted.is_none() {
-        spec.options.small_model = crate::model::side::small_model_from_env();
         let (environment, git) = crate::context::environment::take(&spec.cwd);
         spec.options.environment = Some(Arc::from(environment));
         spec.options.git_snapshot = git.map(Arc::from);

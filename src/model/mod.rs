@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod assemble;
+pub mod chat;
 mod error;
 pub mod reply;
 pub mod scripted;

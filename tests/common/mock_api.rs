@@ -301,6 +301,8 @@ struct Shared {
     problems: Vec<String>,
     side: Option<SideRequests>,
     other_roles: bool,
+    /// Requests are Chat Completions (`POST /v1/chat/completions`), checked as such.
+    chat: bool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -323,7 +325,8 @@ impl Shared {
             return reply;
         }
         let n = self.requests.len() + 1;
-        let refusal = check(&request, self.other_roles).map(|problem| format!("request {n}: {problem}"));
+        let problem = if self.chat { check_chat(&request) } else { check(&request, self.other_roles) };
+        let refusal = problem.map(|problem| format!("request {n}: {problem}"));
         self.requests.push(request);
         if let Some(problem) = refusal {
             self.problems.push(problem.clone());
@@ -338,6 +341,40 @@ impl Shared {
             }
         }
     }
+}
+
+/// What is wrong with a Chat Completions request, if anything: the endpoint, the messages,
+/// and that every assistant message's tool calls are answered by `tool` messages right after
+/// it (and no `tool` message answers a call that was not made).
+fn check_chat(request: &Recorded) -> Option<String> {
+    if request.request_line != "POST /v1/chat/completions HTTP/1.1" {
+        return Some(format!("unexpected request line {:?}", request.request_line));
+    }
+    let Some(messages) = request.body.get("messages").and_then(Value::as_array) else {
+        return Some("the body has no `messages` list".into());
+    };
+    let mut open: Vec<String> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        match message["role"].as_str() {
+            Some("tool") => {
+                let id = message["tool_call_id"].as_str().unwrap_or_default();
+                let Some(at) = open.iter().position(|o| o == id) else {
+                    return Some(format!("message {i} answers {id:?}, which no open tool call has"));
+                };
+                open.remove(at);
+            }
+            Some(role @ ("system" | "user" | "assistant")) => {
+                if !open.is_empty() {
+                    return Some(format!("message {i} ({role}) comes before the results of {open:?}"));
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    open.push(call["id"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+            other => return Some(format!("message {i} has role {other:?}")),
+        }
+    }
+    None
 }
 
 /// What is wrong with a request, if anything: the endpoint, the JSON, and tool pairing;
@@ -413,6 +450,15 @@ impl MockApi {
     pub fn answer_side_requests(self, side: impl Fn(&Recorded) -> Option<Reply> + Send + 'static) -> MockApi {
         self.lock().side = Some(Box::new(side));
         self
+    }
+
+    /// A mock of a Chat Completions server (`POST /v1/chat/completions`): requests are
+    /// checked as that protocol's, and `script` holds its replies.
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn start_chat(script: Vec<Reply>) -> MockApi {
+        let mock = MockApi::start(script);
+        mock.lock().chat = true;
+        mock
     }
 
     /// Accept messages whose role is neither `user` nor `assistant` (Claude Code sends

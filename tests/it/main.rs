@@ -28,6 +28,7 @@ mod approvals;
 mod audit;
 mod background;
 mod budget_and_schema;
+mod chat;
 mod cli;
 mod cli_http;
 mod cli_output;

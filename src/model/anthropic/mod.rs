@@ -14,7 +14,7 @@
 
 mod client;
 pub(crate) mod decode;
-mod errors;
+pub(crate) mod errors;
 #[cfg(test)]
 mod fixture_tests;
 pub(crate) mod pricing;

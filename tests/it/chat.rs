@@ -1,0 +1,133 @@
+//! `--model chat:NAME` through the binary against a Chat Completions mock: the loop's requests
+//! in that protocol, tool calls paired with `tool` messages, and the recovery edges a local
+//! server's failures take.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::binary::offline_agentloop;
+use crate::mock_api::{MockApi, Reply};
+
+/// A streamed Chat Completions body of `chunks`, ending with `[DONE]`.
+fn chat_sse(chunks: &[Value]) -> String {
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+fn text(content: &str, finish: &str) -> Reply {
+    Reply::Sse(chat_sse(&[
+        json!({"id": "chatcmpl-1", "model": "qwen2.5-coder-0.5b", "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 8}}),
+    ]))
+}
+
+fn read_call() -> Reply {
+    Reply::Sse(chat_sse(&[
+        json!({"id": "chatcmpl-0", "model": "qwen2.5-coder-0.5b", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null,
+               "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "path\": \"greeting.txt\"}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 12}}),
+    ]))
+}
+
+/// `agentloop -p PROMPT --model chat:qwen --output-format stream-json --verbose` in `dir`.
+fn run(dir: &Path, api: &MockApi, prompt: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    let out = offline_agentloop()
+        .current_dir(dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.base_url()))
+        .env_remove("OPENAI_API_KEY")
+        .args(["-p", prompt, "--model", "chat:qwen", "--output-format", "stream-json", "--verbose"])
+        .args(args)
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (out, lines)
+}
+
+fn work_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_read_round_trip_over_chat_completions() {
+    let dir = work_dir();
+    let api = MockApi::start_chat(vec![read_call(), text("It says hello.", "stop")]);
+    let (out, lines) = run(dir.path(), &api, "What does greeting.txt say?", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bodies = api.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["model"], "qwen");
+    assert_eq!(bodies[0]["stream"], true);
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    assert_eq!(bodies[0]["messages"][1], json!({"role": "user", "content": "What does greeting.txt say?"}));
+    let read = bodies[0]["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "Read").unwrap();
+    assert_eq!(read["type"], "function");
+    assert_eq!(read["function"]["parameters"]["required"], json!(["file_path"]));
+    // The call and its result, as the protocol pairs them.
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[2],
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+               "function": {"name": "Read", "arguments": "{\"file_path\":\"greeting.txt\"}"}}]})
+    );
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "call_1");
+    assert!(messages[3]["content"].as_str().unwrap().contains("Hello from the greeting file!"), "{}", messages[3]);
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["result"], "It says hello.");
+    assert_eq!(result["terminal_reason"], "completed");
+    assert_eq!(result["usage"]["input_tokens"], 90);
+    assert_eq!(result["usage"]["output_tokens"], 20);
+}
+
+#[test]
+fn length_escalates_the_output_cap_as_max_tokens_does() {
+    let dir = work_dir();
+    let api = MockApi::start_chat(vec![text("The answer begins", "length"), text("The whole answer.", "stop")]);
+    let (out, lines) = run(dir.path(), &api, "Answer at length", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bodies = api.bodies();
+    assert_eq!((bodies[0]["max_tokens"].as_u64(), bodies[1]["max_tokens"].as_u64()), (Some(16000), Some(64000)));
+    assert_eq!(lines.last().unwrap()["result"], "The whole answer.");
+}
+
+#[test]
+fn a_context_overflow_takes_the_prompt_too_long_edges() {
+    let dir = work_dir();
+    let llama = || Reply::Error {
+        status: 400,
+        headers: Vec::new(),
+        body: json!({"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 1260, "n_ctx": 512,
+                               "message": "request (1260 tokens) exceeds the available context size (512 tokens), try increasing it"}}),
+    };
+    let api = MockApi::start_chat(vec![llama(), text("A short summary.", "stop"), text("Hello!", "stop")]);
+    let trace = dir.path().join("trace.jsonl");
+    let (out, _) = run(dir.path(), &api, "Greet me", &["--trace=jsonl", "--trace-file", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let edges: Vec<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["edge"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            "prepare.request",
+            "request.prompt_too_long",
+            "recover.reactive_compact_retry",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed"
+        ]
+    );
+}
