@@ -425,15 +425,20 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         }
         None => DEFAULT_MODEL.to_owned(),
     };
-    let (model, name): (Arc<dyn crate::model::Model>, String) = match name.strip_prefix("chat:") {
-        // Chat Completions at OPENAI_BASE_URL.
-        Some(served) => {
-            crate::model::check_model_name(served).map_err(ResolveError::BadModel)?;
+    use crate::model::chat::Wire;
+    let openai = [("chat:", Wire::Chat), ("responses:", Wire::Responses)]
+        .into_iter()
+        .find_map(|(prefix, wire)| name.strip_prefix(prefix).map(|served| (wire, served.to_owned())));
+    let chat = openai.is_some();
+    let (model, name): (Arc<dyn crate::model::Model>, String) = match openai {
+        // OpenAI's protocols at OPENAI_BASE_URL.
+        Some((wire, served)) => {
+            crate::model::check_model_name(&served).map_err(ResolveError::BadModel)?;
             let mut config = crate::model::chat::ChatConfig::from_env();
             if let Some(secs) = args.stream_idle_timeout {
                 config.idle_timeout = Duration::from_secs_f64(secs);
             }
-            (Arc::new(crate::model::chat::ChatModel::new(config).map_err(ResolveError::ModelSetup)?), served.to_owned())
+            (Arc::new(crate::model::chat::ChatModel::new(config, wire).map_err(ResolveError::ModelSetup)?), served)
         }
         None => {
             let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;
@@ -443,7 +448,6 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
             (Arc::new(AnthropicModel::new(config).map_err(ResolveError::ModelSetup)?), name)
         }
     };
-    let chat = args.model.as_deref().is_some_and(|m| m.starts_with("chat:"));
     let mut options = EngineOptions { model: name, run_id: new_run_id(), ..EngineOptions::default() };
     // A Chat Completions server serves the model it was started with: the tools' side
     // requests go to that one too.

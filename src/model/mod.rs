@@ -10,8 +10,10 @@ pub mod assemble;
 pub mod chat;
 mod error;
 pub mod reply;
+pub mod responses;
 pub mod scripted;
 pub mod side;
+pub mod translate;
 
 use futures::future::BoxFuture;
 use serde::Serialize;

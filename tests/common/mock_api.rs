@@ -303,6 +303,8 @@ struct Shared {
     other_roles: bool,
     /// Requests are Chat Completions (`POST /v1/chat/completions`), checked as such.
     chat: bool,
+    /// Requests are Responses (`POST /v1/responses`), checked as such.
+    responses: bool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -325,7 +327,13 @@ impl Shared {
             return reply;
         }
         let n = self.requests.len() + 1;
-        let problem = if self.chat { check_chat(&request) } else { check(&request, self.other_roles) };
+        let problem = if self.chat {
+            check_chat(&request)
+        } else if self.responses {
+            check_responses(&request)
+        } else {
+            check(&request, self.other_roles)
+        };
         let refusal = problem.map(|problem| format!("request {n}: {problem}"));
         self.requests.push(request);
         if let Some(problem) = refusal {
@@ -375,6 +383,33 @@ fn check_chat(request: &Recorded) -> Option<String> {
         }
     }
     None
+}
+
+/// What is wrong with a Responses request, if anything: the endpoint, the input, and that
+/// every `function_call` item is answered by one `function_call_output` after it.
+fn check_responses(request: &Recorded) -> Option<String> {
+    if request.request_line != "POST /v1/responses HTTP/1.1" {
+        return Some(format!("unexpected request line {:?}", request.request_line));
+    }
+    let Some(input) = request.body.get("input").and_then(Value::as_array) else {
+        return Some("the body has no `input` list".into());
+    };
+    let mut open: Vec<String> = Vec::new();
+    for (i, item) in input.iter().enumerate() {
+        let call = item["call_id"].as_str().unwrap_or_default().to_owned();
+        match item["type"].as_str() {
+            Some("function_call") => open.push(call),
+            Some("function_call_output") => match open.iter().position(|o| *o == call) {
+                Some(at) => {
+                    open.remove(at);
+                }
+                None => return Some(format!("item {i} answers {call:?}, which no open call has")),
+            },
+            _ if !open.is_empty() => return Some(format!("item {i} comes before the outputs of {open:?}")),
+            _ => {}
+        }
+    }
+    (!open.is_empty()).then(|| format!("calls {open:?} have no output"))
 }
 
 /// What is wrong with a request, if anything: the endpoint, the JSON, and tool pairing;
@@ -458,6 +493,14 @@ impl MockApi {
     pub fn start_chat(script: Vec<Reply>) -> MockApi {
         let mock = MockApi::start(script);
         mock.lock().chat = true;
+        mock
+    }
+
+    /// A mock of an OpenAI Responses server (`POST /v1/responses`).
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn start_responses(script: Vec<Reply>) -> MockApi {
+        let mock = MockApi::start(script);
+        mock.lock().responses = true;
         mock
     }
 

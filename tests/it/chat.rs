@@ -1,6 +1,6 @@
-//! `--model chat:NAME` through the binary against a Chat Completions mock: the loop's requests
-//! in that protocol, tool calls paired with `tool` messages, and the recovery edges a local
-//! server's failures take.
+//! `--model chat:NAME` and `--model responses:NAME` through the binary against mocks of those
+//! protocols: the loop's requests in each, tool calls paired with their results, and the
+//! recovery edges a local server's failures take.
 
 use std::path::Path;
 use std::process::Output;
@@ -130,4 +130,49 @@ fn a_context_overflow_takes_the_prompt_too_long_edges() {
             "checkpoint.completed"
         ]
     );
+}
+
+fn responses_sse(events: &[Value]) -> Reply {
+    Reply::Sse(events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect())
+}
+
+#[test]
+fn a_read_round_trip_over_the_responses_api() {
+    let dir = work_dir();
+    let call = responses_sse(&[
+        json!({"type": "response.created", "response": {"id": "resp_1", "model": "gpt-5-mini"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "call_7", "name": "Read", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\"file_path\": \"greeting.txt\"}"}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "function_call"}}),
+        json!({"type": "response.completed", "response": {"usage": {"input_tokens": 40, "output_tokens": 10}}}),
+    ]);
+    let answer = responses_sse(&[
+        json!({"type": "response.created", "response": {"id": "resp_2", "model": "gpt-5-mini"}}),
+        json!({"type": "response.output_text.delta", "output_index": 0, "delta": "It says hello."}),
+        json!({"type": "response.completed", "response": {"usage": {"input_tokens": 60, "output_tokens": 5}}}),
+    ]);
+    let api = MockApi::start_responses(vec![call, answer]);
+    let out = offline_agentloop()
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.base_url()))
+        .env_remove("OPENAI_API_KEY")
+        .args(["-p", "What does greeting.txt say?", "--model", "responses:gpt-5-mini", "--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["result"], "It says hello.");
+    assert_eq!(result["usage"]["input_tokens"], 100);
+    let bodies = api.bodies();
+    assert_eq!(bodies[0]["model"], "gpt-5-mini");
+    assert_eq!(bodies[0]["store"], false);
+    assert!(bodies[0]["instructions"].as_str().unwrap().starts_with("You are agentloop"));
+    let input = bodies[1]["input"].as_array().unwrap();
+    assert_eq!(
+        input[1],
+        json!({"type": "function_call", "call_id": "call_7", "name": "Read", "arguments": "{\"file_path\":\"greeting.txt\"}"})
+    );
+    assert_eq!(input[2]["type"], "function_call_output");
+    assert!(input[2]["output"].as_str().unwrap().contains("Hello from the greeting file!"));
 }

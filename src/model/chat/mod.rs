@@ -1,4 +1,5 @@
-//! The OpenAI Chat Completions provider: `--model chat:NAME` against `OPENAI_BASE_URL`
+//! The OpenAI providers: `--model chat:NAME` (Chat Completions) and `--model responses:NAME`
+//! (Responses, [`crate::model::responses`]) against `OPENAI_BASE_URL`
 //! (`https://api.openai.com/v1` by default; llama.cpp's `llama-server`, vLLM, Ollama, LM
 //! Studio and LiteLLM serve the same protocol), with `OPENAI_API_KEY` as a bearer token when
 //! set (local servers need none).
@@ -52,12 +53,22 @@ impl ChatConfig {
     }
 }
 
-/// A [`Model`] speaking Chat Completions.
+/// Which of OpenAI's protocols a [`ChatModel`] speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Chat Completions, `POST {base}/chat/completions` (`--model chat:NAME`).
+    Chat,
+    /// Responses, `POST {base}/responses` (`--model responses:NAME`, [`crate::model::responses`]).
+    Responses,
+}
+
+/// A [`Model`] speaking Chat Completions or Responses.
 #[derive(Debug, Clone)]
 pub struct ChatModel {
     client: reqwest::Client,
     url: String,
     config: ChatConfig,
+    wire: Wire,
 }
 
 impl ChatModel {
@@ -66,7 +77,7 @@ impl ChatModel {
     /// # Errors
     /// [`ModelError::Config`] for a base URL that is not http(s), a key an HTTP header cannot
     /// carry, or a client that cannot be built.
-    pub fn new(config: ChatConfig) -> Result<ChatModel, ModelError> {
+    pub fn new(config: ChatConfig, wire: Wire) -> Result<ChatModel, ModelError> {
         let parsed = reqwest::Url::parse(&config.base_url)
             .map_err(|e| ModelError::Config(format!("OPENAI_BASE_URL is not a URL ({e}): {}", config.base_url)))?;
         let plain_http = match parsed.scheme() {
@@ -96,12 +107,19 @@ impl ChatModel {
         let client = builder
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {}", error_chain(&e))))?;
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        Ok(ChatModel { client, url, config })
+        let path = match wire {
+            Wire::Chat => "chat/completions",
+            Wire::Responses => "responses",
+        };
+        let url = format!("{}/{path}", config.base_url.trim_end_matches('/'));
+        Ok(ChatModel { client, url, config, wire })
     }
 
     async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
-        let body = request::to_json(&request)?;
+        let body = match self.wire {
+            Wire::Chat => request::to_json(&request)?,
+            Wire::Responses => crate::model::responses::request::to_json(&request)?,
+        };
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
             Err(_) => return Err(ModelError::Idle(self.config.idle_timeout)),
@@ -114,7 +132,12 @@ impl ChatModel {
             let body = crate::model::anthropic::errors::read_body(response, self.config.idle_timeout).await;
             return Err(http_error(status.as_u16(), status.canonical_reason(), &headers, &body));
         }
-        Ok(stream::chat_reply(response.bytes_stream(), self.config.idle_timeout))
+        Ok(match self.wire {
+            Wire::Chat => stream::chat_reply(response.bytes_stream(), self.config.idle_timeout),
+            Wire::Responses => {
+                crate::model::responses::stream::responses_reply(response.bytes_stream(), self.config.idle_timeout)
+            }
+        })
     }
 }
 

@@ -14,17 +14,14 @@
 //! incomplete, which the engine retries as a cut stream.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::error_chain::error_chain;
 use crate::model::ModelError;
-use crate::model::anthropic::sse::Parser;
-use crate::model::reply::{self, ReplyStream};
+use crate::model::reply::ReplyStream;
 use crate::protocol::{ApiErrorBody, Delta, MessageDeltaBody, MessageStart, StopReason, StreamEvent, Usage};
 
 /// One streamed chunk, with what agentloop reads of it.
@@ -310,70 +307,24 @@ impl Translator {
     }
 }
 
-/// A Chat Completions response body as a reply: SSE framing, each chunk translated, the idle
-/// timeout on every chunk.
+impl crate::model::translate::Translate for Translator {
+    fn data(&mut self, data: &str) -> Result<Vec<StreamEvent>, ModelError> {
+        Translator::data(self, data)
+    }
+
+    fn body_ended(&mut self) -> Vec<StreamEvent> {
+        Translator::body_ended(self)
+    }
+}
+
+/// A Chat Completions response body as a reply ([`crate::model::translate::reply`]).
 pub fn chat_reply<S, B, E>(body: S, idle_timeout: Duration) -> ReplyStream
 where
     S: Stream<Item = Result<B, E>> + Send + Unpin + 'static,
     B: AsRef<[u8]> + Send + 'static,
     E: std::error::Error + Send + 'static,
 {
-    struct State<S> {
-        body: S,
-        parser: Parser,
-        translator: Translator,
-        queue: std::collections::VecDeque<Result<StreamEvent, ModelError>>,
-        done: bool,
-    }
-    let state =
-        State { body, parser: Parser::new(), translator: Translator::new(), queue: Default::default(), done: false };
-    let events = futures::stream::unfold(state, move |mut state| async move {
-        loop {
-            if let Some(event) = state.queue.pop_front() {
-                return Some((event, state));
-            }
-            if state.done {
-                return None;
-            }
-            match tokio::time::timeout(idle_timeout, state.body.next()).await {
-                Err(_) => {
-                    state.done = true;
-                    state.queue.push_back(Err(ModelError::Idle(idle_timeout)));
-                }
-                Ok(Some(Err(e))) => {
-                    state.done = true;
-                    state.queue.push_back(Err(ModelError::Connection(error_chain(&e))));
-                }
-                Ok(None) => {
-                    state.done = true;
-                    state.queue.extend(state.translator.body_ended().into_iter().map(Ok));
-                }
-                Ok(Some(Ok(bytes))) => {
-                    let State { parser, translator, queue, .. } = &mut state;
-                    let flow = parser.feed(bytes.as_ref(), |event| match translator.data(event.data) {
-                        Ok(events) => {
-                            let last = events
-                                .iter()
-                                .any(|e| matches!(e, StreamEvent::MessageStop | StreamEvent::Error { .. }));
-                            queue.extend(events.into_iter().map(Ok));
-                            if last { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-                        }
-                        Err(error) => {
-                            queue.push_back(Err(error));
-                            ControlFlow::Break(())
-                        }
-                    });
-                    if parser.overflowed() {
-                        queue.push_back(Err(ModelError::Oversized(crate::model::anthropic::sse::MAX_EVENT_BYTES)));
-                    }
-                    if flow.is_break() {
-                        state.done = true;
-                    }
-                }
-            }
-        }
-    });
-    reply::from_events(Box::pin(events))
+    crate::model::translate::reply(body, idle_timeout, Translator::new())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::assemble::Assembler;
+use crate::model::reply;
 use crate::protocol::{ContentBlock, Role};
 
 /// The message a whole body (in `pieces`, split anywhere) assembles to, with its stop reason
