@@ -387,6 +387,12 @@ and nothing is left to compact",
         let calls: Vec<ToolCall> = message.tool_uses().map(ToolCall::from).collect();
         let mut seen = Completed { has_tool_use: !calls.is_empty(), truncated, paused };
         let Some(edge) = self.decide::<MessageComplete>(ctx, &mut seen).await else { return Handled };
+        if let Some(syntax) = leaked_tool_syntax(&message) {
+            // A local model that writes its tool calls as text: kept as text, never run.
+            let note = format!("the reply's text holds tool-call syntax ({syntax}); it is kept as text, not run");
+            ctx.emit(EngineEvent::Warning(note.clone()));
+            self.annotate(None, Some(note));
+        }
         match edge {
             MessageComplete::Tools => {
                 self.append_reply(ctx, message, Some(info));
@@ -532,6 +538,16 @@ and nothing is left to compact",
 }
 
 /// What the API said about an assembled reply (`request_id`: its request's `request-id`).
+/// Markers of tool calls some local models write into their text instead of calling
+/// (Qwen's and Hermes' `<tool_call>`, Llama's `<|python_tag|>`, `<function=`).
+const LEAKED_TOOL_SYNTAX: [&str; 4] = ["<tool_call>", "<|python_tag|>", "<function=", "<|tool_call|>"];
+
+/// The first tool-call marker in the text of `message`, if any.
+fn leaked_tool_syntax(message: &crate::protocol::Message) -> Option<&'static str> {
+    let text = message.text();
+    LEAKED_TOOL_SYNTAX.into_iter().find(|marker| text.contains(marker))
+}
+
 fn reply_info(done: &Assembled, request_id: Option<&str>) -> ReplyInfo {
     ReplyInfo {
         id: done.id.clone(),
