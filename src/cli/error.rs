@@ -69,6 +69,9 @@ pub enum ResolveError {
     /// `MAX_THINKING_TOKENS` is not a number.
     #[error("MAX_THINKING_TOKENS={0}: not a number of tokens")]
     ThinkingTokens(String),
+    /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS` is not a positive number.
+    #[error("CLAUDE_CODE_MAX_OUTPUT_TOKENS={0}: not a positive number of tokens")]
+    OutputTokens(String),
     /// `--json-schema` is not JSON.
     #[error("--json-schema: not JSON: {0}")]
     JsonSchemaSyntax(serde_json::Error),

@@ -135,6 +135,10 @@ pub struct RunFlags {
     /// same; this flag wins.
     #[arg(long, value_name = "TOKENS")]
     pub max_thinking_tokens: Option<u32>,
+    /// The output cap of every request, in tokens; it is not escalated. `CLAUDE_CODE_MAX_OUTPUT_TOKENS`
+    /// in the environment does the same; this flag wins.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_output_tokens: Option<u32>,
     /// `enabled` or `adaptive`: think with as much of the output cap as the API allows (or
     /// `--max-thinking-tokens`); `disabled`: no thinking, whatever else says so.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -222,6 +226,20 @@ fn thinking_budget(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, Re
         (Some(ThinkingMode::Enabled | ThinkingMode::Adaptive), None) => Some(u32::MAX),
         (None, None) => None,
     })
+}
+
+/// The output cap a run asks for: `--max-output-tokens`, then `CLAUDE_CODE_MAX_OUTPUT_TOKENS`
+/// (`env`; its name holds `TOKEN`, so it is read from the sealed store). `Err` names a value
+/// that is not a positive number.
+fn output_cap(args: &RunFlags, env: Option<&str>) -> Result<Option<u32>, ResolveError> {
+    if let Some(cap) = args.max_output_tokens {
+        return Ok(Some(cap));
+    }
+    env.filter(|v| !v.trim().is_empty())
+        .map(|v| {
+            v.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| ResolveError::OutputTokens(v.to_owned()))
+        })
+        .transpose()
 }
 
 /// How a run's prompt arrives.
@@ -594,6 +612,8 @@ fn apply_flags(
     }
     // The name holds `TOKEN`: the variable is among those `credentials` took out of the environment.
     options.thinking_budget = thinking_budget(args, crate::credentials::var("MAX_THINKING_TOKENS").as_deref())?;
+    options.max_output_tokens = output_cap(args, crate::credentials::var("CLAUDE_CODE_MAX_OUTPUT_TOKENS").as_deref())?
+        .or(options.max_output_tokens);
     if let Some(n) = args.token_budget {
         options.token_budget = Some(n);
     }
@@ -796,6 +816,20 @@ mod tests {
     struct Flags {
         #[command(flatten)]
         flags: RunFlags,
+    }
+
+    #[test]
+    fn the_output_cap_comes_from_the_flag_then_the_environment() {
+        let flags = |args: &[&str]| Flags::try_parse_from(std::iter::once("agentloop").chain(args.iter().copied()));
+        let cap = |args: &[&str], env: Option<&str>| output_cap(&flags(args).unwrap().flags, env);
+        assert_eq!(cap(&["--max-output-tokens", "4096"], Some("100")).unwrap(), Some(4096));
+        assert_eq!(cap(&[], Some(" 8000 ")).unwrap(), Some(8000));
+        assert_eq!(cap(&[], None).unwrap(), None);
+        assert_eq!(
+            cap(&[], Some("lots")).unwrap_err().to_string(),
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS=lots: not a positive number of tokens"
+        );
+        assert!(flags(&["--max-output-tokens", "0"]).is_err());
     }
 
     /// The budget the flags `args` and `MAX_THINKING_TOKENS=env` ask for.

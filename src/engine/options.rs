@@ -62,6 +62,9 @@ pub struct EngineOptions {
     pub git_snapshot: Option<Arc<str>>,
     /// The small, fast model of the tools' side requests (WebFetch, WebSearch).
     pub small_model: String,
+    /// The output cap of every main request, when the user set one (`--max-output-tokens`,
+    /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`): it is not escalated.
+    pub max_output_tokens: Option<u32>,
 }
 
 impl EngineOptions {
@@ -117,6 +120,7 @@ impl Default for EngineOptions {
             environment: None,
             git_snapshot: None,
             small_model: crate::model::side::DEFAULT_SMALL_MODEL.to_owned(),
+            max_output_tokens: None,
         }
     }
 }

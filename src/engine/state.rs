@@ -154,6 +154,8 @@ impl LoopState {
             let bound = match c.option.as_deref() {
                 Some("max_turns") => options.max_turns.unwrap_or(c.bound),
                 Some("max_retries") => options.max_retries.unwrap_or(c.bound),
+                // A cap the user set is the cap: raising it is not the loop's call.
+                Some("max_output_tokens") if options.max_output_tokens.is_some() => 0,
                 _ => c.bound,
             };
             bounds.insert(c.name.clone(), bound);
@@ -215,8 +217,12 @@ impl LoopState {
         self.used(counter::TURNS)
     }
 
-    /// The output cap of the next request: escalated once `escalations` is spent this turn.
+    /// The output cap of the next request: the user's cap when one is set, else escalated once
+    /// `escalations` is spent this turn.
     pub fn max_tokens(&self) -> u32 {
+        if let Some(cap) = self.options.max_output_tokens {
+            return cap;
+        }
         if self.used(counter::ESCALATIONS) > 0 { ESCALATED_MAX_TOKENS } else { DEFAULT_MAX_TOKENS }
     }
 

@@ -437,6 +437,35 @@ async fn a_truncated_reply_is_sent_again_with_64000_max_tokens() {
     assert_eq!(done.bodies[1]["messages"], done.bodies[0]["messages"], "the truncated reply was dropped");
 }
 
+/// A cap the user set (`--max-output-tokens`) is sent as it is and never escalated: a
+/// truncated reply takes the recovery edge, with the same cap.
+#[tokio::test]
+async fn a_users_output_cap_is_never_escalated() {
+    let api = MockApi::start(vec![
+        Reply::Sse(Sse::new(MODEL, 300).text("The answer begins here and then is cut").stop("max_tokens")),
+        Reply::Sse(answer("and here it ends.")),
+    ]);
+    let capped = EngineOptions { max_output_tokens: Some(2_000), ..options() };
+    let done = run_against(&api, capped, "Answer at length").await;
+    assert_eq!(
+        done.edges(),
+        [
+            "prepare.request",
+            "request.stream_opened",
+            "consume.truncated",
+            "recover.max_output_tokens_recovery",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed",
+        ]
+    );
+    assert_eq!(
+        (done.bodies[0]["max_tokens"].as_u64(), done.bodies[1]["max_tokens"].as_u64()),
+        (Some(2000), Some(2000))
+    );
+}
+
 #[tokio::test]
 async fn pause_turn_sends_the_paused_reply_back_to_continue() {
     let search = json!({"query": "agentloop state machine"});
