@@ -173,6 +173,14 @@ impl Reply for Events {
             }
         }
     }
+
+    /// The rest of the event stream, dropped: a stream over an HTTP body reads the body to its
+    /// end there ([`crate::model::translate::reply`]), so the connection can be reused.
+    fn poll_finish(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        while let Some(_rest) = std::task::ready!(this.events.as_mut().poll_next(cx)) {}
+        Poll::Ready(())
+    }
 }
 
 #[cfg(test)]

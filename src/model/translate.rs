@@ -44,14 +44,22 @@ where
         translator: T,
         queue: VecDeque<Result<StreamEvent, ModelError>>,
         done: bool,
+        /// The last event was read cleanly: what follows reads the body to its end.
+        clean_end: bool,
     }
-    let state = State { body, parser: Parser::new(), translator, queue: VecDeque::new(), done: false };
+    let state =
+        State { body, parser: Parser::new(), translator, queue: VecDeque::new(), done: false, clean_end: false };
     let events = futures::stream::unfold(state, move |mut state| async move {
         loop {
             if let Some(event) = state.queue.pop_front() {
                 return Some((event, state));
             }
             if state.done {
+                if state.clean_end {
+                    // Read the rest of the body (bounded), so the connection is reused.
+                    let rest = async { while let Some(Ok(_)) = state.body.next().await {} };
+                    let _ = tokio::time::timeout(crate::model::anthropic::stream::TAIL_WAIT, rest).await;
+                }
                 return None;
             }
             match tokio::time::timeout(idle_timeout, state.body.next()).await {
@@ -85,8 +93,11 @@ where
                     if parser.overflowed() {
                         queue.push_back(Err(ModelError::Oversized(crate::model::anthropic::sse::MAX_EVENT_BYTES)));
                     }
+                    let clean_end = !parser.overflowed()
+                        && matches!(queue.back(), Some(Ok(StreamEvent::MessageStop | StreamEvent::Error { .. })));
                     if flow.is_break() {
                         state.done = true;
+                        state.clean_end = clean_end;
                     }
                 }
             }

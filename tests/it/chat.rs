@@ -199,3 +199,19 @@ fn tool_call_syntax_leaked_into_text_is_kept_as_text_and_reported() {
     let end = records.iter().find(|r| r["edge"] == "consume.end_turn").unwrap();
     assert_eq!(end["detail"], note, "{end}");
 }
+
+/// The OpenAI providers read each body to its end too: one connection for a session whose
+/// bodies end 40 ms after their last chunk.
+#[test]
+fn a_chat_session_uses_one_connection() {
+    let late = |reply: Reply| match reply {
+        Reply::Sse(body) => Reply::LateEnd { body, tail: std::time::Duration::from_millis(40) },
+        other => other,
+    };
+    let dir = work_dir();
+    let api = MockApi::start_chat(vec![late(read_call()), late(text("It says hello.", "stop"))]);
+    let (out, _) = run(dir.path(), &api, "What does greeting.txt say?", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(api.bodies().len(), 2);
+    assert_eq!(api.connections(), 1);
+}
