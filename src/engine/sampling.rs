@@ -537,7 +537,6 @@ and nothing is left to compact",
     }
 }
 
-/// What the API said about an assembled reply (`request_id`: its request's `request-id`).
 /// Markers of tool calls some local models write into their text instead of calling
 /// (Qwen's and Hermes' `<tool_call>`, Llama's `<|python_tag|>`, `<function=`).
 const LEAKED_TOOL_SYNTAX: [&str; 4] = ["<tool_call>", "<|python_tag|>", "<function=", "<|tool_call|>"];
@@ -548,6 +547,7 @@ fn leaked_tool_syntax(message: &crate::protocol::Message) -> Option<&'static str
     LEAKED_TOOL_SYNTAX.into_iter().find(|marker| text.contains(marker))
 }
 
+/// What the API said about an assembled reply (`request_id`: its request's `request-id`).
 fn reply_info(done: &Assembled, request_id: Option<&str>) -> ReplyInfo {
     ReplyInfo {
         id: done.id.clone(),
