@@ -69,6 +69,18 @@ pub struct ModelRequest {
     pub purpose: Purpose,
 }
 
+impl ModelRequest {
+    /// The system prompt and what the session adds to it as one text, for a protocol with one
+    /// place for instructions (Chat Completions' `system` message, Responses' `instructions`).
+    pub fn whole_system(&self) -> String {
+        match &self.system_context {
+            Some(context) if !self.system.is_empty() => format!("{}\n\n{context}", self.system),
+            Some(context) => context.clone(),
+            None => self.system.clone(),
+        }
+    }
+}
+
 /// Check a model name a user gave (`--model`, `/model`, the SDK's `set_model`): any name the
 /// server at `ANTHROPIC_BASE_URL` serves is one (`claude-sonnet-4-5`, a local server's
 /// `qwen2.5-coder:0.5b`), so only an empty name or one with whitespace is refused.

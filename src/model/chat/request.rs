@@ -27,11 +27,7 @@ pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
 /// The request body.
 pub fn body(request: &ModelRequest) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    let system = match &request.system_context {
-        Some(context) if !request.system.is_empty() => format!("{}\n\n{context}", request.system),
-        Some(context) => context.clone(),
-        None => request.system.clone(),
-    };
+    let system = request.whole_system();
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }

@@ -24,11 +24,7 @@ pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
 
 /// The request body.
 pub fn body(request: &ModelRequest) -> Value {
-    let instructions = match &request.system_context {
-        Some(context) if !request.system.is_empty() => format!("{}\n\n{context}", request.system),
-        Some(context) => context.clone(),
-        None => request.system.clone(),
-    };
+    let instructions = request.whole_system();
     let mut input = Vec::new();
     for message in request.messages.iter() {
         let (role, text_kind) = match message.role {
