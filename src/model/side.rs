@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use crate::model::assemble::{Assembler, Step};
-use crate::model::{Model, ModelError, ModelRequest, Purpose, reply};
+use crate::model::assemble::{Assembled, Assembler, Step};
+use crate::model::{Model, ModelError, ModelRequest, Purpose, ReplyStream, reply};
 use crate::protocol::{Message, Usage};
 
 /// A side request's answer.
@@ -38,9 +38,21 @@ impl SideAnswer {
 pub async fn ask(model: &dyn Model, mut request: ModelRequest) -> Result<SideAnswer, ModelError> {
     request.purpose = Purpose::Aux;
     let mut reply = model.stream(request).await?;
+    let done = read_whole(&mut reply).await?;
+    let usage = done.usage;
+    let (message, _) = done.into_message();
+    Ok(SideAnswer { message, usage })
+}
+
+/// Read `reply` to its end as one whole reply.
+///
+/// # Errors
+/// The reply's failure, an `error` event as [`ModelError::Stream`], or
+/// [`ModelError::Incomplete`] for a reply that ended before `message_stop`.
+pub async fn read_whole(reply: &mut ReplyStream) -> Result<Assembled, ModelError> {
     let mut asm = Assembler::new();
     let mut failed = None;
-    reply::read_to_end(&mut reply, &mut asm, &mut |step| {
+    reply::read_to_end(reply, &mut asm, &mut |step| {
         if let Step::Failed(e) = step {
             failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
         }
@@ -52,10 +64,7 @@ pub async fn ask(model: &dyn Model, mut request: ModelRequest) -> Result<SideAns
     if !asm.is_complete() {
         return Err(ModelError::Incomplete);
     }
-    let done = asm.finish();
-    let usage = done.usage;
-    let (message, _) = done.into_message();
-    Ok(SideAnswer { message, usage })
+    Ok(asm.finish())
 }
 
 /// The model a tool's side requests go to, and its name: the session's small, fast model.

@@ -193,28 +193,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::assemble::Assembler;
-    use crate::model::reply;
     use crate::protocol::ContentBlock;
 
     async fn assemble(body: &str) -> Result<(crate::protocol::Message, Option<StopReason>, Usage), ModelError> {
         let pieces: Vec<Result<Vec<u8>, std::io::Error>> = body.as_bytes().chunks(11).map(|c| Ok(c.to_vec())).collect();
         let mut reply = responses_reply(futures::stream::iter(pieces), Duration::from_secs(5));
-        let mut asm = Assembler::new();
-        let mut failed = None;
-        reply::read_to_end(&mut reply, &mut asm, &mut |step| {
-            if let crate::model::assemble::Step::Failed(e) = step {
-                failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
-            }
-        })
-        .await?;
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        if !asm.is_complete() {
-            return Err(ModelError::Incomplete);
-        }
-        let done = asm.finish();
+        let done = crate::model::side::read_whole(&mut reply).await?;
         let (stop, usage) = (done.stop_reason.clone(), done.usage);
         Ok((done.into_message().0, stop, usage))
     }

@@ -1,6 +1,4 @@
 use super::*;
-use crate::model::assemble::Assembler;
-use crate::model::reply;
 use crate::protocol::{ContentBlock, Role};
 
 /// The message a whole body (in `pieces`, split anywhere) assembles to, with its stop reason
@@ -8,21 +6,7 @@ use crate::protocol::{ContentBlock, Role};
 async fn assemble(pieces: &[&str]) -> Result<(crate::protocol::Message, Option<StopReason>, Usage), ModelError> {
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = pieces.iter().map(|p| Ok(p.as_bytes().to_vec())).collect();
     let mut reply = chat_reply(futures::stream::iter(chunks), Duration::from_secs(5));
-    let mut asm = Assembler::new();
-    let mut failed = None;
-    reply::read_to_end(&mut reply, &mut asm, &mut |step| {
-        if let crate::model::assemble::Step::Failed(e) = step {
-            failed = Some(ModelError::Stream { kind: e.kind, message: e.message });
-        }
-    })
-    .await?;
-    if let Some(error) = failed {
-        return Err(error);
-    }
-    if !asm.is_complete() {
-        return Err(ModelError::Incomplete);
-    }
-    let done = asm.finish();
+    let done = crate::model::side::read_whole(&mut reply).await?;
     let (stop, usage) = (done.stop_reason.clone(), done.usage);
     Ok((done.into_message().0, stop, usage))
 }
