@@ -157,12 +157,25 @@ fn http_error(status: u16, reason: Option<&str>, headers: &HeaderMap, body: &[u8
         let inner = value.get("error").filter(|e| e.is_object()).unwrap_or(&value);
         if let Some(text) = inner.get("message").and_then(serde_json::Value::as_str) {
             *message = text.to_owned();
-            let code = inner.get("code").and_then(serde_json::Value::as_str);
-            let kind_of = inner.get("type").and_then(serde_json::Value::as_str);
-            if let Some(named) = code.or(kind_of) {
+            if let Some(named) = error_kind(inner) {
                 *kind = named.to_owned();
             }
         }
     }
     error
+}
+
+/// The kind an OpenAI-style error object names: its `code` when that is a string, else its
+/// `type`.
+fn error_kind(error: &serde_json::Value) -> Option<&str> {
+    error["code"].as_str().or_else(|| error["type"].as_str())
+}
+
+/// An OpenAI-style error object met inside a stream (either protocol's) as an `error`
+/// event's body: its kind ([`error_kind`], else `error`) and message.
+pub(crate) fn stream_error(error: &serde_json::Value) -> crate::protocol::ApiErrorBody {
+    crate::protocol::ApiErrorBody {
+        kind: error_kind(error).unwrap_or("error").to_owned(),
+        message: error["message"].as_str().unwrap_or("the server reported an error").to_owned(),
+    }
 }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::model::ModelError;
 use crate::model::reply::ReplyStream;
-use crate::protocol::{ApiErrorBody, Delta, MessageDeltaBody, MessageStart, StopReason, StreamEvent, Usage};
+use crate::protocol::{Delta, MessageDeltaBody, MessageStart, StopReason, StreamEvent, Usage};
 
 /// One streamed chunk, with what agentloop reads of it.
 #[derive(Debug, Default, Deserialize)]
@@ -148,12 +148,7 @@ impl Translator {
         })?;
         let mut events = Vec::new();
         if let Some(error) = chunk.error {
-            let message = error["message"].as_str().unwrap_or("the server reported an error").to_owned();
-            let kind = error["code"]
-                .as_str()
-                .or_else(|| error["type"].as_str())
-                .map_or_else(|| "error".to_owned(), str::to_owned);
-            events.push(StreamEvent::Error { error: ApiErrorBody { kind, message } });
+            events.push(StreamEvent::Error { error: super::stream_error(&error) });
             self.stopped = true;
             return Ok(events);
         }

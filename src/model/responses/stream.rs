@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::model::ModelError;
 use crate::model::reply::ReplyStream;
-use crate::protocol::{ApiErrorBody, Delta, MessageDeltaBody, MessageStart, StopReason, StreamEvent, Usage};
+use crate::protocol::{Delta, MessageDeltaBody, MessageStart, StopReason, StreamEvent, Usage};
 
 /// What an output item's block is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,9 +164,7 @@ impl crate::model::translate::Translate for Translator {
                     true => &event["response"]["error"],
                     false => event.get("error").filter(|e| e.is_object()).unwrap_or(&event),
                 };
-                let message = error["message"].as_str().unwrap_or("the server reported an error").to_owned();
-                let kind = error["code"].as_str().or_else(|| error["type"].as_str()).unwrap_or("error").to_owned();
-                events.push(StreamEvent::Error { error: ApiErrorBody { kind, message } });
+                events.push(StreamEvent::Error { error: crate::model::chat::stream_error(error) });
                 self.stopped = true;
             }
             // Content part boundaries, `*.done` echoes, keep-alives: nothing to add.
