@@ -152,6 +152,21 @@ pub(crate) enum DomainPattern {
 }
 
 impl DomainPattern {
+    /// `example.com` or `*.example.com`, compared without case; `None` for what is not a
+    /// host name.
+    pub(crate) fn parse(pattern: &str) -> Option<DomainPattern> {
+        let host = pattern.trim().to_ascii_lowercase();
+        let (below, name) = match host.strip_prefix("*.") {
+            Some(rest) => (true, rest.to_owned()),
+            None => (false, host),
+        };
+        let valid = !name.is_empty()
+            && name.split('.').all(|label| {
+                !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            });
+        valid.then_some(if below { DomainPattern::Below(name) } else { DomainPattern::Exact(name) })
+    }
+
     /// Whether `host` (lowercase, without a port) is covered.
     pub(crate) fn covers(&self, host: &str) -> bool {
         match self {
@@ -328,19 +343,7 @@ fn command_pattern(spec: &str) -> Result<CommandPattern, RuleProblem> {
 
 /// `domain:example.com` or `domain:*.example.com`: a host name, compared without case.
 fn domain_pattern(spec: &str) -> Result<DomainPattern, RuleProblem> {
-    let host = spec.strip_prefix("domain:").ok_or(RuleProblem::Domain)?.trim().to_ascii_lowercase();
-    let (below, name) = match host.strip_prefix("*.") {
-        Some(rest) => (true, rest.to_owned()),
-        None => (false, host),
-    };
-    let valid = !name.is_empty()
-        && name
-            .split('.')
-            .all(|label| !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
-    if !valid {
-        return Err(RuleProblem::Domain);
-    }
-    Ok(if below { DomainPattern::Below(name) } else { DomainPattern::Exact(name) })
+    spec.strip_prefix("domain:").and_then(DomainPattern::parse).ok_or(RuleProblem::Domain)
 }
 
 /// `./secrets/**`, `src/**`, `//etc/hosts`, `~/notes/**`: a glob over absolute paths.

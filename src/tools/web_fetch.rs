@@ -242,13 +242,10 @@ fn check_url(url: &str) -> Result<Url, String> {
     Ok(parsed)
 }
 
-/// Whether an `allowedDomains` entry (`example.com`, `*.example.com`) lets `host` through.
+/// Whether an `allowedDomains` entry (`example.com`, `*.example.com`) lets `host` through:
+/// the same host patterns as `WebFetch(domain:…)` rules.
 fn domain_allows(entry: &str, host: &str) -> bool {
-    let entry = entry.trim().to_ascii_lowercase();
-    match entry.strip_prefix("*.") {
-        Some(domain) => host.strip_suffix(domain).is_some_and(|head| head.ends_with('.')),
-        None => host == entry,
-    }
+    crate::permissions::rule::DomainPattern::parse(entry).is_some_and(|pattern| pattern.covers(host))
 }
 
 /// Whether a redirect from `from` to `to` stays on the same host (`www.` aside).
