@@ -102,6 +102,7 @@ pub mod engine;
 mod error_chain;
 pub mod harness;
 pub mod hooks;
+mod http_client;
 pub(crate) mod interactive;
 #[doc(hidden)]
 pub mod internals;

@@ -335,9 +335,7 @@ async fn fetch(url: &Url) -> Result<Page, FetchError> {
 
 /// The HTTP client of one fetch: same-host redirects only, no headers of ours.
 fn client(plain_http: bool) -> Result<reqwest::Client, reqwest::Error> {
-    // The model client may have installed it already; any installed provider will do.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
+    crate::http_client::builder(plain_http)
         .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION"), " (WebFetch)"))
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
             let first = attempt.previous().first().cloned();
@@ -348,11 +346,8 @@ fn client(plain_http: bool) -> Result<reqwest::Client, reqwest::Error> {
             } else {
                 attempt.stop()
             }
-        }));
-    if plain_http {
-        builder = builder.tls_certs_only(std::iter::empty());
-    }
-    builder.build()
+        }))
+        .build()
 }
 
 /// The body as Markdown: HTML converted, other text as it is.

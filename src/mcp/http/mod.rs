@@ -154,9 +154,7 @@ pub fn header_map(headers: &BTreeMap<String, String>) -> Result<HashMap<HeaderNa
 /// The reqwest client for one server: rustls with the ring provider, no CA roots needed for
 /// plain `http://`.
 fn http_client(plain_http: bool) -> Result<reqwest::Client, SetupError> {
-    // The model client may have installed it already; any installed provider will do.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
+    crate::http_client::builder(plain_http)
         .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
         .pool_max_idle_per_host(0)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
@@ -167,11 +165,9 @@ fn http_client(plain_http: bool) -> Result<reqwest::Client, SetupError> {
             } else {
                 attempt.stop()
             }
-        }));
-    if plain_http {
-        builder = builder.tls_certs_only(std::iter::empty());
-    }
-    builder.build().map_err(SetupError::Client)
+        }))
+        .build()
+        .map_err(SetupError::Client)
 }
 
 #[cfg(test)]

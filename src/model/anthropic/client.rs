@@ -156,17 +156,12 @@ impl AnthropicModel {
                 )));
             }
         };
-        // Several clients may race to install it; any installed provider will do.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
+        let builder = crate::http_client::builder(plain_http)
             .connect_timeout(config.connect_timeout)
             .default_headers(default_headers(&config.auth)?)
             // Within the server's origin only: the credential headers go along on a redirect.
             .redirect(redirect::policy())
             .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")));
-        if plain_http {
-            builder = builder.tls_certs_only(std::iter::empty());
-        }
         let client = builder.build().map_err(|e| {
             ModelError::Config(format!(
                 "cannot build the HTTP client: {}. If no CA certificates were found, install them \

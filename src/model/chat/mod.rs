@@ -95,15 +95,11 @@ impl ChatModel {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
+        let builder = crate::http_client::builder(plain_http)
             .default_headers(headers)
             .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
             // The key goes along with every request: no redirect is followed.
             .redirect(reqwest::redirect::Policy::none());
-        if plain_http {
-            builder = builder.tls_certs_only(std::iter::empty());
-        }
         let client = builder
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {}", error_chain(&e))))?;
