@@ -314,6 +314,13 @@ fn fetches_are_asked_about_unless_a_domain_rule_allows_them() {
     assert!(!decide(&p, "WebFetch", &fetch("https://rust-lang.org/")).is_allowed());
     assert!(!decide(&p, "WebFetch", &fetch("https://docs.rs.evil.com/")).is_allowed());
     assert!(!decide(&p, "WebFetch", &fetch("https://evil-docs.rs/")).is_allowed());
+    // Tricks on the URL: the host is what the URL parser says it is.
+    assert!(!decide(&p, "WebFetch", &fetch("https://docs.rs@evil.com/")).is_allowed(), "user info is not the host");
+    assert!(!decide(&p, "WebFetch", &fetch("https://docs.rs.evil.com#docs.rs")).is_allowed());
+    assert!(!decide(&p, "WebFetch", &fetch("https://d\u{043e}cs.rs/")).is_allowed(), "a look-alike letter");
+    assert!(!decide(&p, "WebFetch", &fetch("https://docs.rs./")).is_allowed(), "a trailing dot is another name");
+    assert!(!decide(&p, "WebFetch", &fetch("file:///etc/passwd")).is_allowed());
+    assert!(decide(&p, "WebFetch", &fetch("HTTPS://DOCS.RS/statig")).is_allowed());
     assert!(!decide(&p, "WebSearch", &json!({"query": "x"})).is_allowed(), "a WebFetch rule is not about WebSearch");
     let (_d, p) = policy(Mode::Default, &["WebFetch"], &["WebFetch(domain:evil.com)"]);
     assert!(decide(&p, "WebFetch", &fetch("https://good.com/")).is_allowed());
