@@ -65,6 +65,25 @@ fn looks_through_wrappers() {
     }
 }
 
+/// A valued option at the end of a wrapper's words has no value and no command after
+/// it (the fuzzer found `xargs -n` reading past the end of the words).
+#[test]
+fn a_wrapper_ending_in_a_valued_option_runs_nothing_more() {
+    let cases: &[(&str, &[&str])] = &[
+        ("xargs -n", &["xargs"]),
+        ("sudo timeout 5 nice xargs -n", &["sudo", "timeout", "nice", "xargs"]),
+        ("nice -n", &["nice"]),
+        ("timeout -s", &["timeout"]),
+        ("sudo -u", &["sudo"]),
+        ("env -u", &["env"]),
+        ("time -o", &["time"]),
+        ("xargs --max-args", &["xargs"]),
+    ];
+    for (line, want) in cases {
+        assert_eq!(programs(line), *want, "{line}");
+    }
+}
+
 #[test]
 fn reports_hazards() {
     let cases: &[(&str, Hazard)] = &[

@@ -108,7 +108,9 @@ impl Options {
             }
             i += consumed;
         }
-        Skipped::At(i)
+        // A valued option at the end wants a value that is not there: the program
+        // refuses to start, and no operand follows.
+        Skipped::At(i.min(args.len()))
     }
 }
 
