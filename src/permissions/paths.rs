@@ -273,7 +273,10 @@ fn option_path(text: &str) -> Option<usize> {
     if text.starts_with("--") {
         return text.find('=').map(|i| i + 1);
     }
-    (text.len() > 2).then_some(2)
+    // `-fVALUE`: the value starts after the option's letter, which may be any character.
+    let letter = text[1..].chars().next()?;
+    let at = 1 + letter.len_utf8();
+    (text.len() > at).then_some(at)
 }
 
 /// Whether `name` with `args` walks directories it is given.
@@ -353,6 +356,10 @@ mod tests {
         assert_eq!(texts("date -f /etc/passwd"), ["/etc/passwd"]);
         assert_eq!(texts("cat secret{s,}/key"), ["secrets/key", "secret/key"]);
         assert_eq!(texts("ls"), [""]);
+        // An option letter outside ASCII: its value starts after the whole character (the
+        // fuzzer found a slice inside one).
+        assert_eq!(texts("cat -\u{1df}hx"), ["hx"]);
+        assert_eq!(texts("cat -\u{1df} x"), ["x"]);
     }
 
     #[test]
