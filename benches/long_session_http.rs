@@ -147,6 +147,10 @@ fn main() {
         return;
     }
     println!("binary: {}", binary());
+    if std::env::var_os("AGENTLOOP_BENCH_LINEAR").is_some() {
+        linearity();
+        return;
+    }
     println!("load average before: {}", loadavg());
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); SIZES.len()];
     for round in 0..ROUNDS {
@@ -202,6 +206,47 @@ fn main() {
         (c1000 - c100) / 900.0,
         (c1000 - c900) / 100.0,
         c0
+    );
+}
+
+/// Issue 26's measure of linear cost: sessions of 500 and 4000 turns, `ROUNDS` runs each
+/// (interleaved), and the 4000-turn CPU against 8 times the 500-turn CPU (at most 1.5).
+fn linearity() {
+    const SMALL: usize = 500;
+    const LARGE: usize = 4000;
+    println!("load average before: {}", loadavg());
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    for round in 0..ROUNDS {
+        let sizes = if round % 2 == 0 { [SMALL, LARGE] } else { [LARGE, SMALL] };
+        for turns in sizes {
+            let run = once(turns);
+            println!(
+                "  round {}: {turns:>4} turns: wall {:>8.1} ms, CPU {:>7.1} ms (user {:.1}, sys {:.1}), peak RSS {:.1} MiB, \
+                 last body {} B",
+                round + 1,
+                ms(run.wall),
+                ms(run.cpu()),
+                ms(run.user),
+                ms(run.system),
+                mib(run.rss_kib),
+                run.last_body
+            );
+            if turns == SMALL { small.push(run) } else { large.push(run) }
+        }
+    }
+    println!("load average after: {}", loadavg());
+    let (cpu_small, cpu_large) = (median(&small, |x| ms(x.cpu())), median(&large, |x| ms(x.cpu())));
+    let (rss_small, rss_large) = (median(&small, |x| mib(x.rss_kib)), median(&large, |x| mib(x.rss_kib)));
+    println!(
+        "medians of {ROUNDS}: {SMALL} turns CPU {cpu_small:.1} ms, {rss_small:.1} MiB; {LARGE} turns CPU {cpu_large:.1} ms, \
+         {rss_large:.1} MiB"
+    );
+    println!(
+        "CPU({LARGE}) / (8 x CPU({SMALL})) = {:.2} (linear is 1, the target at most 1.5); memory kept per turn between \
+         them {:.1} KiB",
+        cpu_large / (8.0 * cpu_small),
+        (rss_large - rss_small) * 1024.0 / (LARGE - SMALL) as f64
     );
 }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use super::encoded::EncodedMessages;
 use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply_with_id};
 use super::{errors, redirect, request};
 use crate::error_chain::error_chain;
@@ -127,6 +128,8 @@ pub struct AnthropicModel {
     client: reqwest::Client,
     config: AnthropicConfig,
     url: String,
+    /// The JSON of the messages recent requests carried, spliced into the next body.
+    encoded: std::sync::Mutex<EncodedMessages>,
 }
 
 impl fmt::Debug for AnthropicModel {
@@ -169,7 +172,7 @@ impl AnthropicModel {
                 error_chain(&e)
             ))
         })?;
-        Ok(AnthropicModel { client, config, url })
+        Ok(AnthropicModel { client, config, url, encoded: std::sync::Mutex::default() })
     }
 
     /// The configuration in use.
@@ -178,7 +181,10 @@ impl AnthropicModel {
     }
 
     async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
-        let body = request::to_json(&request)?;
+        let body = {
+            let mut encoded = self.encoded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            request::to_json_with(&request, &mut encoded)?
+        };
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
             Err(_) => return Err(ModelError::Idle(self.config.idle_timeout)),

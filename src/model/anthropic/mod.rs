@@ -4,6 +4,7 @@
 //! - `decode`: event payloads into the assembler (or to owned events);
 //! - `stream`: response bytes to a [`crate::model::Reply`], with the idle timeout;
 //! - `request`: the request body, with prompt-cache breakpoints;
+//! - `encoded`: each message's JSON, kept so a request body is assembled, not re-encoded;
 //! - `client`: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
 //! - `redirect`: redirects followed within the server's origin only, so the credentials
 //!   stay with it;
@@ -14,6 +15,7 @@
 
 mod client;
 pub(crate) mod decode;
+pub(crate) mod encoded;
 pub(crate) mod errors;
 #[cfg(test)]
 mod fixture_tests;

@@ -19,13 +19,19 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use super::encoded::EncodedMessages;
 use crate::model::{ModelError, ModelRequest};
 use crate::protocol::{ContentBlock, Message, Role, ToolDefinition};
 
-/// The request body as a serializable view of a [`ModelRequest`].
+/// The request body as a serializable view of a [`ModelRequest`], its messages spliced in
+/// as [`EncodedMessages`] kept them.
 #[derive(Debug, Clone, Copy)]
-pub struct RequestBody<'a>(pub &'a ModelRequest);
+struct RequestBody<'a> {
+    request: &'a ModelRequest,
+    messages: Messages<'a>,
+}
 
 /// Serialize the body of `request` to JSON bytes.
 ///
@@ -33,8 +39,23 @@ pub struct RequestBody<'a>(pub &'a ModelRequest);
 /// [`ModelError::Protocol`] if a content block cannot be serialized (an [`ContentBlock::Other`]
 /// that is not a JSON object).
 pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(&RequestBody(request))
-        .map_err(|e| ModelError::Protocol(format!("cannot serialize the request: {e}")))
+    to_json_with(request, &mut EncodedMessages::default())
+}
+
+/// Serialize the body of `request` to JSON bytes, splicing in the JSON `kept` has of its
+/// messages (and keeping that of those it had not): the same bytes as [`to_json`], at the
+/// cost of the new messages only.
+///
+/// # Errors
+/// As [`to_json`].
+pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Result<Vec<u8>, ModelError> {
+    let error = |e: serde_json::Error| ModelError::Protocol(format!("cannot serialize the request: {e}"));
+    let (last, earlier) = match request.messages.split_last() {
+        Some((last, earlier)) => (Some(last), earlier),
+        None => (None, &[][..]),
+    };
+    let earlier = kept.encode(earlier).map_err(error)?;
+    serde_json::to_vec(&RequestBody { request, messages: Messages { earlier: &earlier, last } }).map_err(error)
 }
 
 /// `{"type": "ephemeral"}`.
@@ -78,7 +99,7 @@ struct SystemBlock<'a> {
 
 impl Serialize for RequestBody<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let request = self.0;
+        let request = self.request;
         let blocks: Vec<SystemBlock<'_>> = [Some(request.system.as_str()), request.system_context.as_deref()]
             .into_iter()
             .flatten()
@@ -98,7 +119,7 @@ impl Serialize for RequestBody<'_> {
                 .thinking
                 .and_then(|budget| crate::model::thinking_budget(budget, request.max_tokens))
                 .map(|budget_tokens| Thinking { kind: "enabled", budget_tokens }),
-            messages: Messages(&request.messages),
+            messages: self.messages,
         }
         .serialize(serializer)
     }
@@ -161,8 +182,13 @@ where
     seq.end()
 }
 
-/// The history, its last message marked.
-struct Messages<'a>(&'a [Arc<Message>]);
+/// The history: the messages before the last as JSON already written, or to write as they
+/// come; the last message, marked.
+#[derive(Debug, Clone, Copy)]
+struct Messages<'a> {
+    earlier: &'a [&'a RawValue],
+    last: Option<&'a Arc<Message>>,
+}
 
 #[derive(Serialize)]
 struct MarkedMessage<'a> {
@@ -172,11 +198,14 @@ struct MarkedMessage<'a> {
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let last = self.0.len().checked_sub(1);
-        marked_seq(serializer, self.0, last, |message| MarkedMessage {
-            role: message.role,
-            content: MarkedContent(&message.content),
-        })
+        let mut seq = serializer.serialize_seq(Some(self.earlier.len() + usize::from(self.last.is_some())))?;
+        for message in self.earlier {
+            seq.serialize_element(message)?;
+        }
+        if let Some(message) = self.last {
+            seq.serialize_element(&MarkedMessage { role: message.role, content: MarkedContent(&message.content) })?;
+        }
+        seq.end()
     }
 }
 
@@ -237,6 +266,43 @@ mod tests {
 
     fn body(request: &ModelRequest) -> Value {
         serde_json::from_slice(&to_json(request).unwrap()).unwrap()
+    }
+
+    /// A body assembled from kept JSON is byte for byte the one encoded whole, through
+    /// appends, a merge into the last message (whose breakpoint moves) and a rewrite.
+    #[test]
+    fn spliced_bodies_are_the_bodies_encoded_whole() {
+        let mut req = request(vec![Message::user_text("Read a.txt")], vec![tool("Read")], "Be brief.");
+        let mut kept = EncodedMessages::default();
+        let mut check = |req: &ModelRequest| {
+            assert_eq!(
+                String::from_utf8(to_json_with(req, &mut kept).unwrap()).unwrap(),
+                String::from_utf8(to_json(req).unwrap()).unwrap()
+            );
+        };
+        check(&req);
+        for turn in 0..5 {
+            let id = format!("t{turn}");
+            req.messages.push_merging(Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::text("Reading \"a.txt\"\t."),
+                    ContentBlock::ToolUse { id: id.clone(), name: "Read".into(), input: json!({"file_path": "a.txt"}) },
+                ],
+            });
+            check(&req);
+            req.messages.push_merging(Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result(&id, "1\thello\n", false)],
+            });
+            check(&req);
+            req.messages.push_merging(Message::user_text("and then?"));
+            check(&req);
+        }
+        req.messages.edit(|messages| messages.truncate(3));
+        check(&req);
+        req.messages = Vec::new().into();
+        check(&req);
     }
 
     #[test]
