@@ -276,7 +276,7 @@ mod tests {
         let md = markdown(shipped(), "loop.toml");
         assert!(
             md.contains(
-                "| `consume.truncated` | `Consume` | `message_complete` | `!has_tool_use && truncated` | `Recover` |  \
+                "| `consume.truncated` | `Consume` | `message_complete` | `!has_tool_use && truncation == output_cap` | `Recover` |  \
                  |  |  | `cause = \"truncated\"` |\n"
             ),
             "{md}"

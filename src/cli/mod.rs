@@ -156,13 +156,14 @@ async fn subcommand(command: Command) -> ExitCode {
 
 /// The interactive session (stdin and stdout on a terminal, no `-p`), `prompt` its first.
 async fn interactive(prompt: Option<String>, flags: &run::RunFlags) -> ExitStatus {
-    let spec = match run::resolve_interactive(flags) {
+    let mut spec = match run::resolve_interactive(flags) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
             return ExitStatus::Usage;
         }
     };
+    spec.settle_context_window().await;
     crate::interactive::run(spec, flags.session.options(), prompt).await
 }
 
@@ -195,13 +196,14 @@ async fn top_level(top: TopArgs) -> ExitStatus {
         prompt = Some(text);
     }
     let _ = top.print;
-    let spec = match run::resolve(prompt, &top.flags) {
+    let mut spec = match run::resolve(prompt, &top.flags) {
         Ok(spec) => spec,
         Err(message) => {
             eprintln!("agentloop: {message}");
             return ExitStatus::Usage;
         }
     };
+    spec.settle_context_window().await;
     match top.flags.input_format {
         run::InputFormat::Text => run::execute(spec).await,
         run::InputFormat::StreamJson => crate::sdk::serve(spec, top.flags.sdk_options()).await,

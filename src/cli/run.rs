@@ -139,6 +139,11 @@ pub struct RunFlags {
     /// in the environment does the same; this flag wins.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_output_tokens: Option<u32>,
+    /// The model's context window in tokens, for autocompaction and the blocking limit.
+    /// Without it a server that says its window (llama.cpp's `/props`, an OpenAI-style
+    /// `/v1/models` with `max_model_len` or `meta.n_ctx`) is believed, else 200 000.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1024..))]
+    pub context_window: Option<u64>,
     /// `enabled` or `adaptive`: think with as much of the output cap as the API allows (or
     /// `--max-thinking-tokens`); `disabled`: no thinking, whatever else says so.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -309,7 +314,10 @@ impl RunFlags {
 /// Run `agentloop run`.
 pub async fn command(args: RunArgs) -> ExitStatus {
     match resolve(args.prompt, &args.flags) {
-        Ok(spec) => execute(spec).await,
+        Ok(mut spec) => {
+            spec.settle_context_window().await;
+            execute(spec).await
+        }
         Err(message) => {
             eprintln!("agentloop: {message}");
             ExitStatus::Usage
@@ -363,6 +371,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     }
     load_settings(&mut spec, args)?;
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
+    // `--context-window` is the user's word; otherwise a server is asked for its own.
+    spec.ask_context_window &= args.context_window.is_none();
     if let Some(names) = &args.tools {
         spec.tools = tool_subset(names, &spec.tools)?;
     }
@@ -488,6 +498,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         options,
         model,
         scripted: None,
+        ask_context_window: true,
         settings: Settings::default(),
         policy: Policy::default(),
         trace: args.trace.options(),
@@ -511,6 +522,9 @@ fn load_settings(spec: &mut RunSpec, args: &RunFlags) -> Result<(), ResolveError
     if spec.scripted.is_none() || args.settings.is_some() || args.setting_sources.is_some() {
         spec.settings = loaded.settings;
     }
+    crate::model::anthropic::pricing::set_user_prices(
+        spec.settings.model_prices.iter().map(|(prefix, price)| (prefix.clone(), price.to_price())).collect(),
+    );
     let (commands, more) = crate::commands::Commands::discover(&sources, &dirs);
     warnings.extend(more);
     let (styles, more) = OutputStyles::discover(&sources, &dirs);
@@ -609,6 +623,9 @@ fn apply_flags(
     }
     if let Some(n) = args.max_turns {
         options.max_turns = Some(n);
+    }
+    if let Some(n) = args.context_window {
+        options.context_window = n;
     }
     // The name holds `TOKEN`: the variable is among those `credentials` took out of the environment.
     options.thinking_budget = thinking_budget(args, crate::credentials::var("MAX_THINKING_TOKENS").as_deref())?;

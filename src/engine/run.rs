@@ -59,8 +59,11 @@ pub struct RunOutcome {
     pub usage: UsageTotals,
     /// Main model requests sent (retries included).
     pub model_calls: u32,
-    /// Cost in USD (replies of models missing from the price table count 0).
+    /// Cost in USD of the replies of priced models.
     pub cost_usd: f64,
+    /// The models that answered whose price nobody knows (neither the table nor the
+    /// settings' `modelPrices`): when any did, the run's cost is unknown.
+    pub unpriced_models: Vec<String>,
     /// Turns taken.
     pub turns: u32,
     /// The structured answer (`--json-schema`): the `StructuredOutput` input that matched the
@@ -306,6 +309,7 @@ pub async fn run_prompt_with(
         usage: st.usage,
         model_calls: st.model_calls,
         cost_usd: st.cost_usd,
+        unpriced_models: st.unpriced_models.iter().cloned().collect(),
         turns: st.turn(),
         structured_output: st.structured_output.clone(),
         trace: ctx.records,

@@ -116,7 +116,7 @@ and nothing is left to compact",
         }
         let model = ctx.deps.model.clone();
         let summary = compact::summarize(&*model, self.st.model(), &self.st.messages[..], None, max_tokens).await?;
-        self.account(ctx, &summary.usage);
+        self.account(ctx, &summary.usage, None);
         self.st.messages = summary.history()?.into();
         self.history_rewritten(ctx, HistoryReason::Compaction);
         Ok(())
@@ -365,7 +365,7 @@ and nothing is left to compact",
             () = reply::finish(&mut stream) => {}
         }
         let done = asm.finish();
-        self.account(ctx, &done.usage);
+        self.account(ctx, &done.usage, done.model.as_deref());
         let info = Box::new(reply_info(&done, stream.request_id()));
         self.st.cached_prefix = Some(CachedPrefix {
             model: self.st.model().to_owned(),
@@ -375,7 +375,7 @@ and nothing is left to compact",
             uncached_tokens: done.usage.input_tokens.unwrap_or(0),
             at: ctx.deps.clock.elapsed(),
         });
-        let truncated = done.stop_reason.as_ref().is_some_and(|r| r.is_truncation());
+        let truncation = truncation(done.stop_reason.as_ref(), done.usage.output_tokens, self.st.sent_max_tokens);
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
         if done.stop_reason == Some(StopReason::Refusal) {
             ctx.emit(EngineEvent::Warning("the model declined to answer (stop_reason refusal)".into()));
@@ -385,7 +385,7 @@ and nothing is left to compact",
             ctx.emit(EngineEvent::Warning(format!("dropped {} unfinished tool call(s): never run", dropped.len())));
         }
         let calls: Vec<ToolCall> = message.tool_uses().map(ToolCall::from).collect();
-        let mut seen = Completed { has_tool_use: !calls.is_empty(), truncated, paused };
+        let mut seen = Completed { has_tool_use: !calls.is_empty(), truncation, paused };
         let Some(edge) = self.decide::<MessageComplete>(ctx, &mut seen).await else { return Handled };
         if let Some(syntax) = leaked_tool_syntax(&message) {
             // A local model that writes its tool calls as text: kept as text, never run.
@@ -405,6 +405,22 @@ and nothing is left to compact",
             MessageComplete::Truncated => {
                 let max_tokens = self.st.sent_max_tokens;
                 self.st.withheld = Some(Withheld::Truncated { reply: message, info, max_tokens });
+            }
+            // The partial reply is dropped: the request is sent again once the history is
+            // smaller, or the run ends saying why.
+            MessageComplete::ContextFull => {
+                let why = match info.usage.output_tokens {
+                    Some(n) if info.stop_reason == Some(StopReason::MaxTokens) => format!(
+                        "the context window filled during the reply: it stopped on max_tokens after {n} of the {} \
+                         output tokens allowed",
+                        self.st.sent_max_tokens
+                    ),
+                    _ => {
+                        "the context window filled during the reply (stop_reason model_context_window_exceeded)".into()
+                    }
+                };
+                ctx.emit(EngineEvent::Warning(why.clone()));
+                self.st.withheld = Some(Withheld::PromptTooLong(why));
             }
         }
         self.proceed()
@@ -487,12 +503,19 @@ and nothing is left to compact",
         }
     }
 
-    /// Add one reply's usage (and its cost) to the run's totals and tell the caller.
-    fn account(&mut self, ctx: &mut Ctx, usage: &Usage) {
-        let model = self.st.model().to_owned();
+    /// Add one reply's usage (and its cost) to the run's totals and tell the caller. The
+    /// reply is priced as the model that `served` it (the name in `message_start`), else as
+    /// the model asked for; a model nobody priced makes the run's cost unknown.
+    fn account(&mut self, ctx: &mut Ctx, usage: &Usage, served: Option<&str>) {
+        let model = served.filter(|m| !m.is_empty()).unwrap_or(self.st.model()).to_owned();
         self.st.usage.add(usage);
         let cost_usd = crate::model::anthropic::cost_usd(&model, usage);
-        self.st.cost_usd += cost_usd.unwrap_or(0.0);
+        match cost_usd {
+            Some(cost) => self.st.cost_usd += cost,
+            None => {
+                self.st.unpriced_models.insert(model.clone());
+            }
+        }
         ctx.emit(EngineEvent::Usage { model, usage: *usage, cost_usd });
     }
 
@@ -661,8 +684,24 @@ impl RequestFailedFacts for Failed {
 /// What the finished reply holds, for the guards out of Consume on `message_complete`.
 struct Completed {
     has_tool_use: bool,
-    truncated: bool,
+    truncation: fact::Truncation,
     paused: bool,
+}
+
+/// How a reply that stopped on `stop_reason` after `output_tokens` (as reported) of its
+/// `cap` was cut off: by a full context window for `model_context_window_exceeded`, or for
+/// `max_tokens` with fewer tokens generated than the cap (a local server's window ran out
+/// first, and a higher cap cannot help); at its cap for `max_tokens` otherwise (without a
+/// count the cap is taken as used).
+fn truncation(stop_reason: Option<&StopReason>, output_tokens: Option<u64>, cap: u32) -> fact::Truncation {
+    match stop_reason {
+        Some(StopReason::ModelContextWindowExceeded) => fact::Truncation::ContextFull,
+        Some(StopReason::MaxTokens) if output_tokens.is_some_and(|n| n > 0 && n < u64::from(cap)) => {
+            fact::Truncation::ContextFull
+        }
+        Some(StopReason::MaxTokens) => fact::Truncation::OutputCap,
+        _ => fact::Truncation::None,
+    }
 }
 
 impl MessageCompleteFacts for Completed {
@@ -670,8 +709,8 @@ impl MessageCompleteFacts for Completed {
         Some(self.has_tool_use)
     }
 
-    async fn truncated(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
-        Some(self.truncated)
+    async fn truncation(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<fact::Truncation> {
+        Some(self.truncation)
     }
 
     async fn paused(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {

@@ -111,6 +111,8 @@ pub struct LoopState {
     pub model_calls: u32,
     /// Cost in USD of every reply so far, from the price table (replies of unpriced models add 0).
     pub cost_usd: f64,
+    /// The models that answered whose price nobody knows: the run's cost is unknown.
+    pub unpriced_models: std::collections::BTreeSet<String>,
     /// Tokens and cost of model calls made for this run's calls (its subagents'), by model;
     /// their cost is in `cost_usd` too.
     pub delegated: Vec<(String, UsageTotals, f64)>,
@@ -191,6 +193,7 @@ impl LoopState {
             usage: UsageTotals::default(),
             model_calls: 0,
             cost_usd: 0.0,
+            unpriced_models: std::collections::BTreeSet::new(),
             delegated: Vec::new(),
             spent_before_usd: 0.0,
             cached_prefix: None,

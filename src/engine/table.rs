@@ -469,6 +469,7 @@ mod tests {
         assert_eq!(sets("request.prompt_too_long"), one("cause", FactValue::Value("prompt_too_long".into())));
         assert_eq!(sets("consume.prompt_too_long"), one("cause", FactValue::Value("prompt_too_long".into())));
         assert_eq!(sets("consume.truncated"), one("cause", FactValue::Value("truncated".into())));
+        assert_eq!(sets("consume.context_full"), one("cause", FactValue::Value("prompt_too_long".into())));
         assert_eq!(sets("tools.done"), one("tools_ran", FactValue::Bool(true)));
         assert_eq!(sets("consume.end_turn"), one("tools_ran", FactValue::Bool(false)));
         let setting: Vec<&str> = t.edges.iter().filter(|e| !e.sets.is_empty()).map(|e| e.id.as_str()).collect();
@@ -478,6 +479,7 @@ mod tests {
                 "request.prompt_too_long",
                 "consume.end_turn",
                 "consume.truncated",
+                "consume.context_full",
                 "consume.prompt_too_long",
                 "tools.done"
             ]

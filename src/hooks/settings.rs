@@ -18,7 +18,7 @@ use crate::json_path;
 use crate::tools::shell_env::KeepPattern;
 
 /// Settings in Claude Code's format. Top-level keys other than `hooks`, `permissions`,
-/// `shellEnvironment`, `sandbox`, `outputStyle` and the project MCP server consent
+/// `shellEnvironment`, `sandbox`, `outputStyle`, `modelPrices` and the project MCP server consent
 /// (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, `disabledMcpjsonServers`) are
 /// ignored (`env`, `model`, …).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -48,6 +48,58 @@ pub struct Settings {
     /// `outputStyle`: the name of the output style (`crate::context::output_style`).
     #[serde(default, rename = "outputStyle")]
     pub output_style: Option<String>,
+    /// `modelPrices` (ours): what models the price table does not know cost, by model-name
+    /// prefix (`{"qwen2.5-coder": {"input": 0.1, "output": 0.3}}`, US dollars per million
+    /// tokens). A model priced nowhere has an unknown cost.
+    #[serde(default, rename = "modelPrices", deserialize_with = "null_as_default")]
+    pub model_prices: BTreeMap<String, ModelPrice>,
+}
+
+/// One entry of `modelPrices`: US dollars per million tokens. Cache writes and reads cost
+/// what uncached input does unless given.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// Uncached prompt tokens.
+    pub input: UsdPerMillion,
+    /// Generated tokens.
+    pub output: UsdPerMillion,
+    /// Prompt tokens written to the cache.
+    #[serde(default, rename = "cacheWrite")]
+    pub cache_write: Option<UsdPerMillion>,
+    /// Prompt tokens read from the cache.
+    #[serde(default, rename = "cacheRead")]
+    pub cache_read: Option<UsdPerMillion>,
+}
+
+impl ModelPrice {
+    /// As the price table holds prices (millionths of a dollar per million tokens).
+    pub fn to_price(self) -> crate::model::anthropic::pricing::Price {
+        let micros = |usd: UsdPerMillion| (usd.0 * 1e6).round() as u64;
+        crate::model::anthropic::pricing::Price {
+            input: micros(self.input),
+            output: micros(self.output),
+            cache_write: micros(self.cache_write.unwrap_or(self.input)),
+            cache_read: micros(self.cache_read.unwrap_or(self.input)),
+        }
+    }
+}
+
+/// A price in US dollars per million tokens: a number from 0 to 1 000 000.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UsdPerMillion(pub f64);
+
+impl<'de> Deserialize<'de> for UsdPerMillion {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let usd = f64::deserialize(d)?;
+        if !(0.0..=1e6).contains(&usd) {
+            return Err(D::Error::invalid_value(
+                Unexpected::Float(usd),
+                &"US dollars per million tokens, from 0 to 1000000",
+            ));
+        }
+        Ok(UsdPerMillion(usd))
+    }
 }
 
 /// The `hooks` object: for each event, a list of matcher groups.

@@ -914,6 +914,7 @@ mod tests {
             usage: crate::engine::state::UsageTotals { input_tokens: 100, output_tokens: 20, ..Default::default() },
             model_calls: 1,
             cost_usd: 0.0015,
+            unpriced_models: Vec::new(),
             turns: 1,
             structured_output: None,
             trace: vec![],

@@ -121,6 +121,24 @@ pub struct RunSpec {
     pub memory: Arc<crate::context::memory::Memory>,
     /// The skills the `Skill` tool offers (no tool when there are none).
     pub skills: Arc<crate::tools::skill::Skills>,
+    /// Ask the model server for its context window ([`RunSpec::settle_context_window`]):
+    /// a run against a server, without `--context-window`.
+    pub ask_context_window: bool,
+}
+
+impl RunSpec {
+    /// Take the context window the model server says it has, when it says
+    /// ([`crate::model::window`]), so that autocompaction and the blocking limit fit a local
+    /// server's window. Asked once per process, before the first prompt.
+    pub async fn settle_context_window(&mut self) {
+        if !std::mem::take(&mut self.ask_context_window) {
+            return;
+        }
+        if let Some(window) = self.model.context_window(&self.options.model).await {
+            tracing::info!(window, model = %self.options.model, "the model server's context window");
+            self.options.context_window = window;
+        }
+    }
 }
 
 /// The agents of a scenario: the built-in one and those of its `agents` object. The object
@@ -162,6 +180,7 @@ pub fn spec_for_scenario(
     let id = crate::session::Uuid::parse(&options.run_id).unwrap_or_else(|_| crate::session::Uuid::new_v4());
     let agents = Arc::new(scenario_agents(scenario));
     Ok(RunSpec {
+        ask_context_window: false,
         prompt: scenario.prompt.clone(),
         session: Session::in_memory(id, cwd.clone()),
         tools: session_tools(&agents),

@@ -14,6 +14,7 @@ pub mod responses;
 pub mod scripted;
 pub mod side;
 pub mod translate;
+pub mod window;
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -112,4 +113,11 @@ pub trait Model: Send + Sync {
     /// Open a streamed reply to `request`. An error here is an HTTP-level failure
     /// (the request was refused or the connection failed before any event arrived).
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>>;
+
+    /// The context window, in tokens, that the server says `model` has ([`window::probe`]),
+    /// or `None` when it does not say (the default: Claude's window is known).
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        let _ = model;
+        Box::pin(std::future::ready(None))
+    }
 }

@@ -221,6 +221,7 @@ impl ScriptedModel {
             cache: response.usage.map_or((None, None), |u| (u.cache_creation_input_tokens, u.cache_read_input_tokens)),
             abort_after_first_block: route == Route::Main
                 && self.abort == Some(AbortSpec { response: index, phase: AbortPhase::Stream }),
+            max_tokens: request.max_tokens,
         };
         let items = events::build(response, &blocks, &plan);
         Ok(events::into_stream(items, Duration::from_millis(response.chunk_delay_ms), self.cancel.clone()))

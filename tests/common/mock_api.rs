@@ -168,6 +168,14 @@ impl Sse {
         Sse { events: vec![start], blocks: 0, input_tokens, output_tokens: 0 }
     }
 
+    /// Report `n` output tokens in `message_delta` (else an estimate from the blocks): a
+    /// `max_tokens` stop at the cap reports the cap.
+    #[allow(dead_code, reason = "only some test crates cut replies at their cap")]
+    pub fn output_tokens(mut self, n: u64) -> Sse {
+        self.output_tokens = n;
+        self
+    }
+
     /// The message's id (`msg_mock` unless set).
     pub fn id(mut self, id: &str) -> Sse {
         self.events[0]["message"]["id"] = json!(id);
@@ -305,6 +313,8 @@ struct Shared {
     chat: bool,
     /// Requests are Responses (`POST /v1/responses`), checked as such.
     responses: bool,
+    /// The context window `GET /props` reports (llama.cpp's shape); `None` answers 404.
+    window: Option<u64>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -322,6 +332,17 @@ impl std::fmt::Debug for Shared {
 impl Shared {
     /// Record a request, check it, and choose its answer.
     fn answer(&mut self, request: Recorded) -> Reply {
+        // A client asking for the server's context window: answered, not recorded.
+        match request.request_line.as_str() {
+            "GET /props HTTP/1.1" => {
+                return match self.window {
+                    Some(n) => Reply::Json(json!({"default_generation_settings": {"n_ctx": n}, "total_slots": 1})),
+                    None => Reply::error(404, "not_found_error", "mock: no /props"),
+                };
+            }
+            "GET /v1/models HTTP/1.1" => return Reply::error(404, "not_found_error", "mock: no model list"),
+            _ => {}
+        }
         if let Some(reply) = self.side.as_ref().and_then(|side| side(&request)) {
             self.requests.push(request);
             return reply;
@@ -494,6 +515,13 @@ impl MockApi {
         let mock = MockApi::start(script);
         mock.lock().chat = true;
         mock
+    }
+
+    /// Report a context window of `n` tokens at `GET /props`, as llama.cpp's server does.
+    #[allow(dead_code)] // not every test binary that includes this module uses it
+    pub fn with_window(self, n: u64) -> MockApi {
+        self.lock().window = Some(n);
+        self
     }
 
     /// A mock of an OpenAI Responses server (`POST /v1/responses`).

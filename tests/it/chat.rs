@@ -18,11 +18,26 @@ fn chat_sse(chunks: &[Value]) -> String {
 }
 
 fn text(content: &str, finish: &str) -> Reply {
+    text_of(content, finish, 8)
+}
+
+/// A text reply that reports `completion_tokens` generated.
+fn text_of(content: &str, finish: &str, completion_tokens: u64) -> Reply {
     Reply::Sse(chat_sse(&[
         json!({"id": "chatcmpl-1", "model": "qwen2.5-coder-0.5b", "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}}]}),
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 8}}),
+        json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": completion_tokens}}),
     ]))
+}
+
+/// The edges of the trace at `path`.
+fn edges_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["edge"].as_str().map(str::to_owned))
+        .collect()
 }
 
 fn read_call() -> Reply {
@@ -94,11 +109,52 @@ fn a_read_round_trip_over_chat_completions() {
 #[test]
 fn length_escalates_the_output_cap_as_max_tokens_does() {
     let dir = work_dir();
-    let api = MockApi::start_chat(vec![text("The answer begins", "length"), text("The whole answer.", "stop")]);
+    let api =
+        MockApi::start_chat(vec![text_of("The answer begins", "length", 16_000), text("The whole answer.", "stop")]);
     let (out, lines) = run(dir.path(), &api, "Answer at length", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let bodies = api.bodies();
     assert_eq!((bodies[0]["max_tokens"].as_u64(), bodies[1]["max_tokens"].as_u64()), (Some(16000), Some(64000)));
+    assert_eq!(lines.last().unwrap()["result"], "The whole answer.");
+}
+
+/// `length` after 8145 of 16 000 tokens: the server's window filled, not the cap. No
+/// escalation (a 64K cap cannot help); the history is compacted and the same cap sent again.
+#[test]
+fn length_below_the_cap_is_a_full_context_not_an_escalation() {
+    let dir = work_dir();
+    let api = MockApi::start_chat(vec![
+        text_of("The answer begins", "length", 8145),
+        text("A short summary.", "stop"),
+        text("The whole answer.", "stop"),
+    ]);
+    let trace = dir.path().join("trace.jsonl");
+    let (out, lines) =
+        run(dir.path(), &api, "Answer at length", &["--trace=jsonl", "--trace-file", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        edges_of(&trace),
+        [
+            "prepare.request",
+            "request.stream_opened",
+            "consume.context_full",
+            "recover.reactive_compact_retry",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed"
+        ]
+    );
+    let bodies = api.bodies();
+    let caps: Vec<Option<u64>> = bodies.iter().map(|b| b["max_tokens"].as_u64()).collect();
+    assert_eq!(caps.len(), 3);
+    assert_eq!((caps[0], caps[2]), (Some(16000), Some(16000)));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the context window filled during the reply: it stopped on max_tokens after 8145 of the 16000 output tokens allowed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(lines.last().unwrap()["result"], "The whole answer.");
 }
 
@@ -214,4 +270,74 @@ fn a_chat_session_uses_one_connection() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(api.bodies().len(), 2);
     assert_eq!(api.connections(), 1);
+}
+
+/// A model no price table knows costs "unknown" (`total_cost_usd: null`, the model named in
+/// `unpriced_models`), priced as the model the server says answered; the settings'
+/// `modelPrices` give it a price, by name prefix, in dollars per million tokens.
+#[test]
+fn an_unpriced_model_costs_unknown_until_the_settings_price_it() {
+    let dir = work_dir();
+    let json_run = |settings: Option<&str>| {
+        let api = MockApi::start_chat(vec![text("Hello!", "stop")]);
+        let mut command = offline_agentloop();
+        command.current_dir(dir.path()).env("OPENAI_BASE_URL", format!("{}/v1", api.base_url())).args([
+            "-p",
+            "Greet me",
+            "--model",
+            "chat:qwen",
+            "--output-format",
+            "json",
+        ]);
+        if let Some(settings) = settings {
+            let path = dir.path().join("prices.json");
+            std::fs::write(&path, settings).unwrap();
+            command.arg("--settings").arg(&path);
+        }
+        let out = command.output().unwrap();
+        (
+            out.status.code(),
+            serde_json::from_slice::<Value>(&out.stdout).ok(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, result, stderr) = json_run(None);
+    let result = result.unwrap_or_else(|| panic!("no result: {stderr}"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(result["total_cost_usd"], Value::Null);
+    assert_eq!(result["unpriced_models"], json!(["qwen2.5-coder-0.5b"]));
+    assert_eq!(result["usage"]["input_tokens"], 50);
+
+    // 50 prompt tokens at $1 and 8 generated at $2 per million.
+    let (code, result, stderr) = json_run(Some(
+        r#"{"modelPrices": {"qwen2.5-coder": {"input": 1.0, "output": 2.0}, "q": {"input": 9, "output": 9}}}"#,
+    ));
+    let result = result.unwrap_or_else(|| panic!("no result: {stderr}"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(result["total_cost_usd"].as_f64(), Some(0.000066), "the longest prefix wins");
+    assert_eq!(result.get("unpriced_models"), None);
+
+    let (code, _, stderr) = json_run(Some(r#"{"modelPrices": {"qwen2.5-coder": {"input": -1, "output": 2}}}"#));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("modelPrices.qwen2.5-coder.input"), "{stderr}");
+}
+
+/// A server that says its context window (llama.cpp's `GET /props`) is believed: a prompt
+/// over the blocking limit of a 2048-token window ends at once, before any request; and
+/// `--context-window` overrides what the server says.
+#[test]
+fn the_servers_context_window_sets_the_blocking_limit() {
+    let dir = work_dir();
+    let long = "Summarise this note about the build. ".repeat(250);
+    let api = MockApi::start_chat(vec![]).with_window(2048);
+    let (out, _) = run(dir.path(), &api, &long, &["--system-prompt", "Be brief."]);
+    assert_eq!(out.status.code(), Some(agentloop::TerminalReason::BlockingLimit.exit_code().into()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("over the blocking limit of 1810 for a 2048-token window"), "{stderr}");
+    assert!(api.bodies().is_empty(), "nothing was sent");
+
+    let api = MockApi::start_chat(vec![text("A summary.", "stop")]).with_window(2048);
+    let (out, lines) = run(dir.path(), &api, &long, &["--system-prompt", "Be brief.", "--context-window", "200000"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines.last().unwrap()["result"], "A summary.");
 }

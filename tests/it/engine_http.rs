@@ -414,7 +414,12 @@ async fn a_servers_own_error_event_mid_stream_ends_the_run_with_its_message() {
 #[tokio::test]
 async fn a_truncated_reply_is_sent_again_with_64000_max_tokens() {
     let api = MockApi::start(vec![
-        Reply::Sse(Sse::new(MODEL, 300).text("The answer begins here and then is cut").stop("max_tokens")),
+        Reply::Sse(
+            Sse::new(MODEL, 300)
+                .text("The answer begins here and then is cut")
+                .output_tokens(16_000)
+                .stop("max_tokens"),
+        ),
         Reply::Sse(answer("The whole answer.")),
     ]);
     let done = run_against(&api, options(), "Answer at length").await;
@@ -442,7 +447,9 @@ async fn a_truncated_reply_is_sent_again_with_64000_max_tokens() {
 #[tokio::test]
 async fn a_users_output_cap_is_never_escalated() {
     let api = MockApi::start(vec![
-        Reply::Sse(Sse::new(MODEL, 300).text("The answer begins here and then is cut").stop("max_tokens")),
+        Reply::Sse(
+            Sse::new(MODEL, 300).text("The answer begins here and then is cut").output_tokens(2_000).stop("max_tokens"),
+        ),
         Reply::Sse(answer("and here it ends.")),
     ]);
     let capped = EngineOptions { max_output_tokens: Some(2_000), ..options() };

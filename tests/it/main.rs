@@ -34,6 +34,7 @@ mod cli_http;
 mod cli_output;
 mod engine_http;
 mod interactive;
+mod llama;
 mod mcp;
 mod mcp_conformance;
 mod mcp_elicitation;

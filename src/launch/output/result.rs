@@ -168,13 +168,18 @@ pub fn result_object(outcome: &RunOutcome, session_id: &str, started: Instant, a
         // Claude Code counts the turn it refused to start.
         "num_turns": outcome.turns + u32::from(outcome.terminal == TerminalReason::MaxTurns),
         "session_id": session_id,
-        "total_cost_usd": outcome.cost_usd,
+        // A model nobody priced makes the cost unknown (null), never a guess; the
+        // settings' `modelPrices` give it a price.
+        "total_cost_usd": if outcome.unpriced_models.is_empty() { json!(outcome.cost_usd) } else { Value::Null },
         "usage": outcome.usage,
         "terminal_reason": ending.terminal_reason,
         "agentloop_terminal_reason": outcome.terminal.as_str(),
         "error": outcome.error,
         "api_error_status": failure.and_then(|f| f.status),
     });
+    if !outcome.unpriced_models.is_empty() {
+        result["unpriced_models"] = json!(outcome.unpriced_models);
+    }
     if let Some(stats) = &outcome.subagents {
         result["subagent_stats"] = json!(stats);
     }
@@ -228,6 +233,7 @@ mod result_tests {
             usage: crate::engine::state::UsageTotals::default(),
             model_calls: 1,
             cost_usd: 0.0,
+            unpriced_models: Vec::new(),
             turns: 2,
             trace: Vec::new(),
             api_failure: None,

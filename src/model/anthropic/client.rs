@@ -224,6 +224,15 @@ impl Model for AnthropicModel {
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>> {
         Box::pin(self.open(request))
     }
+
+    /// Asked only of another server than Anthropic's, for a model that is not Claude (a
+    /// local model behind a server speaking the Messages API): Claude's windows are known.
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        if self.config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL || model.contains("claude") {
+            return Box::pin(std::future::ready(None));
+        }
+        Box::pin(crate::model::window::probe(&self.client, &self.config.base_url, model))
+    }
 }
 
 fn default_headers(auth: &Auth) -> Result<HeaderMap, ModelError> {

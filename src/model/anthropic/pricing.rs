@@ -1,17 +1,25 @@
 //! What a request costs, in US dollars, from the token counts the API reports.
 //!
 //! [`PRICES`] is the one table to update when prices change (source: the API's pricing page,
-//! checked for the models below). Prices are in US cents per million tokens so that the
-//! arithmetic is exact. A model is matched by the first entry whose prefix starts its name,
-//! after anything before `claude-` is dropped (so `us.anthropic.claude-…` and dated names such
-//! as `claude-sonnet-4-5-20250929` match too); more specific prefixes come first.
+//! checked for the models below). A model is matched by the first entry whose prefix starts
+//! its name, after anything before `claude-` is dropped (so `us.anthropic.claude-…` and dated
+//! names such as `claude-sonnet-4-5-20250929` match too); more specific prefixes come first.
 //!
-//! Cache writes are priced at the 5-minute rate, the only cache this client asks for. The
-//! long-context surcharge some models charge above 200K prompt tokens is not modelled.
+//! The user's own prices (the settings' `modelPrices`, [`set_user_prices`]) extend the table:
+//! a local or third-party model is priced only where the user says what it costs. They never
+//! override it, so a project's settings file cannot make Claude's tokens free and lift a spend
+//! cap. A model nobody priced has no cost (`None`): its cost is unknown, never a guess at
+//! Sonnet's.
+//!
+//! Prices are in millionths of a US dollar per million tokens, so that the arithmetic is
+//! exact. Cache writes are priced at the 5-minute rate, the only cache this client asks for.
+//! The long-context surcharge some models charge above 200K prompt tokens is not modelled.
+
+use std::sync::OnceLock;
 
 use crate::protocol::Usage;
 
-/// Prices of one model family, in US cents per million tokens.
+/// Prices of one model family, in millionths of a US dollar per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Price {
     /// Uncached prompt tokens.
@@ -24,8 +32,15 @@ pub struct Price {
     pub cache_read: u64,
 }
 
+/// A price given in US cents per million tokens.
 const fn cents(input: u64, output: u64, cache_write: u64, cache_read: u64) -> Price {
-    Price { input, output, cache_write, cache_read }
+    const MICROS_PER_CENT: u64 = 10_000;
+    Price {
+        input: input * MICROS_PER_CENT,
+        output: output * MICROS_PER_CENT,
+        cache_write: cache_write * MICROS_PER_CENT,
+        cache_read: cache_read * MICROS_PER_CENT,
+    }
 }
 
 /// `(model-name prefix, price)`, most specific prefix first.
@@ -47,17 +62,32 @@ pub const PRICES: &[(&str, Price)] = &[
     ("claude-3-haiku", cents(25, 125, 30, 3)),
 ];
 
-/// The price of `model`, if the table knows it.
-pub fn price(model: &str) -> Option<Price> {
-    let name = model.find("claude-").map_or(model, |at| &model[at..]);
-    PRICES.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|(_, price)| *price)
+/// The user's prices, by model-name prefix, longest prefix first; set once per process.
+static USER_PRICES: OnceLock<Vec<(String, Price)>> = OnceLock::new();
+
+/// Price the models [`PRICES`] does not know as the user says (the settings' `modelPrices`:
+/// a model-name prefix and its price, the longest matching prefix winning). The first call
+/// wins: a process runs with the settings it started with. Returns whether this call set them.
+pub fn set_user_prices(mut prices: Vec<(String, Price)>) -> bool {
+    prices.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    USER_PRICES.set(prices).is_ok()
 }
 
-/// Cost units per US dollar: a price in cents per million tokens times a token count is in
-/// units of 10⁻⁸ dollars.
-pub const UNITS_PER_USD: f64 = 100_000_000.0;
+/// The price of `model`: the table's, or the user's; `None` when nobody priced it.
+pub fn price(model: &str) -> Option<Price> {
+    let name = model.find("claude-").map_or(model, |at| &model[at..]);
+    if let Some((_, price)) = PRICES.iter().find(|(prefix, _)| name.starts_with(prefix)) {
+        return Some(*price);
+    }
+    let users = USER_PRICES.get().map(Vec::as_slice).unwrap_or_default();
+    users.iter().find(|(prefix, _)| model.starts_with(prefix.as_str())).map(|(_, price)| *price)
+}
 
-/// The cost of `usage` at `price`, exactly, in units of 10⁻⁸ US dollars ([`UNITS_PER_USD`]).
+/// Cost units per US dollar: a price in millionths of a dollar per million tokens times a
+/// token count is in units of 10⁻¹² dollars.
+pub const UNITS_PER_USD: f64 = 1_000_000_000_000.0;
+
+/// The cost of `usage` at `price`, exactly, in units of 10⁻¹² US dollars ([`UNITS_PER_USD`]).
 /// Missing counts count as zero. The spend cap prices a request before it is sent with the
 /// usage it may at most report ([`crate::engine::budget`]).
 pub fn cost_units(price: Price, usage: &Usage) -> u128 {
@@ -123,6 +153,24 @@ mod tests {
     fn provider_prefixes_and_suffixes_are_tolerated() {
         assert_eq!(price("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), price("claude-sonnet-4-5"));
         assert_eq!(price("claude-sonnet-4-5[1m]"), Some(cents(300, 1500, 375, 30)));
+    }
+
+    /// The only test that sets the process's user prices (the first call wins), with
+    /// prefixes no other test prices.
+    #[test]
+    fn user_prices_extend_the_table_and_never_override_it() {
+        let local = Price { input: 100_000, output: 300_000, cache_write: 100_000, cache_read: 10_000 };
+        let free = Price { input: 0, output: 0, cache_write: 0, cache_read: 0 };
+        assert!(set_user_prices(vec![
+            ("local-test-".into(), free),
+            ("local-test-coder".into(), local),
+            ("claude-sonnet".into(), free),
+        ]));
+        assert!(!set_user_prices(Vec::new()), "the first call wins");
+        assert_eq!(price("local-test-coder-7b"), Some(local), "the longest prefix");
+        assert_eq!(price("local-test-chat"), Some(free));
+        assert_eq!(price("claude-sonnet-4-5"), Some(cents(300, 1500, 375, 30)), "the table's price stands");
+        assert_eq!(price("unpriced-elsewhere"), None);
     }
 
     #[test]

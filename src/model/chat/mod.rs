@@ -141,6 +141,10 @@ impl Model for ChatModel {
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>> {
         Box::pin(self.open(request))
     }
+
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        Box::pin(crate::model::window::probe(&self.client, &self.config.base_url, model))
+    }
 }
 
 /// A failed response as a [`ModelError::Http`]: the OpenAI error shape (`{"error":

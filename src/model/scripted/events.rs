@@ -43,6 +43,9 @@ pub(super) struct Plan {
     pub cache: (Option<u64>, Option<u64>),
     /// Abort right after block 0 (`abort` with phase `stream`).
     pub abort_after_first_block: bool,
+    /// The request's output cap: what a `max_tokens` stop reports as generated when the
+    /// script gives no usage (a reply cut at its cap used all of it).
+    pub max_tokens: u32,
 }
 
 /// How a stream ends.
@@ -85,6 +88,7 @@ pub(super) fn build(response: &ScriptedResponse, blocks: &[ScriptBlock], plan: &
         Ending::Stop => {
             let output_tokens = match response.usage.and_then(|u| u.output_tokens) {
                 Some(n) => n,
+                None if stop_reason == StopReason::MaxTokens => u64::from(plan.max_tokens),
                 None => (blocks.iter().map(ScriptBlock::char_len).sum::<usize>() / 4).max(1) as u64,
             };
             items.push(Item::Event(message_delta(stop_reason, output_tokens)));
