@@ -371,6 +371,8 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     }
     load_settings(&mut spec, args)?;
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
+    // The CLI writes each record as it happens and never reads them back.
+    spec.options.keep_trace = false;
     // `--context-window` is the user's word; otherwise a server is asked for its own.
     spec.ask_context_window &= args.context_window.is_none();
     if let Some(names) = &args.tools {

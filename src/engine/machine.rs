@@ -68,8 +68,10 @@ pub struct Ctx {
     pub sink: Box<dyn EventSink>,
     /// The table whose guards pick every transition.
     pub table: Arc<Table>,
-    /// The trace so far.
+    /// The trace so far (when [`crate::engine::EngineOptions::keep_trace`] is on).
     pub records: Vec<TraceRecord>,
+    /// Transitions taken so far, kept or not: the next record's `seq` is one more.
+    pub transitions: u64,
     /// The first transition that broke the table, if any.
     pub violation: Option<String>,
     /// What every tool call of the run shares (cwd, cancellation, files read).
@@ -321,7 +323,7 @@ impl Machine {
         }
         let record = TraceRecord {
             record_type: "transition",
-            seq: ctx.records.len() as u64 + 1,
+            seq: ctx.transitions + 1,
             t_ms: (ctx.deps.clock.elapsed().as_secs_f64() * 1e6).round() / 1e3,
             turn: pending.turn,
             from,
@@ -338,7 +340,10 @@ impl Machine {
         };
         self.entered = Entered { edge: decl.id.clone(), facts: decl.sets.clone() };
         tracing::debug!(edge = %record.edge, from, to, "transition");
-        ctx.records.push(record.clone());
+        ctx.transitions += 1;
+        if self.st.options.keep_trace {
+            ctx.records.push(record.clone());
+        }
         ctx.emit(EngineEvent::Transition(record));
     }
 }

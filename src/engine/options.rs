@@ -65,6 +65,11 @@ pub struct EngineOptions {
     /// The output cap of every main request, when the user set one (`--max-output-tokens`,
     /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`): it is not escalated.
     pub max_output_tokens: Option<u32>,
+    /// Keep every transition record in [`crate::engine::RunOutcome::trace`]. The records
+    /// still go to the caller's sink (and the trace file) as they happen; a run whose caller
+    /// reads only those (the CLI) sets this off, so a long session does not hold a record of
+    /// every transition (~2 KB each, counters and guards included) until it ends.
+    pub keep_trace: bool,
 }
 
 impl EngineOptions {
@@ -121,6 +126,7 @@ impl Default for EngineOptions {
             git_snapshot: None,
             small_model: crate::model::side::DEFAULT_SMALL_MODEL.to_owned(),
             max_output_tokens: None,
+            keep_trace: true,
         }
     }
 }

@@ -241,7 +241,18 @@ pub async fn run_prompt_with(
     });
     let transcript = TranscriptLog::new(session.transcript.take());
     let tasks = children.as_ref().map(Children::tasks);
-    let mut ctx = Ctx { deps, sink, table, records: Vec::new(), violation: None, tool_ctx, toolbox, transcript, tasks };
+    let mut ctx = Ctx {
+        deps,
+        sink,
+        table,
+        records: Vec::new(),
+        transitions: 0,
+        violation: None,
+        tool_ctx,
+        toolbox,
+        transcript,
+        tasks,
+    };
     let counters: Counters = st.counters.clone();
     let user = Message::user_text(prompt);
     if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {
@@ -268,7 +279,7 @@ pub async fn run_prompt_with(
         let cancelled = ctx.deps.cancel.is_cancelled();
         let abortable = crate::engine::machine::leaf_state(&state).is_abortable();
         let event = if cancelled && abortable && settled { Event::Abort } else { Event::Step };
-        let before = ctx.records.len();
+        let before = ctx.transitions;
         let span = tracing::debug_span!("dispatch", state = crate::engine::machine::state_name(&state), ?event);
         let dispatch = machine.handle_with_context(&event, &mut ctx).instrument(span);
         match &mut children {
@@ -276,7 +287,7 @@ pub async fn run_prompt_with(
             None => dispatch.await,
         }
         dispatches += 1;
-        let moved = ctx.records.len() != before || ctx.violation.is_some();
+        let moved = ctx.transitions != before || ctx.violation.is_some();
         settled = !moved && ctx.deps.cancel.is_cancelled();
         if (!moved && (!settled || event == Event::Abort)) || dispatches > MAX_DISPATCHES {
             session.transcript = ctx.transcript.into_writer();
