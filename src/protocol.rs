@@ -439,15 +439,17 @@ pub struct ToolDefinition {
 }
 
 /// A conversation whose messages are shared, not copied: each message sits behind an [`Arc`],
-/// so a request built from the history clones pointers and no message, and the history keeps
-/// a running count of its payload characters (see [`ContentBlock::char_len`]) for token
-/// estimates, so nothing has to walk or re-serialize the messages to estimate them.
+/// and so does the list of them, so a request built from the history clones one pointer
+/// (not one per message), and the history keeps a running count of its payload characters
+/// (see [`ContentBlock::char_len`]) for token estimates, so nothing has to walk or
+/// re-serialize the messages to estimate them.
 ///
-/// Appending is the common change and costs only the new message; changes to older messages
-/// (collapsing tool results, compaction) go through [`Transcript::edit`], which recounts.
+/// Appending is the common change and costs only the new message (the list is copied only
+/// if a request still shares it); changes to older messages (collapsing tool results,
+/// compaction) go through [`Transcript::edit`], which recounts.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
-    messages: Vec<Arc<Message>>,
+    messages: Arc<Vec<Arc<Message>>>,
     chars: usize,
 }
 
@@ -466,9 +468,10 @@ impl Transcript {
             return None;
         }
         self.chars += message_chars(&message);
-        match self.messages.last_mut() {
+        let messages = Arc::make_mut(&mut self.messages);
+        match messages.last_mut() {
             Some(last) if last.role == message.role => Arc::make_mut(last).content.extend(message.content),
-            _ => self.messages.push(Arc::new(message)),
+            _ => messages.push(Arc::new(message)),
         }
         self.messages.last().map(|m| &**m)
     }
@@ -495,7 +498,7 @@ fn message_chars(message: &Message) -> usize {
 impl From<Vec<Message>> for Transcript {
     fn from(messages: Vec<Message>) -> Self {
         let chars = messages.iter().map(message_chars).sum();
-        Transcript { messages: messages.into_iter().map(Arc::new).collect(), chars }
+        Transcript { messages: Arc::new(messages.into_iter().map(Arc::new).collect()), chars }
     }
 }
 

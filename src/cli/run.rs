@@ -370,6 +370,18 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
         return Err(ResolveError::NoPrompt);
     }
     load_settings(&mut spec, args)?;
+    // The settings may say where an OpenAI protocol's server is: the client is made again.
+    let providers = &spec.settings.model_providers;
+    let wire = match args.model.as_deref() {
+        Some(m) if m.starts_with("chat:") => providers.chat.as_ref().map(|p| (crate::model::chat::Wire::Chat, p)),
+        Some(m) if m.starts_with("responses:") => {
+            providers.responses.as_ref().map(|p| (crate::model::chat::Wire::Responses, p))
+        }
+        _ => None,
+    };
+    if let Some((wire, provider)) = wire {
+        spec.model = openai_model(args, wire, Some(provider))?;
+    }
     apply_flags(&mut spec.options, args, spec.output_style.style.as_ref())?;
     // The CLI writes each record as it happens and never reads them back.
     spec.options.keep_trace = false;
@@ -446,6 +458,20 @@ enabledMcpjsonServers or enableAllProjectMcpServers would allow it"
     Ok(servers)
 }
 
+/// The client of an OpenAI protocol, configured from the environment, then `provider` (the
+/// settings' `modelProviders` entry for that protocol).
+fn openai_model(
+    args: &RunFlags,
+    wire: crate::model::chat::Wire,
+    provider: Option<&crate::hooks::settings::ModelProvider>,
+) -> Result<Arc<dyn crate::model::Model>, ResolveError> {
+    let mut config = crate::model::chat::ChatConfig::from_env_or(provider);
+    if let Some(secs) = args.stream_idle_timeout {
+        config.idle_timeout = Duration::from_secs_f64(secs);
+    }
+    Ok(Arc::new(crate::model::chat::ChatModel::new(config, wire).map_err(ResolveError::ModelSetup)?))
+}
+
 /// A run against the Anthropic Messages API (or any server speaking it at `ANTHROPIC_BASE_URL`).
 fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Result<RunSpec, ResolveError> {
     let name = match args.model.as_deref() {
@@ -464,11 +490,7 @@ fn spec_for_api(args: &RunFlags, cwd: PathBuf, cancel: CancellationToken) -> Res
         // OpenAI's protocols at OPENAI_BASE_URL.
         Some((wire, served)) => {
             crate::model::check_model_name(&served).map_err(ResolveError::BadModel)?;
-            let mut config = crate::model::chat::ChatConfig::from_env();
-            if let Some(secs) = args.stream_idle_timeout {
-                config.idle_timeout = Duration::from_secs_f64(secs);
-            }
-            (Arc::new(crate::model::chat::ChatModel::new(config, wire).map_err(ResolveError::ModelSetup)?), served)
+            (openai_model(args, wire, None)?, served)
         }
         None => {
             let mut config = AnthropicConfig::from_env().map_err(ResolveError::ModelSetup)?;

@@ -393,6 +393,12 @@ and nothing is left to compact",
             ctx.emit(EngineEvent::Warning(note.clone()));
             self.annotate(None, Some(note));
         }
+        if matches!(edge, MessageComplete::Tools | MessageComplete::PauseTurn | MessageComplete::EndTurn) {
+            // The reply is kept: the request is never sent again (the next one is built by
+            // Prepare). Dropping it lets the history grow in place instead of being copied
+            // while the request still shares it.
+            self.st.request = None;
+        }
         match edge {
             MessageComplete::Tools => {
                 self.append_reply(ctx, message, Some(info));

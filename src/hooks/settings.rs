@@ -53,6 +53,36 @@ pub struct Settings {
     /// tokens). A model priced nowhere has an unknown cost.
     #[serde(default, rename = "modelPrices", deserialize_with = "null_as_default")]
     pub model_prices: BTreeMap<String, ModelPrice>,
+    /// `modelProviders` (ours): where `--model chat:NAME` and `--model responses:NAME` send
+    /// their requests, and which variable holds the key, when `OPENAI_BASE_URL` and
+    /// `OPENAI_API_KEY` do not say. Never from the working directory's files.
+    #[serde(default, rename = "modelProviders", deserialize_with = "null_as_default")]
+    pub model_providers: ModelProviders,
+}
+
+/// The `modelProviders` block: one entry per OpenAI-style protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProviders {
+    /// For `--model chat:NAME` (Chat Completions).
+    #[serde(default)]
+    pub chat: Option<ModelProvider>,
+    /// For `--model responses:NAME` (the Responses API).
+    #[serde(default)]
+    pub responses: Option<ModelProvider>,
+}
+
+/// One provider: its base URL and the name of the variable that holds its key (a key itself
+/// never sits in a settings file).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProvider {
+    /// The base URL, up to and including the version (`http://127.0.0.1:8080/v1`).
+    #[serde(default, rename = "baseUrl")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the bearer token (`LLAMA_API_KEY`).
+    #[serde(default, rename = "apiKeyEnv")]
+    pub api_key_env: Option<String>,
 }
 
 /// One entry of `modelPrices`: US dollars per million tokens. Cache writes and reads cost

@@ -14,7 +14,9 @@
 //! - `shellEnvironment.keep`: secrets passed to commands whose hooks reach the network;
 //! - `enableAllProjectMcpServers: true` and `enabledMcpjsonServers`: the project's own MCP
 //!   servers run unconfined, so their consent comes from the user's settings or `--settings`
-//!   (`disabledMcpjsonServers` is kept).
+//!   (`disabledMcpjsonServers` is kept);
+//! - `modelProviders`: it would send the whole conversation (and a key) to a server the
+//!   repository chose.
 
 use serde_json::{Map, Value};
 
@@ -57,6 +59,7 @@ pub fn restrict(settings: &Value) -> (Value, Vec<String>) {
     }
     drop_if(root, "", "enableAllProjectMcpServers", |v| v == &Value::Bool(true), &mut ignored);
     drop_if(root, "", "enabledMcpjsonServers", non_empty, &mut ignored);
+    drop_if(root, "", "modelProviders", |v| !v.is_null(), &mut ignored);
     (kept, ignored)
 }
 

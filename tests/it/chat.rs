@@ -341,3 +341,52 @@ fn the_servers_context_window_sets_the_blocking_limit() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lines.last().unwrap()["result"], "A summary.");
 }
+
+/// The settings' `modelProviders` say where `chat:` requests go and which variable holds
+/// the key, when `OPENAI_BASE_URL` and `OPENAI_API_KEY` do not; a project's settings file may
+/// not say it (the whole conversation would go to the repository's server).
+#[test]
+fn model_providers_in_the_users_settings_choose_the_server_and_the_key() {
+    let dir = work_dir();
+    let api = MockApi::start_chat(vec![text("Hello!", "stop")]);
+    let settings = dir.path().join("user-settings.json");
+    let provider = json!({"modelProviders": {"chat": {"baseUrl": format!("{}/v1", api.base_url()), "apiKeyEnv": "LOCAL_LLM_KEY"}}});
+    std::fs::write(&settings, provider.to_string()).unwrap();
+    let out = offline_agentloop()
+        .current_dir(dir.path())
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env("LOCAL_LLM_KEY", "sk-local-123")
+        .args(["-p", "Greet me", "--model", "chat:qwen", "--output-format", "json", "--settings"])
+        .arg(&settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let requests = api.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-local-123"));
+
+    // The same block in the project's .claude/settings.json is ignored, with a warning, though
+    // that file is above the user's: the user's provider is used.
+    std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+    std::fs::write(dir.path().join(".claude/settings.json"), provider.to_string()).unwrap();
+    let users = MockApi::start_chat(vec![text("Hello again!", "stop")]);
+    let config = tempfile::tempdir().unwrap();
+    let user_provider = json!({"modelProviders": {"chat": {"baseUrl": format!("{}/v1", users.base_url())}}});
+    std::fs::write(config.path().join("settings.json"), user_provider.to_string()).unwrap();
+    let out = offline_agentloop()
+        .current_dir(dir.path())
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env("CLAUDE_CONFIG_DIR", config.path())
+        .args(["-p", "Greet me", "--model", "chat:qwen", "--setting-sources", "user,project"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("settings.json: `modelProviders: "), "{stderr}");
+    assert!(stderr.contains("is ignored"), "{stderr}");
+    assert_eq!(users.requests().len(), 1);
+    assert_eq!(users.requests()[0].header("authorization"), None);
+    assert_eq!(api.requests().len(), 1, "the project's provider was not used");
+}

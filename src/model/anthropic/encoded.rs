@@ -10,27 +10,51 @@
 //! kept bytes never include).
 //!
 //! Several histories may share one client (a subagent's beside its parent's, side requests):
-//! an entry is dropped once [`KEEP_FOR`] requests have gone by without it, so each history
-//! keeps its entries while it is in use, and a finished one is freed.
+//! every [`KEEP_FOR`] requests, the entries that many requests have not used are dropped, so
+//! each history keeps its entries while it is in use, and a finished one is freed. A lookup
+//! hashes only the address, so assembling a request costs a pointer hash per message and a
+//! copy of its bytes.
 //!
 //! [`Transcript`]: crate::protocol::Transcript
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
 use crate::protocol::Message;
 
-/// How many requests an unused entry is kept for.
+/// How many requests an unused entry is kept for (at least; swept every as many requests).
 pub const KEEP_FOR: u64 = 16;
+
+/// Hashes an address: one multiplication (Fibonacci hashing), for keys that are already
+/// unique and need no protection from collisions chosen by an attacker.
+#[derive(Debug, Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        self.0 = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// The kept JSON of the messages recent requests carried.
 #[derive(Debug, Default)]
 pub struct EncodedMessages {
     /// Keyed by the address behind the `Arc`, which the entry's own clone keeps alive, so an
     /// address is never reused while its entry exists.
-    entries: HashMap<usize, Entry>,
+    entries: HashMap<usize, Entry, BuildHasherDefault<AddressHasher>>,
     /// Requests assembled so far.
     requests: u64,
 }
@@ -49,8 +73,8 @@ fn key(message: &Arc<Message>) -> usize {
 }
 
 impl EncodedMessages {
-    /// The JSON of each of `messages`, encoding those not yet kept, for one request. Entries
-    /// no request has used for [`KEEP_FOR`] requests are dropped first.
+    /// The JSON of each of `messages`, encoding those not yet kept, for one request. Every
+    /// [`KEEP_FOR`] requests, entries no request has used for that long are dropped first.
     ///
     /// # Errors
     /// A message that cannot be encoded (a [`crate::protocol::ContentBlock::Other`] that is
@@ -58,7 +82,9 @@ impl EncodedMessages {
     pub fn encode<'a>(&'a mut self, messages: &[Arc<Message>]) -> Result<Vec<&'a RawValue>, serde_json::Error> {
         self.requests += 1;
         let now = self.requests;
-        self.entries.retain(|_, entry| now - entry.used <= KEEP_FOR);
+        if now.is_multiple_of(KEEP_FOR) {
+            self.entries.retain(|_, entry| now - entry.used <= KEEP_FOR);
+        }
         for message in messages {
             match self.entries.get_mut(&key(message)) {
                 Some(entry) => entry.used = now,
@@ -119,7 +145,7 @@ mod tests {
         let third = texts(&kept.encode(&history).unwrap());
         assert_eq!(third[0], r#"{"role":"user","content":[{"type":"text","text":"z"}]}"#);
         assert_eq!(kept.len(), 5);
-        for _ in 0..KEEP_FOR {
+        for _ in 0..2 * KEEP_FOR {
             kept.encode(&history).unwrap();
         }
         assert_eq!(kept.len(), 2);

@@ -55,7 +55,12 @@ pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Resul
         None => (None, &[][..]),
     };
     let earlier = kept.encode(earlier).map_err(error)?;
-    serde_json::to_vec(&RequestBody { request, messages: Messages { earlier: &earlier, last } }).map_err(error)
+    // Sized for the kept bytes and a margin, so the body is copied once, not regrown.
+    let kept_bytes: usize = earlier.iter().map(|raw| raw.get().len() + 1).sum();
+    let mut body = Vec::with_capacity(kept_bytes + request.system.len() + 64 * 1024);
+    serde_json::to_writer(&mut body, &RequestBody { request, messages: Messages { earlier: &earlier, last } })
+        .map_err(error)?;
+    Ok(body)
 }
 
 /// `{"type": "ephemeral"}`.

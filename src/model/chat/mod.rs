@@ -40,6 +40,26 @@ pub struct ChatConfig {
 }
 
 impl ChatConfig {
+    /// From `OPENAI_BASE_URL` and `OPENAI_API_KEY` when set, else from the settings'
+    /// provider entry (`baseUrl`, and the key in the variable `apiKeyEnv` names), else the
+    /// default (OpenAI's API, no key).
+    pub fn from_env_or(provider: Option<&crate::hooks::settings::ModelProvider>) -> ChatConfig {
+        let mut config = ChatConfig::from_env();
+        let Some(provider) = provider else { return config };
+        let set = |name: &str| std::env::var(name).ok().is_some_and(|v| !v.trim().is_empty());
+        if !set("OPENAI_BASE_URL")
+            && let Some(url) = provider.base_url.as_deref().filter(|u| !u.trim().is_empty())
+        {
+            config.base_url = url.trim().to_owned();
+        }
+        if config.api_key.is_none()
+            && let Some(name) = &provider.api_key_env
+        {
+            config.api_key = crate::credentials::var(name).filter(|k| !k.is_empty()).map(Secret::new);
+        }
+        config
+    }
+
     /// From `OPENAI_BASE_URL` and `OPENAI_API_KEY` (read through [`crate::credentials`]).
     pub fn from_env() -> ChatConfig {
         ChatConfig {
