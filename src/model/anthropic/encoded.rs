@@ -9,63 +9,52 @@
 //! (once more for the request where it is last and carries the cache breakpoint, which the
 //! kept bytes never include).
 //!
-//! Several histories may share one client (a subagent's beside its parent's, side requests):
-//! every [`KEEP_FOR`] requests, the entries that many requests have not used are dropped, so
-//! each history keeps its entries while it is in use, and a finished one is freed. A lookup
-//! hashes only the address, so assembling a request costs a pointer hash per message and a
-//! copy of its bytes.
+//! Several histories may share one client (a subagent's beside its parent's, side requests).
+//! Each is a *lane*: the entries of its messages in order, found by the `Arc` of its first
+//! message. A request walks its lane comparing pointers, reuses the entries up to the first
+//! message that differs (a merge into the last message, or the end), and encodes the rest,
+//! so assembling a request costs a pointer comparison per message and a copy of its bytes. A
+//! rewrite (collapse, compaction) changes every `Arc`, the first included, and so starts a
+//! new lane. Every [`KEEP_FOR`] requests, lanes that many requests have not used are dropped,
+//! so a finished history is freed.
 //!
 //! [`Transcript`]: crate::protocol::Transcript
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
 use crate::protocol::Message;
 
-/// How many requests an unused entry is kept for (at least; swept every as many requests).
+/// How many requests an unused lane is kept for (at least; swept every as many requests).
 pub const KEEP_FOR: u64 = 16;
-
-/// Hashes an address: one multiplication (Fibonacci hashing), for keys that are already
-/// unique and need no protection from collisions chosen by an attacker.
-#[derive(Debug, Default, Clone, Copy)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_usize(&mut self, address: usize) {
-        self.0 = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// The kept JSON of the messages recent requests carried.
 #[derive(Debug, Default)]
 pub struct EncodedMessages {
-    /// Keyed by the address behind the `Arc`, which the entry's own clone keeps alive, so an
-    /// address is never reused while its entry exists.
-    entries: HashMap<usize, Entry, BuildHasherDefault<AddressHasher>>,
+    /// Keyed by the address behind the lane's first `Arc`, which the lane's own clone keeps
+    /// alive, so an address is never reused while its lane exists.
+    lanes: HashMap<usize, Lane>,
     /// Requests assembled so far.
     requests: u64,
+    /// The size of the last body assembled, to size the next one's buffer.
+    pub(crate) last_body_len: usize,
+}
+
+/// One history's kept messages, in order.
+#[derive(Debug, Default)]
+struct Lane {
+    entries: Vec<Entry>,
+    /// The request that last used this lane.
+    used: u64,
 }
 
 #[derive(Debug)]
 struct Entry {
     /// Holds the message, so its address stays its own.
-    _message: Arc<Message>,
+    message: Arc<Message>,
     json: Box<RawValue>,
-    /// The request that last used this entry.
-    used: u64,
 }
 
 fn key(message: &Arc<Message>) -> usize {
@@ -73,8 +62,9 @@ fn key(message: &Arc<Message>) -> usize {
 }
 
 impl EncodedMessages {
-    /// The JSON of each of `messages`, encoding those not yet kept, for one request. Every
-    /// [`KEEP_FOR`] requests, entries no request has used for that long are dropped first.
+    /// The JSON of each of `messages`, encoding those its lane does not hold yet, for one
+    /// request. Every [`KEEP_FOR`] requests, lanes no request has used for that long are
+    /// dropped first.
     ///
     /// # Errors
     /// A message that cannot be encoded (a [`crate::protocol::ContentBlock::Other`] that is
@@ -83,24 +73,24 @@ impl EncodedMessages {
         self.requests += 1;
         let now = self.requests;
         if now.is_multiple_of(KEEP_FOR) {
-            self.entries.retain(|_, entry| now - entry.used <= KEEP_FOR);
+            self.lanes.retain(|_, lane| now - lane.used <= KEEP_FOR);
         }
-        for message in messages {
-            match self.entries.get_mut(&key(message)) {
-                Some(entry) => entry.used = now,
-                None => {
-                    let json = serde_json::value::to_raw_value(&**message)?;
-                    self.entries.insert(key(message), Entry { _message: Arc::clone(message), json, used: now });
-                }
-            }
+        let Some(first) = messages.first() else { return Ok(Vec::new()) };
+        let lane = self.lanes.entry(key(first)).or_default();
+        lane.used = now;
+        let same = lane.entries.iter().zip(messages).take_while(|(entry, m)| Arc::ptr_eq(&entry.message, m)).count();
+        lane.entries.truncate(same);
+        for message in &messages[same..] {
+            let json = serde_json::value::to_raw_value(&**message)?;
+            lane.entries.push(Entry { message: Arc::clone(message), json });
         }
-        Ok(messages.iter().map(|message| &*self.entries[&key(message)].json).collect())
+        Ok(lane.entries.iter().map(|entry| &*entry.json).collect())
     }
 
-    /// How many messages are kept.
+    /// How many messages are kept, in all lanes.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.len()
+        self.lanes.values().map(|lane| lane.entries.len()).sum()
     }
 }
 
@@ -139,12 +129,13 @@ mod tests {
             r#"{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]}"#
         );
         assert_eq!(history[1].role, Role::Assistant);
-        // A rewrite replaces every Arc: all of it is encoded again, and the old entries go
-        // once KEEP_FOR requests have passed without them.
+        assert_eq!(kept.len(), 2, "the merged message replaced its entry in the lane");
+        // A rewrite replaces every Arc: all of it is encoded again in a new lane, and the old
+        // lane goes once KEEP_FOR requests have passed without it.
         history.edit(|messages| messages[0] = Message::user_text("z"));
         let third = texts(&kept.encode(&history).unwrap());
         assert_eq!(third[0], r#"{"role":"user","content":[{"type":"text","text":"z"}]}"#);
-        assert_eq!(kept.len(), 5);
+        assert_eq!(kept.len(), 4);
         for _ in 0..2 * KEEP_FOR {
             kept.encode(&history).unwrap();
         }

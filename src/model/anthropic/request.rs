@@ -54,12 +54,12 @@ pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Resul
         Some((last, earlier)) => (Some(last), earlier),
         None => (None, &[][..]),
     };
+    // Sized as the last body and a margin, so a body is written once, not regrown.
+    let mut body = Vec::with_capacity(kept.last_body_len + 64 * 1024);
     let earlier = kept.encode(earlier).map_err(error)?;
-    // Sized for the kept bytes and a margin, so the body is copied once, not regrown.
-    let kept_bytes: usize = earlier.iter().map(|raw| raw.get().len() + 1).sum();
-    let mut body = Vec::with_capacity(kept_bytes + request.system.len() + 64 * 1024);
     serde_json::to_writer(&mut body, &RequestBody { request, messages: Messages { earlier: &earlier, last } })
         .map_err(error)?;
+    kept.last_body_len = body.len();
     Ok(body)
 }
 
