@@ -124,6 +124,21 @@ fn once(turns: usize) -> Run {
     Run { wall, user, system, rss_kib: common::child::peak_rss_kib(&usage), last_body: sizes[turns] }
 }
 
+/// One run's line: round `round` (from 0) of a session of `turns` turns.
+fn print_round(round: usize, turns: usize, run: &Run) {
+    println!(
+        "  round {}: {turns:>4} turns: wall {:>8.1} ms, CPU {:>7.1} ms (user {:.1}, sys {:.1}), peak RSS {:.1} MiB, \
+         last body {} B",
+        round + 1,
+        ms(run.wall),
+        ms(run.cpu()),
+        ms(run.user),
+        ms(run.system),
+        mib(run.rss_kib),
+        run.last_body
+    );
+}
+
 fn median(runs: &[Run], key: impl Fn(&Run) -> f64) -> f64 {
     let mut values: Vec<f64> = runs.iter().map(key).collect();
     values.sort_by(f64::total_cmp);
@@ -158,18 +173,7 @@ fn main() {
             if round % 2 == 0 { (0..SIZES.len()).collect() } else { (0..SIZES.len()).rev().collect() };
         for i in order {
             let run = once(SIZES[i]);
-            println!(
-                "  round {}: {:>4} turns: wall {:>8.1} ms, CPU {:>7.1} ms (user {:.1}, sys {:.1}), peak RSS {:.1} MiB, \
-                 last body {} B",
-                round + 1,
-                SIZES[i],
-                ms(run.wall),
-                ms(run.cpu()),
-                ms(run.user),
-                ms(run.system),
-                mib(run.rss_kib),
-                run.last_body
-            );
+            print_round(round, SIZES[i], &run);
             runs[i].push(run);
         }
     }
@@ -221,17 +225,7 @@ fn linearity() {
         let sizes = if round % 2 == 0 { [SMALL, LARGE] } else { [LARGE, SMALL] };
         for turns in sizes {
             let run = once(turns);
-            println!(
-                "  round {}: {turns:>4} turns: wall {:>8.1} ms, CPU {:>7.1} ms (user {:.1}, sys {:.1}), peak RSS {:.1} MiB, \
-                 last body {} B",
-                round + 1,
-                ms(run.wall),
-                ms(run.cpu()),
-                ms(run.user),
-                ms(run.system),
-                mib(run.rss_kib),
-                run.last_body
-            );
+            print_round(round, turns, &run);
             if turns == SMALL { small.push(run) } else { large.push(run) }
         }
     }
