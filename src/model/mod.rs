@@ -7,7 +7,9 @@
 
 pub mod anthropic;
 pub mod assemble;
+pub(crate) mod body_buffer;
 pub mod chat;
+pub(crate) mod encoded;
 mod error;
 pub mod reply;
 pub mod responses;

@@ -17,10 +17,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::encoded::EncodedMessages;
 use super::stream::{DEFAULT_IDLE_TIMEOUT, sse_reply_with_id};
 use super::{errors, redirect, request};
 use crate::error_chain::error_chain;
+use crate::model::encoded::EncodedMessages;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
 /// Where requests go when `ANTHROPIC_BASE_URL` is not set.
@@ -183,7 +183,8 @@ impl AnthropicModel {
     async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
         let body = {
             let mut encoded = self.encoded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            request::to_json_with(&request, &mut encoded)?
+            let body = request::to_json_with(&request, &mut encoded)?;
+            encoded.buffer.send(body)
         };
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {

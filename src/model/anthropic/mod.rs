@@ -3,8 +3,8 @@
 //! - `sse`: a strict, incremental WHATWG event-stream framer;
 //! - `decode`: event payloads into the assembler (or to owned events);
 //! - `stream`: response bytes to a [`crate::model::Reply`], with the idle timeout;
-//! - `request`: the request body, with prompt-cache breakpoints;
-//! - `encoded`: each message's JSON, kept so a request body is assembled, not re-encoded;
+//! - `request`: the request body, with prompt-cache breakpoints, assembled from each message's
+//!   kept JSON ([`crate::model::encoded`]);
 //! - `client`: [`AnthropicModel`], the [`crate::model::Model`] over reqwest + rustls;
 //! - `redirect`: redirects followed within the server's origin only, so the credentials
 //!   stay with it;
@@ -15,7 +15,6 @@
 
 mod client;
 pub(crate) mod decode;
-pub(crate) mod encoded;
 pub(crate) mod errors;
 #[cfg(test)]
 mod fixture_tests;

@@ -11,26 +11,23 @@
 //! - on the last block of the last message that can carry one, which caches the whole history
 //!   for the next turn. Thinking blocks and empty text blocks cannot, so they are skipped.
 //!
-//! Nothing is copied: the borrowed wrappers below serialize the request's own messages, and
-//! only the marked block goes through a wrapper that adds the `cache_control` key.
-
-use std::sync::Arc;
+//! Nothing is copied: the borrowed wrappers below serialize the request's own fields, only
+//! the marked block goes through a wrapper that adds the `cache_control` key, and the
+//! messages before the last come from their kept JSON ([`EncodedMessages`]).
 
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use super::encoded::EncodedMessages;
+use crate::model::encoded::{self, EncodedMessages, NoHistory};
 use crate::model::{ModelError, ModelRequest};
-use crate::protocol::{ContentBlock, Message, Role, ToolDefinition};
+use crate::protocol::{ContentBlock, Role, ToolDefinition};
 
-/// The request body as a serializable view of a [`ModelRequest`], its messages spliced in
-/// as [`EncodedMessages`] kept them.
+/// The request body as a serializable view of a [`ModelRequest`], with no messages: the
+/// head [`EncodedMessages::assemble`] writes them after.
 #[derive(Debug, Clone, Copy)]
 struct RequestBody<'a> {
     request: &'a ModelRequest,
-    messages: Messages<'a>,
 }
 
 /// Serialize the body of `request` to JSON bytes.
@@ -42,9 +39,9 @@ pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
     to_json_with(request, &mut EncodedMessages::default())
 }
 
-/// Serialize the body of `request` to JSON bytes, splicing in the JSON `kept` has of its
-/// messages (and keeping that of those it had not): the same bytes as [`to_json`], at the
-/// cost of the new messages only.
+/// Serialize the body of `request` to JSON bytes, assembled from the JSON `kept` has of its
+/// messages (keeping that of those it had not) and, when the last body's buffer is back,
+/// grown from it in place: the same bytes as [`to_json`], at the cost of the new messages.
 ///
 /// # Errors
 /// As [`to_json`].
@@ -54,13 +51,15 @@ pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Resul
         Some((last, earlier)) => (Some(last), earlier),
         None => (None, &[][..]),
     };
-    // Sized as the last body and a margin, so a body is written once, not regrown.
-    let mut body = Vec::with_capacity(kept.last_body_len + 64 * 1024);
-    let earlier = kept.encode(earlier).map_err(error)?;
-    serde_json::to_writer(&mut body, &RequestBody { request, messages: Messages { earlier: &earlier, last } })
-        .map_err(error)?;
-    kept.last_body_len = body.len();
-    Ok(body)
+    let head = encoded::head(serde_json::to_vec(&RequestBody { request }).map_err(error)?);
+    let marked_last = |body: &mut Vec<u8>, comma: bool| {
+        let Some(message) = last else { return Ok(()) };
+        if comma {
+            body.push(b',');
+        }
+        serde_json::to_writer(body, &MarkedMessage { role: message.role, content: MarkedContent(&message.content) })
+    };
+    kept.assemble(&head, false, earlier, serde_json::to_string, marked_last).map_err(error)
 }
 
 /// `{"type": "ephemeral"}`.
@@ -83,7 +82,8 @@ struct Body<'a> {
     tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
-    messages: Messages<'a>,
+    /// Last, so the kept messages follow the head ([`encoded::head`]).
+    messages: NoHistory,
 }
 
 /// `{"type": "enabled", "budget_tokens": N}`.
@@ -124,7 +124,7 @@ impl Serialize for RequestBody<'_> {
                 .thinking
                 .and_then(|budget| crate::model::thinking_budget(budget, request.max_tokens))
                 .map(|budget_tokens| Thinking { kind: "enabled", budget_tokens }),
-            messages: self.messages,
+            messages: NoHistory,
         }
         .serialize(serializer)
     }
@@ -187,31 +187,10 @@ where
     seq.end()
 }
 
-/// The history: the messages before the last as JSON already written, or to write as they
-/// come; the last message, marked.
-#[derive(Debug, Clone, Copy)]
-struct Messages<'a> {
-    earlier: &'a [&'a RawValue],
-    last: Option<&'a Arc<Message>>,
-}
-
 #[derive(Serialize)]
 struct MarkedMessage<'a> {
     role: Role,
     content: MarkedContent<'a>,
-}
-
-impl Serialize for Messages<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.earlier.len() + usize::from(self.last.is_some())))?;
-        for message in self.earlier {
-            seq.serialize_element(message)?;
-        }
-        if let Some(message) = self.last {
-            seq.serialize_element(&MarkedMessage { role: message.role, content: MarkedContent(&message.content) })?;
-        }
-        seq.end()
-    }
 }
 
 /// The blocks of the last message, the last cacheable one marked.
@@ -245,6 +224,7 @@ fn can_cache(block: &ContentBlock) -> bool {
 mod tests {
     use super::*;
     use crate::model::Purpose;
+    use crate::protocol::Message;
     use serde_json::json;
 
     fn request(messages: Vec<Message>, tools: Vec<ToolDefinition>, system: &str) -> ModelRequest {
@@ -273,17 +253,18 @@ mod tests {
         serde_json::from_slice(&to_json(request).unwrap()).unwrap()
     }
 
-    /// A body assembled from kept JSON is byte for byte the one encoded whole, through
-    /// appends, a merge into the last message (whose breakpoint moves) and a rewrite.
+    /// A body assembled from kept JSON (grown in place from the last one whenever its buffer
+    /// is back) is byte for byte the one encoded whole, through appends, a merge into the
+    /// last message (whose breakpoint moves), a changed tool list and a rewrite.
     #[test]
     fn spliced_bodies_are_the_bodies_encoded_whole() {
         let mut req = request(vec![Message::user_text("Read a.txt")], vec![tool("Read")], "Be brief.");
         let mut kept = EncodedMessages::default();
+        let mut client = crate::model::encoded::TestClient::default();
         let mut check = |req: &ModelRequest| {
-            assert_eq!(
-                String::from_utf8(to_json_with(req, &mut kept).unwrap()).unwrap(),
-                String::from_utf8(to_json(req).unwrap()).unwrap()
-            );
+            let body = to_json_with(req, &mut kept).unwrap();
+            assert_eq!(String::from_utf8(body.clone()).unwrap(), String::from_utf8(to_json(req).unwrap()).unwrap());
+            client.send(&kept, body);
         };
         check(&req);
         for turn in 0..5 {
@@ -303,6 +284,10 @@ mod tests {
             check(&req);
             req.messages.push_merging(Message::user_text("and then?"));
             check(&req);
+            if turn == 2 {
+                req.tools.push(tool("Grep"));
+                check(&req);
+            }
         }
         req.messages.edit(|messages| messages.truncate(3));
         check(&req);

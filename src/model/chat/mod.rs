@@ -15,6 +15,7 @@
 pub mod request;
 pub mod stream;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -22,6 +23,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::error_chain::error_chain;
 use crate::model::anthropic::Secret;
+use crate::model::encoded::EncodedMessages;
 use crate::model::{Model, ModelError, ModelRequest, ReplyStream};
 
 /// Where Chat Completions requests go when `OPENAI_BASE_URL` is not set.
@@ -89,6 +91,8 @@ pub struct ChatModel {
     url: String,
     config: ChatConfig,
     wire: Wire,
+    /// Each message's items as last sent, so a request is assembled, not re-encoded.
+    encoded: Arc<Mutex<EncodedMessages>>,
 }
 
 impl ChatModel {
@@ -128,13 +132,17 @@ impl ChatModel {
             Wire::Responses => "responses",
         };
         let url = format!("{}/{path}", config.base_url.trim_end_matches('/'));
-        Ok(ChatModel { client, url, config, wire })
+        Ok(ChatModel { client, url, config, wire, encoded: Arc::default() })
     }
 
     async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
-        let body = match self.wire {
-            Wire::Chat => request::to_json(&request)?,
-            Wire::Responses => crate::model::responses::request::to_json(&request)?,
+        let body = {
+            let mut encoded = self.encoded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let body = match self.wire {
+                Wire::Chat => request::to_json_with(&request, &mut encoded)?,
+                Wire::Responses => crate::model::responses::request::to_json_with(&request, &mut encoded)?,
+            };
+            encoded.buffer.send(body)
         };
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {

@@ -11,48 +11,92 @@
 //!   tools (the Messages API's own) have no Chat Completions form and are left out.
 //! - The reply streams, with usage in its last chunk (`stream_options.include_usage`).
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::model::encoded::{self, EncodedMessages, NoHistory};
 use crate::model::{ModelError, ModelRequest};
-use crate::protocol::{ContentBlock, Message, Role};
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition};
 
-/// The request body as JSON bytes.
+/// The request body as JSON bytes, every message encoded anew.
 ///
 /// # Errors
 /// [`ModelError::Protocol`] if the body cannot be serialized.
 pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(&body(request)).map_err(|e| ModelError::Protocol(format!("cannot serialize the request: {e}")))
+    to_json_with(request, &mut EncodedMessages::default())
 }
 
-/// The request body.
-pub fn body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+/// The request body as JSON bytes, assembled from the items `kept` holds for its messages
+/// (keeping those of the ones it did not) and grown in place from the last body: the bytes
+/// of [`to_json`], at the cost of the new messages only.
+///
+/// # Errors
+/// As [`to_json`].
+pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Result<Vec<u8>, ModelError> {
+    let error = |e: serde_json::Error| ModelError::Protocol(format!("cannot serialize the request: {e}"));
     let system = request.whole_system();
+    let wire = Body {
+        model: &request.model,
+        max_tokens: request.max_tokens,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        tools: request.tools.iter().map(Tool::from).collect(),
+        messages: NoHistory,
+    };
+    let mut head = encoded::head(serde_json::to_vec(&wire).map_err(error)?);
+    // The system prompt is the array's first element, so it is part of the head.
     if !system.is_empty() {
-        messages.push(json!({"role": "system", "content": system}));
+        serde_json::to_writer(&mut head, &json!({"role": "system", "content": system})).map_err(error)?;
     }
-    for message in request.messages.iter() {
-        push_message(&mut messages, message);
+    let encode = |message: &Message| {
+        let mut items = Vec::new();
+        push_message(&mut items, message);
+        encoded::joined(&items)
+    };
+    kept.assemble(&head, !system.is_empty(), &request.messages, encode, |_, _| Ok(())).map_err(error)
+}
+
+/// The body's fields, in the order they are written.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    /// Last, so the kept messages follow the head ([`encoded::head`]).
+    messages: NoHistory,
+}
+
+/// `{"include_usage": true}`: usage in the stream's last chunk.
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// `{"type": "function", "function": {name, description, parameters}}`.
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolDefinition> for Tool<'a> {
+    fn from(tool: &'a ToolDefinition) -> Self {
+        Tool {
+            kind: "function",
+            function: Function { name: &tool.name, description: &tool.description, parameters: &tool.input_schema },
+        }
     }
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "max_tokens": request.max_tokens,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema}})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    body
 }
 
 /// Append `message` in Chat Completions form.
@@ -148,8 +192,9 @@ mod tests {
             thinking: None,
             purpose: Purpose::Main,
         };
+        let body: Value = serde_json::from_slice(&to_json(&request).unwrap()).unwrap();
         assert_eq!(
-            body(&request),
+            body,
             json!({
                 "model": "qwen",
                 "max_tokens": 4096,
@@ -167,5 +212,66 @@ mod tests {
                 "tools": [{"type": "function", "function": {"name": "Read", "description": "Read a file", "parameters": {"type": "object"}}}],
             })
         );
+    }
+
+    /// A body assembled from kept items (grown in place whenever the last body's buffer is
+    /// back) is byte for byte the one encoded whole, for Chat Completions and for Responses,
+    /// through appends, merges into the last message and a rewrite.
+    #[test]
+    fn spliced_bodies_are_the_bodies_encoded_whole_on_both_openai_wires() {
+        type Encode = fn(&ModelRequest, &mut EncodedMessages) -> Result<Vec<u8>, ModelError>;
+        let wires: [(Encode, Encode); 2] = [
+            (to_json_with, |r, _| to_json(r)),
+            (crate::model::responses::request::to_json_with, |r, _| crate::model::responses::request::to_json(r)),
+        ];
+        for (spliced, whole) in wires {
+            let mut request = ModelRequest {
+                model: "qwen".into(),
+                system: "Be brief.".into(),
+                system_context: None,
+                messages: vec![Message::user_text("Read a.txt")].into(),
+                tools: Vec::new(),
+                server_tools: Vec::new(),
+                max_tokens: 4096,
+                thinking: None,
+                purpose: Purpose::Main,
+            };
+            let mut kept = EncodedMessages::default();
+            let mut client = crate::model::encoded::TestClient::default();
+            let mut check = |request: &ModelRequest| {
+                let fresh = String::from_utf8(whole(request, &mut EncodedMessages::default()).unwrap()).unwrap();
+                let body = spliced(request, &mut kept).unwrap();
+                assert_eq!(String::from_utf8(body.clone()).unwrap(), fresh);
+                client.send(&kept, body);
+                fresh
+            };
+            let first = check(&request);
+            for turn in 0..4 {
+                let id = format!("call_{turn}");
+                request.messages.push_merging(Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        ContentBlock::text("Reading \"a.txt\"."),
+                        ContentBlock::ToolUse {
+                            id: id.clone(),
+                            name: "Read".into(),
+                            input: json!({"file_path": "a.txt"}),
+                        },
+                    ],
+                });
+                check(&request);
+                request.messages.push_merging(Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::tool_result(&id, "1\thello\n", turn == 2)],
+                });
+                check(&request);
+                // Merged into the tool results' message: its items change, so they are made again.
+                request.messages.push_merging(Message::user_text("and then?"));
+                let merged = check(&request);
+                assert_eq!(merged.matches("and then?").count(), turn + 1, "{merged}");
+            }
+            request.messages.edit(|messages| messages.truncate(1));
+            assert_eq!(check(&request), first);
+        }
     }
 }

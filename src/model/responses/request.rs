@@ -9,85 +9,117 @@
 //!   server tools are left out.
 //! - Nothing is stored on the server (`store: false`): the loop sends the whole history.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::model::encoded::{self, EncodedMessages, NoHistory};
 use crate::model::{ModelError, ModelRequest};
-use crate::protocol::{ContentBlock, Role};
+use crate::protocol::{ContentBlock, Message, Role, ToolDefinition};
 
-/// The request body as JSON bytes.
+/// The request body as JSON bytes, every message encoded anew.
 ///
 /// # Errors
 /// [`ModelError::Protocol`] if the body cannot be serialized.
 pub fn to_json(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(&body(request)).map_err(|e| ModelError::Protocol(format!("cannot serialize the request: {e}")))
+    to_json_with(request, &mut EncodedMessages::default())
 }
 
-/// The request body.
-pub fn body(request: &ModelRequest) -> Value {
+/// The request body as JSON bytes, assembled from the input items `kept` holds for its
+/// messages (keeping those of the ones it did not) and grown in place from the last body: the
+/// bytes of [`to_json`], at the cost of the new messages only.
+///
+/// # Errors
+/// As [`to_json`].
+pub fn to_json_with(request: &ModelRequest, kept: &mut EncodedMessages) -> Result<Vec<u8>, ModelError> {
+    let error = |e: serde_json::Error| ModelError::Protocol(format!("cannot serialize the request: {e}"));
     let instructions = request.whole_system();
+    let wire = Body {
+        model: &request.model,
+        instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
+        max_output_tokens: request.max_tokens,
+        stream: true,
+        store: false,
+        tools: request.tools.iter().map(Tool::from).collect(),
+        input: NoHistory,
+    };
+    let head = encoded::head(serde_json::to_vec(&wire).map_err(error)?);
+    let encode = |message: &Message| encoded::joined(&input_items(message));
+    kept.assemble(&head, false, &request.messages, encode, |_, _| Ok(())).map_err(error)
+}
+
+/// The body's fields, in the order they are written.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+    max_output_tokens: u32,
+    stream: bool,
+    store: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    /// Last, so the kept items follow the head ([`encoded::head`]).
+    input: NoHistory,
+}
+
+/// `{"type": "function", name, description, parameters}`.
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolDefinition> for Tool<'a> {
+    fn from(tool: &'a ToolDefinition) -> Self {
+        Tool { kind: "function", name: &tool.name, description: &tool.description, parameters: &tool.input_schema }
+    }
+}
+
+/// The input items `message` becomes: its text runs as messages, each `tool_use` a
+/// `function_call` and each `tool_result` a `function_call_output`, in order.
+fn input_items(message: &Message) -> Vec<Value> {
+    let (role, text_kind) = match message.role {
+        Role::User => ("user", "input_text"),
+        Role::Assistant => ("assistant", "output_text"),
+    };
     let mut input = Vec::new();
-    for message in request.messages.iter() {
-        let (role, text_kind) = match message.role {
-            Role::User => ("user", "input_text"),
-            Role::Assistant => ("assistant", "output_text"),
-        };
-        let mut texts = Vec::new();
-        let flush = |texts: &mut Vec<Value>, input: &mut Vec<Value>| {
-            if !texts.is_empty() {
-                input.push(json!({"role": role, "content": std::mem::take(texts)}));
-            }
-        };
-        for block in &message.content {
-            match block {
-                ContentBlock::Text { text, .. } if !text.is_empty() => {
-                    texts.push(json!({"type": text_kind, "text": text}))
-                }
-                ContentBlock::ToolUse { id, name, input: args } => {
-                    flush(&mut texts, &mut input);
-                    input.push(
-                        json!({"type": "function_call", "call_id": id, "name": name, "arguments": args.to_string()}),
-                    );
-                }
-                ContentBlock::ToolResult { tool_use_id, content, is_error } => {
-                    flush(&mut texts, &mut input);
-                    let body = content.as_str();
-                    let output = if *is_error { format!("Error: {body}") } else { body.to_owned() };
-                    input.push(json!({"type": "function_call_output", "call_id": tool_use_id, "output": output}));
-                }
-                ContentBlock::Text { .. }
-                | ContentBlock::Thinking { .. }
-                | ContentBlock::RedactedThinking { .. }
-                | ContentBlock::Other(_) => {}
-            }
+    let mut texts = Vec::new();
+    let flush = |texts: &mut Vec<Value>, input: &mut Vec<Value>| {
+        if !texts.is_empty() {
+            input.push(json!({"role": role, "content": std::mem::take(texts)}));
         }
-        flush(&mut texts, &mut input);
+    };
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text, .. } if !text.is_empty() => texts.push(json!({"type": text_kind, "text": text})),
+            ContentBlock::ToolUse { id, name, input: args } => {
+                flush(&mut texts, &mut input);
+                input
+                    .push(json!({"type": "function_call", "call_id": id, "name": name, "arguments": args.to_string()}));
+            }
+            ContentBlock::ToolResult { tool_use_id, content, is_error } => {
+                flush(&mut texts, &mut input);
+                let body = content.as_str();
+                let output = if *is_error { format!("Error: {body}") } else { body.to_owned() };
+                input.push(json!({"type": "function_call_output", "call_id": tool_use_id, "output": output}));
+            }
+            ContentBlock::Text { .. }
+            | ContentBlock::Thinking { .. }
+            | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::Other(_) => {}
+        }
     }
-    let mut body = json!({
-        "model": request.model,
-        "input": input,
-        "max_output_tokens": request.max_tokens,
-        "stream": true,
-        "store": false,
-    });
-    if !instructions.is_empty() {
-        body["instructions"] = json!(instructions);
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.input_schema}))
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    body
+    flush(&mut texts, &mut input);
+    input
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::Purpose;
-    use crate::protocol::{Message, ToolDefinition};
 
     #[test]
     fn a_tool_round_trip_becomes_input_items() {
@@ -121,8 +153,9 @@ mod tests {
             thinking: None,
             purpose: Purpose::Main,
         };
+        let body: Value = serde_json::from_slice(&to_json(&request).unwrap()).unwrap();
         assert_eq!(
-            body(&request),
+            body,
             json!({
                 "model": "gpt-5",
                 "instructions": "Be brief.",
