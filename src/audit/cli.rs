@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use crate::audit::export::{DiagramFormat, render};
 use crate::audit::structure::InputError;
-use crate::audit::{AuditOptions, audit_table, report, trace};
-use crate::engine::table::{SHIPPED_TABLE, Table};
+use crate::audit::{AuditOptions, audit_table, coverage, report, trace};
+use crate::engine::table::{SHIPPED_TABLE, Table, TableError};
 
 /// Name of the embedded table in messages.
 pub const SHIPPED_PATH: &str = "transitions/loop.toml";
@@ -32,6 +32,11 @@ pub struct AuditArgs {
     /// A `--trace=jsonl` recording to replay against the table.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Instead of proving the table, report which of its edges and reasons these
+    /// `--trace=jsonl` recordings took, which never, and the built-in scenario that takes
+    /// each one never taken. Exit 0, or 1 when a trace does not replay against the table.
+    #[arg(long, value_name = "TRACE", num_args = 1.., conflicts_with_all = ["trace", "engine", "max_turns", "memory_cap"])]
+    pub coverage: Vec<PathBuf>,
     /// Explore with this many turns instead of the table's bound.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
@@ -100,6 +105,9 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
         Ok(t) => t,
         Err(e) => return unusable(args.format, &e, out),
     };
+    if !args.coverage.is_empty() {
+        return run_coverage(args, &path, &text, out);
+    }
     // The trace is read first: an unusable trace is reported before the table is explored.
     let trace_text = match args.trace.as_ref().map(read_trace).transpose() {
         Ok(t) => t,
@@ -125,6 +133,42 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
         AuditFormat::Json => writeln!(out, "{:#}", report::json(&report)),
     };
     if written.is_err() { 2 } else { report.exit_code() }
+}
+
+/// `audit --coverage`: the table loaded, not explored, and the traces counted against it.
+fn run_coverage(args: &AuditArgs, path: &str, text: &str, out: &mut dyn Write) -> u8 {
+    let table = match Table::load(path, text) {
+        Ok(table) => table,
+        Err(TableError::Toml { path, message }) => {
+            return unusable(args.format, &InputError::Toml { path, message }, out);
+        }
+        Err(e @ TableError::Invalid { .. }) => {
+            let line = match &e {
+                TableError::Invalid { problems, .. } => problems.first().map_or(1, |(line, _)| *line),
+                TableError::Toml { .. } => 1,
+            };
+            let error = InputError::Unusable { path: path.to_owned(), line, message: e.to_string() };
+            return unusable(args.format, &error, out);
+        }
+    };
+    let mut traces = Vec::new();
+    for trace in &args.coverage {
+        match read_trace(trace) {
+            Ok(text) => traces.push((trace.display().to_string(), text)),
+            Err(e) => return unusable(args.format, &e, out),
+        }
+    }
+    let shipped = table.sha256 == crate::engine::table::shipped().sha256;
+    let found = coverage::coverage(&table, path, &traces, shipped);
+    let written = match args.format {
+        AuditFormat::Text => out.write_all(coverage::text(&found).as_bytes()),
+        AuditFormat::Json => writeln!(out, "{:#}", coverage::json(&found)),
+    };
+    match (written, found.traces_clean()) {
+        (Err(_), _) => 2,
+        (Ok(()), true) => 0,
+        (Ok(()), false) => 1,
+    }
 }
 
 /// Run `table`; returns the exit status (0, or 2 when the table cannot be loaded).
@@ -170,6 +214,7 @@ mod tests {
             AuditArgs {
                 table: None,
                 trace: None,
+                coverage: Vec::new(),
                 max_turns: Some(3),
                 engine: false,
                 memory_cap: None,
@@ -191,6 +236,7 @@ mod tests {
         let args = AuditArgs {
             table: Some(bad),
             trace: None,
+            coverage: Vec::new(),
             max_turns: None,
             engine: false,
             memory_cap: None,

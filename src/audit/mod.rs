@@ -12,6 +12,7 @@
 //! the table; [`report`] renders the result; [`cli`] holds the `audit` and `table` commands.
 
 pub mod cli;
+pub mod coverage;
 pub mod engine_check;
 pub mod explore;
 pub mod export;

@@ -539,6 +539,7 @@ fn the_audit_command_exits_by_its_findings() {
     let args = AuditArgs {
         table: None,
         trace: Some(valid.path().to_owned()),
+        coverage: Vec::new(),
         max_turns: Some(2),
         engine: false,
         memory_cap: None,
@@ -553,6 +554,7 @@ fn the_audit_command_exits_by_its_findings() {
     let args = AuditArgs {
         table: Some(root().join("tests/tables/duplicate_edge_id.toml")),
         trace: None,
+        coverage: Vec::new(),
         max_turns: None,
         engine: false,
         memory_cap: None,
@@ -568,7 +570,15 @@ fn the_audit_command_exits_by_its_findings() {
 /// `run_audit` on `args`: its exit status and what it wrote.
 fn audit_command(table: Option<PathBuf>, trace: Option<PathBuf>) -> (u8, String) {
     let mut out = Vec::new();
-    let args = AuditArgs { table, trace, max_turns: None, engine: false, memory_cap: None, format: AuditFormat::Text };
+    let args = AuditArgs {
+        table,
+        trace,
+        coverage: Vec::new(),
+        max_turns: None,
+        engine: false,
+        memory_cap: None,
+        format: AuditFormat::Text,
+    };
     let code = run_audit(&args, &mut out);
     (code, String::from_utf8(out).unwrap())
 }

@@ -32,6 +32,7 @@ mod chat;
 mod cli;
 mod cli_http;
 mod cli_output;
+mod coverage;
 mod engine_http;
 mod interactive;
 mod llama;
