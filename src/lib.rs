@@ -124,6 +124,7 @@ pub(crate) mod shell;
 mod stderr;
 pub mod table;
 pub mod tools;
+pub mod trace_view;
 
 pub use cli::{Cli, main as run_cli};
 pub use engine::clock::{Clock, SystemClock};

@@ -64,6 +64,8 @@ pub enum Command {
     Audit(crate::audit::cli::AuditArgs),
     /// Draw the machine as Mermaid, DOT or a markdown table.
     Table(crate::audit::cli::TableArgs),
+    /// Work with recorded traces: `trace view` writes an HTML view of runs against the machine.
+    Trace(crate::trace_view::TraceArgs),
     /// List the sessions of the working directory, newest first.
     Sessions(sessions::SessionsArgs),
     /// Connect to a Streamable HTTP MCP server: list its tools, or call one.
@@ -148,6 +150,7 @@ async fn subcommand(command: Command) -> ExitCode {
         // The audit's codes are its own (0 passed, 1 an error finding, 2 unusable input).
         Command::Audit(args) => crate::audit::cli::run_audit(&args, &mut std::io::stdout().lock()).into(),
         Command::Table(args) => crate::audit::cli::run_table(&args, &mut std::io::stdout().lock()).into(),
+        Command::Trace(args) => crate::trace_view::command(&args, &mut std::io::stderr().lock()).into(),
         Command::Sessions(args) => sessions::command(&args).into(),
         Command::Mcp(args) => mcp::command(args).await.into(),
         Command::Auth(args) => auth::command(&args).into(),

@@ -53,6 +53,7 @@ mod settings;
 mod subagents;
 mod table_flag;
 mod tools;
+mod trace_view;
 mod transcripts;
 mod transitions;
 mod ts_sdk;
