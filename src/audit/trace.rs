@@ -367,6 +367,9 @@ fn replay_run(table: &Table, path: &str, lines: &[(usize, &str)]) -> TraceReport
             replay.report(Code::TraceHeader, "the first line is not a header".into(), line, None, None);
         }
         let seq = obj.get("seq").and_then(Value::as_u64);
+        if kind.is_some_and(|k| crate::engine::trace::EVENT_LINE_TYPES.contains(&k)) {
+            continue;
+        }
         if kind != Some("transition") {
             let m =
                 format!("a record of type {} where a transition was expected", obj.get("type").unwrap_or(&Value::Null));

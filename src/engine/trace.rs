@@ -101,6 +101,11 @@ pub struct TraceHeader {
     pub memory_warnings: Vec<String>,
 }
 
+/// The `type`s of the JSONL trace's event lines, written between the records for the trace
+/// view's timeline: `tool` (`phase` `start` or `end`), `reply` (its first event) and `retry`
+/// (a wait before sending again). A replay skips them: they take no edge.
+pub const EVENT_LINE_TYPES: [&str; 3] = ["tool", "reply", "retry"];
+
 /// How a trace is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceFormat {
@@ -195,7 +200,27 @@ impl TraceWriter {
         self.out.flush()
     }
 
-    /// Write a tool start or finish line (pretty format only; JSONL traces hold transitions).
+    /// Whether this writes JSON Lines.
+    pub fn is_jsonl(&self) -> bool {
+        self.format == TraceFormat::Jsonl
+    }
+
+    /// Write one event line between the records (JSONL only: a tool call's start or end, a
+    /// reply's first event, a retry's wait; see [`EVENT_LINE_TYPES`]).
+    ///
+    /// # Errors
+    /// Any I/O error of the output.
+    pub fn event(&mut self, line: &serde_json::Value) -> io::Result<()> {
+        if self.format != TraceFormat::Jsonl {
+            return Ok(());
+        }
+        serde_json::to_writer(&mut self.out, line)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
+    /// Write a tool start or finish line (pretty format only; JSONL traces have
+    /// [`TraceWriter::event`] lines instead).
     ///
     /// # Errors
     /// Any I/O error of the output.

@@ -6,7 +6,9 @@
 //! edge's index in the table (or its id when the table does not declare it), `guards` as
 //! `[[fact, value], …]` with the fact's index, and `counters` as `[[counter, value], …]`
 //! holding only the counters that changed since the run's previous record (all of them in
-//! the first), so a 1000-turn trace stays a few MB.
+//! the first), so a 1000-turn trace stays a few MB. A run's tool calls are `[name, start,
+//! end, early, is_error, id]`, its replies' first events a list of times, its retries' waits
+//! `[t, delay, attempt, error]`.
 
 use std::collections::BTreeMap;
 
@@ -90,12 +92,23 @@ fn data(table: &Table, table_path: &str, runs: &[Run], coverage: &Coverage) -> S
                     json!([r.seq, t, r.turn, edge, guards, changed])
                 })
                 .collect();
+            let round = |t: f64| (t * 1000.0).round() / 1000.0;
+            let tools: Vec<Value> = run
+                .tools
+                .iter()
+                .map(|t| json!([t.name, round(t.start_ms), t.end_ms.map(round), t.early, t.is_error, t.id]))
+                .collect();
+            let retries: Vec<Value> =
+                run.retries.iter().map(|r| json!([round(r.t_ms), r.delay_ms, r.attempt, r.error])).collect();
             json!({
                 "trace": run.trace,
                 "run_id": run.run_id,
                 "parent": parent,
                 "call": run.parent_tool_use_id,
                 "records": records,
+                "tools": tools,
+                "replies": run.replies.iter().map(|t| round(*t)).collect::<Vec<_>>(),
+                "retries": retries,
             })
         })
         .collect();

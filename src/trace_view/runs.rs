@@ -46,6 +46,42 @@ pub struct Run {
     pub parent_tool_use_id: Option<String>,
     /// Its transition records, in order.
     pub records: Vec<Record>,
+    /// Its tool calls, in the order they started.
+    pub tools: Vec<ToolSpan>,
+    /// When each reply's first event arrived.
+    pub replies: Vec<f64>,
+    /// The waits before a failed model call was sent again.
+    pub retries: Vec<Retry>,
+}
+
+/// One tool call, from its trace's `tool` lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpan {
+    /// The `tool_use` id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// When it started.
+    pub start_ms: f64,
+    /// When it ended, if the trace says (a run cut short may not).
+    pub end_ms: Option<f64>,
+    /// Started while the reply was still streaming.
+    pub early: bool,
+    /// Ended in an error.
+    pub is_error: bool,
+}
+
+/// One wait before a retry, from a `retry` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retry {
+    /// When the wait began.
+    pub t_ms: f64,
+    /// How long it was.
+    pub delay_ms: f64,
+    /// Which retry, from 1.
+    pub attempt: u64,
+    /// The failure retried.
+    pub error: String,
 }
 
 /// One transition record, as the view uses it.
@@ -82,6 +118,9 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Run>, ReadError> {
         parent_run_id: None,
         parent_tool_use_id: None,
         records: Vec::new(),
+        tools: Vec::new(),
+        replies: Vec::new(),
+        retries: Vec::new(),
     }];
     let line_error = |line: usize, message: String| ReadError::Line { path: path.to_owned(), line, message };
     for (i, raw) in text.lines().enumerate() {
@@ -103,6 +142,9 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Run>, ReadError> {
                         parent_run_id: Some(parent),
                         parent_tool_use_id: text_of(&line, "parent_tool_use_id"),
                         records: Vec::new(),
+                        tools: Vec::new(),
+                        replies: Vec::new(),
+                        retries: Vec::new(),
                     }),
                 }
             }
@@ -122,24 +164,45 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Run>, ReadError> {
                     guards: take_object(&mut line, "guards"),
                     counters: take_object(&mut line, "counters"),
                 };
-                // A subagent's record names its run; one whose header is missing gets a run.
-                let run = match text_of(&line, "run_id") {
-                    Some(id) if runs.iter().skip(1).any(|r| r.run_id == id) => {
-                        runs.iter().skip(1).position(|r| r.run_id == id).map_or(0, |p| p + 1)
-                    }
-                    Some(id) if id != runs[0].run_id => {
-                        runs.push(Run {
-                            trace: path.to_owned(),
-                            run_id: id,
-                            parent_run_id: Some(runs[0].run_id.clone()),
-                            parent_tool_use_id: None,
-                            records: Vec::new(),
-                        });
-                        runs.len() - 1
-                    }
-                    _ => 0,
-                };
+                let run = run_of(&mut runs, path, text_of(&line, "run_id"));
                 runs[run].records.push(record);
+            }
+            Some("tool") => {
+                let run = run_of(&mut runs, path, text_of(&line, "run_id"));
+                let t_ms = line.get("t_ms").and_then(Value::as_f64).unwrap_or(0.0);
+                let id = text_of(&line, "id").unwrap_or_default();
+                let tools = &mut runs[run].tools;
+                match line.get("phase").and_then(Value::as_str) {
+                    Some("start") => tools.push(ToolSpan {
+                        id,
+                        name: text_of(&line, "name").unwrap_or_default(),
+                        start_ms: t_ms,
+                        end_ms: None,
+                        early: line.get("early").and_then(Value::as_bool).unwrap_or(false),
+                        is_error: false,
+                    }),
+                    Some("end") => {
+                        if let Some(span) = tools.iter_mut().rev().find(|s| s.id == id && s.end_ms.is_none()) {
+                            span.end_ms = Some(t_ms);
+                            span.is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some("reply") => {
+                let run = run_of(&mut runs, path, text_of(&line, "run_id"));
+                runs[run].replies.push(line.get("t_ms").and_then(Value::as_f64).unwrap_or(0.0));
+            }
+            Some("retry") => {
+                let run = run_of(&mut runs, path, text_of(&line, "run_id"));
+                let number = |key: &str| line.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+                runs[run].retries.push(Retry {
+                    t_ms: number("t_ms"),
+                    delay_ms: number("delay_ms"),
+                    attempt: number("attempt") as u64,
+                    error: text_of(&line, "error").unwrap_or_default(),
+                });
             }
             _ => {}
         }
@@ -148,6 +211,31 @@ pub fn read(path: &str, text: &str) -> Result<Vec<Run>, ReadError> {
         return Err(ReadError::Empty { path: path.to_owned() });
     }
     Ok(runs)
+}
+
+/// The index of the run a line with `run_id` belongs to: the main run's (or a line with
+/// none), a subagent's, or a new one for a subagent whose header is missing.
+fn run_of(runs: &mut Vec<Run>, path: &str, run_id: Option<String>) -> usize {
+    match run_id {
+        Some(id) if id != runs[0].run_id => match runs.iter().skip(1).position(|r| r.run_id == id) {
+            Some(p) => p + 1,
+            None => {
+                let parent = runs[0].run_id.clone();
+                runs.push(Run {
+                    trace: path.to_owned(),
+                    run_id: id,
+                    parent_run_id: Some(parent),
+                    parent_tool_use_id: None,
+                    records: Vec::new(),
+                    tools: Vec::new(),
+                    replies: Vec::new(),
+                    retries: Vec::new(),
+                });
+                runs.len() - 1
+            }
+        },
+        _ => 0,
+    }
 }
 
 fn take_object(line: &mut Map<String, Value>, key: &str) -> Map<String, Value> {
@@ -174,6 +262,14 @@ mod tests {
             "\n\n",
             r#"{"type":"transition","seq":2,"t_ms":3,"turn":1,"from":"Request","to":"Consume","edge":"request.stream_opened"}"#,
             "\n",
+            r#"{"type":"reply","phase":"start","t_ms":3.5,"model":"m"}"#,
+            "\n",
+            r#"{"type":"tool","phase":"start","t_ms":4,"id":"toolu_2","name":"Read","early":true,"run_id":"agent-1"}"#,
+            "\n",
+            r#"{"type":"tool","phase":"end","t_ms":4.75,"id":"toolu_2","name":"Read","is_error":true,"run_id":"agent-1"}"#,
+            "\n",
+            r#"{"type":"retry","t_ms":5,"attempt":1,"max":10,"delay_ms":500,"error":"HTTP 529 overloaded"}"#,
+            "\n",
         );
         let runs = read("t.jsonl", text).unwrap();
         assert_eq!(runs.len(), 2);
@@ -187,9 +283,25 @@ mod tests {
         assert_eq!(runs[1].parent_run_id.as_deref(), Some("main"));
         assert_eq!(runs[1].parent_tool_use_id.as_deref(), Some("toolu_1"));
         assert_eq!(runs[1].records.len(), 1);
+        assert_eq!(runs[0].replies, [3.5]);
+        assert_eq!(
+            runs[1].tools,
+            [ToolSpan {
+                id: "toolu_2".into(),
+                name: "Read".into(),
+                start_ms: 4.0,
+                end_ms: Some(4.75),
+                early: true,
+                is_error: true
+            }]
+        );
+        assert_eq!(
+            runs[0].retries,
+            [Retry { t_ms: 5.0, delay_ms: 500.0, attempt: 1, error: "HTTP 529 overloaded".into() }]
+        );
 
         let bad = format!("{text}not json\n");
-        assert_eq!(read("t.jsonl", &bad).unwrap_err().to_string(), "t.jsonl, line 7: not a JSON object");
+        assert_eq!(read("t.jsonl", &bad).unwrap_err().to_string(), "t.jsonl, line 11: not a JSON object");
         assert_eq!(
             read("t.jsonl", r#"{"type":"header","run_id":"x"}"#).unwrap_err(),
             ReadError::Empty { path: "t.jsonl".into() }

@@ -26,7 +26,9 @@
         counters: Object.assign({}, counters),
       };
     });
-    return { index, trace: run.trace, runId: run.run_id, parent: run.parent, call: run.call, records };
+    const tools = run.tools.map(([name, start, end, early, error, id]) => ({ name, start, end, early, error, id }));
+    const retries = run.retries.map(([t, delay, attempt, error]) => ({ t, delay, attempt, error }));
+    return { index, trace: run.trace, runId: run.run_id, parent: run.parent, call: run.call, records, tools, replies: run.replies, retries };
   });
   const label = run => (run.parent === null ? run.trace.split(/[\\/]/).pop() : "  subagent " + (run.call || run.runId));
 
@@ -132,23 +134,76 @@
     for (const run of selectedRuns()) for (const r of run.records) end = Math.max(end, r.t);
     return Math.max(end, 1);
   }
+  // A run's rows: its states, its model calls (each attempt from entering Request to leaving
+  // Consume or to its retry, the reply's first event ticked, retries' waits), then its tool
+  // calls packed into as few rows as their overlaps allow.
+  function rowsOf(run) {
+    const rows = [{ kind: "states", run }];
+    const calls = [];
+    let open = null;
+    for (const r of run.records) {
+      // A retry or a fallback (Request to Request) ends one attempt and begins the next.
+      if (open !== null && r.from === "Request" && r.to === "Request") { calls.push([open, r.t]); open = r.t; continue; }
+      if (r.to === "Request" && r.from !== "Request" && r.from !== "Consume") open = r.t;
+      if (open !== null && r.from === "Consume" && r.to !== "Consume") { calls.push([open, r.t]); open = null; }
+    }
+    if (open !== null && run.records.length) calls.push([open, run.records[run.records.length - 1].t]);
+    if (calls.length || run.retries.length) rows.push({ kind: "model", run, calls });
+    const ends = [];
+    const packed = run.tools.map(tool => {
+      const end = tool.end === null ? extent() : tool.end;
+      let row = ends.findIndex(e => e <= tool.start);
+      if (row < 0) { row = ends.length; ends.push(0); }
+      ends[row] = end;
+      return { tool, row, end };
+    });
+    for (let i = 0; i < ends.length; i++) rows.push({ kind: "tools", run, lane: i, tools: packed.filter(p => p.row === i) });
+    return rows;
+  }
   function renderTimeline() {
-    const order = lanes();
+    const rows = lanes().flatMap(rowsOf);
     const width = tl.clientWidth || 1000;
-    const height = TOP + order.length * LANE + 18;
+    const height = TOP + rows.length * LANE + 18;
     tl.setAttribute("viewBox", `0 0 ${width} ${height}`);
     tl.setAttribute("height", String(height));
     const span = extent();
     const scale = (width - LEFT - 10) / span * state.zoom;
     const x = t => LEFT + (t - state.offset) * scale;
+    const clip = (t0, t1) => [Math.max(LEFT, x(t0)), Math.min(width, x(t1))];
     const parts = [];
     // Time ticks.
     const step = niceStep(span / state.zoom / 8);
     for (let t = Math.ceil(state.offset / step) * step; x(t) < width; t += step) {
       parts.push(`<line x1="${x(t)}" x2="${x(t)}" y1="${TOP - 6}" y2="${height - 14}" stroke="#eef1f5"/><text x="${x(t) + 2}" y="${TOP - 9}">${fmtMs(t)}</text>`);
     }
-    order.forEach((run, lane) => {
+    rows.forEach((row, lane) => {
       const y = TOP + lane * LANE;
+      const run = row.run;
+      if (row.kind === "model") {
+        parts.push(`<text x="18" y="${y + 16}">model calls</text>`);
+        for (const [t0, t1] of row.calls) {
+          const [x0, x1] = clip(t0, t1);
+          if (x1 > x0) parts.push(`<rect class="call" x="${x0.toFixed(1)}" y="${y + 6}" width="${Math.max(1, x1 - x0).toFixed(2)}" height="${LANE - 14}"><title>model call ${fmtMs(t0)}–${fmtMs(t1)} (${fmtMs(t1 - t0)})</title></rect>`);
+          const first = run.replies.find(t => t >= t0 && t <= t1);
+          if (first !== undefined && x(first) >= LEFT && x(first) <= width) parts.push(`<line class="ttft" x1="${x(first)}" x2="${x(first)}" y1="${y + 3}" y2="${y + LANE - 5}"><title>first event ${fmtMs(first - t0)} after the call began</title></line>`);
+        }
+        for (const r of run.retries) {
+          const [x0, x1] = clip(r.t, r.t + r.delay);
+          if (x1 > x0) parts.push(`<rect class="backoff" x="${x0.toFixed(1)}" y="${y + 8}" width="${Math.max(1, x1 - x0).toFixed(2)}" height="${LANE - 18}"><title>retry ${r.attempt} after ${fmtMs(r.delay)}: ${escXml(r.error)}</title></rect>`);
+        }
+        return;
+      }
+      if (row.kind === "tools") {
+        if (row.lane === 0) parts.push(`<text x="18" y="${y + 16}">tool calls</text>`);
+        for (const { tool, end } of row.tools) {
+          const [x0, x1] = clip(tool.start, end);
+          if (x1 < x0) continue;
+          const cls = "tool" + (tool.early ? " early" : "") + (tool.error ? " error" : "") + (tool.end === null ? " unfinished" : "");
+          const w = Math.max(1.5, x1 - x0);
+          parts.push(`<g class="${cls}"><rect x="${x0.toFixed(1)}" y="${y + 4}" width="${w.toFixed(2)}" height="${LANE - 10}"/>${w > 40 ? `<text x="${(x0 + 3).toFixed(1)}" y="${y + 16}">${escXml(tool.name)}</text>` : ""}<title>${escXml(tool.name)} ${escXml(tool.id)}: ${fmtMs(tool.start)}–${tool.end === null ? "not finished" : fmtMs(tool.end) + " (" + fmtMs(tool.end - tool.start) + ")"}${tool.early ? ", started while the reply streamed" : ""}${tool.error ? ", failed" : ""}</title></g>`);
+        }
+        return;
+      }
       parts.push(`<text class="lane-label" x="6" y="${y + 16}">${escXml(label(run).trim().slice(0, 24))}</text>`);
       let start = run.records.length ? (run.parent === null ? 0 : run.records[0].t) : 0;
       let current = run.parent === null ? table.initial : run.records.length ? run.records[0].from : table.initial;
@@ -187,6 +242,7 @@
       parts.push(`<rect x="${lx}" y="${height - 12}" width="10" height="10" fill="${stateColor(s)}"/><text x="${lx + 13}" y="${height - 3}">${escXml(s)}</text>`);
       lx += 20 + s.length * 7.2;
     }
+    parts.push(`<text x="${lx + 10}" y="${height - 3}">▮ model call, | first event, ▮ retry wait, ▯ tool call started early</text>`);
     tl.innerHTML = parts.join("");
   }
   tl.addEventListener("click", ev => {

@@ -89,6 +89,49 @@ fn the_view_is_one_file_that_fetches_nothing_and_carries_every_run() {
     let second = &runs[0]["records"][1];
     assert_eq!(second[5], json!([]), "request.stream_opened changes no counter");
     assert_eq!(data["coverage"]["edges"].as_array().unwrap().iter().filter(|e| e["taken"] != 0).count(), 8);
+    // The trace's event lines: the subagent scenario's Agent call in the main run, its Read
+    // (started while the child's reply streamed) in the child's, and a reply's first event
+    // for each model call.
+    let tools = |run: usize| -> Vec<(String, bool, bool)> {
+        runs[run]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t[0].as_str().unwrap().to_owned(), t[3].as_bool().unwrap(), t[2].is_number()))
+            .collect()
+    };
+    assert_eq!(tools(2), [("Agent".to_owned(), false, true)]);
+    assert_eq!(tools(3), [("Read".to_owned(), true, true)]);
+    assert_eq!(tools(0), [("Read".to_owned(), true, true)]);
+    let replies = |run: usize| runs[run]["replies"].as_array().unwrap().len();
+    assert_eq!([replies(0), replies(1), replies(2), replies(3)], [2, 1, 2, 2]);
+    for run in runs {
+        let records = run["records"].as_array().unwrap();
+        let (first, last) = (records[0][1].as_f64().unwrap(), records[records.len() - 1][1].as_f64().unwrap());
+        for tool in run["tools"].as_array().unwrap() {
+            let (start, end) = (tool[1].as_f64().unwrap(), tool[2].as_f64().unwrap());
+            assert!(first <= start && start <= end && end <= last, "a call within its run's records: {tool}");
+        }
+    }
+}
+
+#[test]
+fn retries_reach_the_view_with_their_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = record(dir.path(), "flaky-network");
+    let page = view(std::slice::from_ref(&trace), &dir.path().join("flaky.html"));
+    let retries = page_data(&page)["runs"][0]["retries"].clone();
+    let retries = retries.as_array().unwrap();
+    assert_eq!(retries.iter().map(|r| r[2].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        retries.iter().map(|r| r[3].as_str().unwrap()).collect::<Vec<_>>(),
+        [
+            "HTTP 529 overloaded_error: Overloaded (request id req_scripted_0)",
+            "HTTP 500 api_error: Internal server error (request id req_scripted_1)",
+            "stream ended before message_stop",
+        ]
+    );
+    assert!(retries.iter().all(|r| r[1].as_f64().unwrap() > 0.0), "each wait has its length");
 }
 
 #[test]

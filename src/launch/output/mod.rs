@@ -76,6 +76,9 @@ pub struct OutputSink {
     text: TextOut,
     last_usage: Option<(String, crate::protocol::Usage)>,
     started: Instant,
+    /// How far the sink's clock runs ahead of the engine's (the first transition's `t_ms`),
+    /// so the JSONL trace's event lines share the records' time base.
+    trace_offset_ms: Option<f64>,
     turn: u32,
 }
 
@@ -103,6 +106,7 @@ impl OutputSink {
             text: TextOut::new(if format == OutputFormat::Text { text::stdout_columns() } else { None }),
             last_usage: None,
             started: Instant::now(),
+            trace_offset_ms: None,
             turn: 1,
         }
     }
@@ -160,6 +164,40 @@ impl OutputSink {
         });
     }
 
+    /// A line of the JSONL trace for what happens between transitions — a tool call's start
+    /// and end, a reply's first event, a retry's wait — in the records' time base, for `trace
+    /// view`'s timeline; `run_id` names a subagent's run. Nothing in the pretty format (it has
+    /// its tool lines) or before the first transition.
+    fn trace_event(&mut self, run_id: Option<&str>, event: &EngineEvent) {
+        if !self.trace.as_ref().is_some_and(TraceWriter::is_jsonl) {
+            return;
+        }
+        let now = self.started.elapsed().as_secs_f64() * 1e3;
+        if let EngineEvent::Transition(record) = event {
+            self.trace_offset_ms.get_or_insert(now - record.t_ms);
+            return;
+        }
+        let Some(offset) = self.trace_offset_ms else { return };
+        let t_ms = ((now - offset) * 1000.0).round() / 1000.0;
+        let mut line = match event {
+            EngineEvent::ToolStarted { id, name, running, early, .. } => json!({"type": "tool", "phase": "start",
+                "t_ms": t_ms, "id": id, "name": name, "early": early, "beside": running}),
+            EngineEvent::ToolFinished { id, name, is_error, duration, .. } => json!({"type": "tool", "phase": "end",
+                "t_ms": t_ms, "id": id, "name": name, "is_error": is_error,
+                "duration_ms": (duration.as_secs_f64() * 1e6).round() / 1e3}),
+            EngineEvent::ReplyStarted { model, .. } => {
+                json!({"type": "reply", "phase": "start", "t_ms": t_ms, "model": model})
+            }
+            EngineEvent::Retrying { attempt, max, delay, error } => json!({"type": "retry", "t_ms": t_ms,
+                "attempt": attempt, "max": max, "delay_ms": delay.as_millis() as u64, "error": error}),
+            _ => return,
+        };
+        if let Some(run) = run_id {
+            line["run_id"] = json!(run);
+        }
+        self.write_trace(|trace| trace.event(&line));
+    }
+
     fn stream_json(&self, value: Value) {
         self.stdout.line(&value.to_string());
     }
@@ -173,6 +211,7 @@ impl OutputSink {
 
 impl EventSink for OutputSink {
     fn event(&mut self, event: &EngineEvent) {
+        self.trace_event(None, event);
         match event {
             EngineEvent::Transition(record) => {
                 self.turn = record.turn;
@@ -411,6 +450,7 @@ impl OutputSink {
     /// tool lines carry `parent_tool_use_id` (the `Agent` call) and `agent_id`. Its text never
     /// reaches stdout's text: the parent relays what matters.
     fn subagent_event(&mut self, agent: &SubagentRun, event: &EngineEvent) {
+        self.trace_event(Some(&agent.run_id), event);
         let stream_json = self.format == OutputFormat::StreamJson;
         match event {
             EngineEvent::Transition(record) => {
