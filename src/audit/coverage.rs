@@ -149,7 +149,7 @@ pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], sh
         }
         reports.push(replay(table, path, text));
     }
-    let scenarios = if shipped { scenario_outcomes() } else { Vec::new() };
+    let scenarios: &[(String, Vec<String>)] = if shipped { scenario_outcomes() } else { &[] };
     let fewest = |takes: &dyn Fn(&[String]) -> bool| {
         scenarios.iter().filter(|(_, edges)| takes(edges)).min_by_key(|(_, edges)| edges.len()).map(|(n, _)| n.clone())
     };
@@ -195,15 +195,18 @@ pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], sh
 }
 
 /// Each built-in scenario's name and the edges its declared outcome takes (checked against
-/// its run by the tests).
-fn scenario_outcomes() -> Vec<(String, Vec<String>)> {
-    SCENARIOS
-        .iter()
-        .filter_map(|(name, text)| {
-            let outcome = Scenario::parse(name, text).ok()?.outcome?;
-            Some(((*name).to_owned(), outcome.edges))
-        })
-        .collect()
+/// its run by the tests), parsed once.
+fn scenario_outcomes() -> &'static [(String, Vec<String>)] {
+    static OUTCOMES: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
+    OUTCOMES.get_or_init(|| {
+        SCENARIOS
+            .iter()
+            .filter_map(|(name, text)| {
+                let outcome = Scenario::parse(name, text).ok()?.outcome?;
+                Some(((*name).to_owned(), outcome.edges))
+            })
+            .collect()
+    })
 }
 
 /// The coverage for people: the totals, every edge (taken ones with their counts, the rest
