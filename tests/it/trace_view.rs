@@ -190,6 +190,8 @@ impl Browser {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            // A container's /dev/shm may be too small for Chromium's shared memory.
+            "--disable-dev-shm-usage",
             "--window-size=1400,1000",
         ]
         .map(str::to_owned)
