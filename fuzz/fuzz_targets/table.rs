@@ -3,6 +3,7 @@
 //! checks, the engine check, the guard, reachability and termination analyses) without the
 //! exploration. The exploration is bounded by its own state limits but takes longer than
 //! libFuzzer's per-input bound on the shipped table under the sanitizer; its tests cover it.
+//! A table that loads is also laid out and drawn (`trace_view::chart::svg`).
 #![no_main]
 
 use agentloop::audit::{AuditOptions, audit_table_unexplored, report};
@@ -15,4 +16,8 @@ fuzz_target!(|data: &[u8]| {
     let findings: Vec<_> = report.all_findings().collect();
     let _ = report::findings_text(&findings);
     let _ = report.exit_code();
+    // A table that loads is drawn as `agentloop trace view --table` draws it.
+    if let Some(table) = &report.table {
+        assert!(agentloop::trace_view::chart::svg(table).ends_with("</svg>"));
+    }
 });

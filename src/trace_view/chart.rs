@@ -158,16 +158,23 @@ pub fn layout(table: &Table) -> Layout {
 /// state's edges in file order (an edge out of a superstate leaves each of its states). A
 /// table declares a state's usual way on first, so the main path reads left to right.
 fn discovery_order(table: &Table) -> Vec<String> {
-    fn visit(table: &Table, state: &str, seen: &mut Vec<String>) {
-        seen.push(state.to_owned());
-        for edge in table.edges.iter().filter(|e| e.from == state || is_within(table, state, &e.from)) {
-            if !seen.contains(&edge.to) {
-                visit(table, &edge.to, seen);
+    let mut seen = vec![table.initial.clone()];
+    // The walk's stack: each state entered, and how many of its edges were looked at.
+    let mut stack = vec![(table.initial.clone(), 0usize)];
+    while let Some((state, next)) = stack.last_mut() {
+        let leaving = table.edges.iter().filter(|e| e.from == *state || is_within(table, state, &e.from)).nth(*next);
+        *next += 1;
+        match leaving {
+            Some(edge) if !seen.contains(&edge.to) => {
+                seen.push(edge.to.clone());
+                stack.push((edge.to.clone(), 0));
+            }
+            Some(_) => {}
+            None => {
+                stack.pop();
             }
         }
     }
-    let mut seen = Vec::new();
-    visit(table, &table.initial, &mut seen);
     for state in &table.states {
         if !seen.contains(&state.name) {
             seen.push(state.name.clone());
@@ -187,29 +194,39 @@ fn first_rank(table: &Table, name: &str, rank: &impl Fn(&str) -> usize) -> usize
         .unwrap_or(usize::MAX)
 }
 
-/// Whether `state` lies (at any depth) inside the superstate `outer`.
+/// Whether `state` lies (at any depth) inside the superstate `outer`. The walk up stops after
+/// as many steps as there are states, so even a table whose parents loop cannot hang it.
 fn is_within(table: &Table, state: &str, outer: &str) -> bool {
-    let mut current = table.state(state).and_then(|s| s.parent.clone());
-    while let Some(parent) = current {
-        if parent == outer {
-            return true;
+    let mut current = table.state(state).and_then(|s| s.parent.as_deref());
+    for _ in 0..table.states.len() {
+        match current {
+            Some(parent) if parent == outer => return true,
+            Some(parent) => current = table.state(parent).and_then(|s| s.parent.as_deref()),
+            None => return false,
         }
-        current = table.state(&parent).and_then(|s| s.parent.clone());
     }
     false
 }
 
-/// Levels of superstates from `name` down: 0 for a leaf, 1 for a superstate of leaves.
+/// Levels of superstates from `name` down: 0 for a leaf, 1 for a superstate of leaves (at
+/// most the number of states, whatever the table).
 fn height_of(table: &Table, name: &str) -> usize {
     table
         .states
         .iter()
-        .filter(|s| s.parent.as_deref() == Some(name))
-        .map(|s| 1 + height_of(table, &s.name))
+        .filter(|s| is_within(table, &s.name, name))
+        .map(|s| {
+            let mut depth = 1;
+            let mut current = s.parent.as_deref();
+            while let Some(parent) = current.filter(|p| *p != name && depth <= table.states.len()) {
+                depth += 1;
+                current = table.state(parent).and_then(|p| p.parent.as_deref());
+            }
+            depth
+        })
         .max()
         .unwrap_or(0)
 }
-
 /// The chart of `table` as an SVG element.
 pub fn svg(table: &Table) -> String {
     let layout = layout(table);
