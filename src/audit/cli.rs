@@ -64,7 +64,8 @@ pub struct TableArgs {
     pub table: Option<PathBuf>,
 }
 
-fn read(path: &Option<PathBuf>) -> Result<(String, String), InputError> {
+/// The table `path` names, or the embedded one: its name for messages and its text.
+pub(crate) fn read(path: &Option<PathBuf>) -> Result<(String, String), InputError> {
     match path {
         None => Ok((SHIPPED_PATH.to_owned(), SHIPPED_TABLE.to_owned())),
         Some(p) => read_file(p).map(|text| (p.display().to_string(), text)),
@@ -139,15 +140,15 @@ pub fn run_audit(args: &AuditArgs, out: &mut dyn Write) -> u8 {
 fn run_coverage(args: &AuditArgs, path: &str, text: &str, out: &mut dyn Write) -> u8 {
     let table = match Table::load(path, text) {
         Ok(table) => table,
-        Err(TableError::Toml { path, message }) => {
-            return unusable(args.format, &InputError::Toml { path, message }, out);
-        }
-        Err(e @ TableError::Invalid { .. }) => {
-            let line = match &e {
-                TableError::Invalid { problems, .. } => problems.first().map_or(1, |(line, _)| *line),
-                TableError::Toml { .. } => 1,
+        Err(e) => {
+            let error = match e {
+                TableError::Toml { path, message } => InputError::Toml { path, message },
+                TableError::Invalid { ref problems, .. } => InputError::Unusable {
+                    path: path.to_owned(),
+                    line: problems.first().map_or(1, |(line, _)| *line),
+                    message: e.to_string(),
+                },
             };
-            let error = InputError::Unusable { path: path.to_owned(), line, message: e.to_string() };
             return unusable(args.format, &error, out);
         }
     };

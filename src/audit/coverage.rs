@@ -22,7 +22,7 @@ use crate::scenario::builtin::SCENARIOS;
 pub struct Coverage {
     /// The table, as named to the user.
     pub table: String,
-    /// Each trace's replay against the table.
+    /// Each trace's replay against the table (empty from [`tally`], which replays nothing).
     pub traces: Vec<TraceReport>,
     /// Runs read: each trace's main run and its subagents' runs.
     pub runs: usize,
@@ -93,10 +93,43 @@ impl Coverage {
     }
 }
 
-/// The coverage of `table` (named `table_path`) by `traces` (each a path and its text).
-/// `shipped` says whether the table is the shipped one, whose edges the built-in scenarios'
-/// outcomes name, so they can be suggested for what was never taken.
+/// The coverage of `table` (named `table_path`) by `traces` (each a path and its text),
+/// each trace also replayed against the table. `shipped` says whether the table is the
+/// shipped one, whose edges the built-in scenarios' outcomes name, so they can be suggested
+/// for what was never taken.
 pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], shipped: bool) -> Coverage {
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    for (_, text) in traces {
+        // Edges per run: the main run's lines carry no `run_id` of a subagent's.
+        let mut per_run: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
+        for line in text.lines() {
+            let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else { continue };
+            let run = record.get("run_id").and_then(Value::as_str).map(str::to_owned);
+            match record.get("type").and_then(Value::as_str) {
+                Some("header") => {
+                    per_run.entry(record.get("parent_run_id").and(run)).or_default();
+                }
+                Some("transition") => {
+                    let Some(edge) = record.get("edge").and_then(Value::as_str) else { continue };
+                    per_run.entry(run).or_default().push(edge.to_owned());
+                }
+                _ => {}
+            }
+        }
+        runs.extend(per_run.into_values());
+    }
+    let mut found = tally(table, table_path, runs.iter().map(|edges| edges.iter().map(String::as_str)), shipped);
+    found.traces = traces.iter().map(|(path, text)| replay(table, path, text)).collect();
+    found
+}
+
+/// The coverage of `table` by `runs`, each the ids of the edges it took in order, with no
+/// replay ([`Coverage::traces`] empty): for a caller that has read the runs already, as
+/// `agentloop trace view` has.
+pub fn tally<'a, R>(table: &Table, table_path: &str, runs: impl IntoIterator<Item = R>, shipped: bool) -> Coverage
+where
+    R: IntoIterator<Item = &'a str>,
+{
     let index: BTreeMap<&str, usize> = table.edges.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
     let reason_of: Vec<Option<usize>> = table
         .edges
@@ -107,47 +140,28 @@ pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], sh
     let mut runs_taking = vec![0usize; table.edges.len()];
     let mut runs_reaching = vec![0usize; table.reasons.len()];
     let mut unknown_edges = BTreeMap::new();
-    let mut runs = 0;
-    let mut reports = Vec::new();
-    for (path, text) in traces {
-        // Edges per run: the main run's lines carry no `run_id` of a subagent's.
-        let mut per_run: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
-        for line in text.lines() {
-            let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else { continue };
-            let run = record.get("run_id").and_then(Value::as_str).map(str::to_owned);
-            match record.get("type").and_then(Value::as_str) {
-                Some("header") => {
-                    per_run.entry(record.get("parent_run_id").and(run)).or_default();
-                }
-                Some("transition") => {
-                    let Some(edge) = record.get("edge").and_then(Value::as_str) else { continue };
-                    match index.get(edge) {
-                        Some(&i) => per_run.entry(run).or_default().push(i),
-                        None => *unknown_edges.entry(edge.to_owned()).or_insert(0) += 1,
-                    }
-                }
-                _ => {}
+    let mut run_count = 0;
+    for run in runs {
+        run_count += 1;
+        let mut seen = vec![false; table.edges.len()];
+        let mut reached = vec![false; table.reasons.len()];
+        for edge in run {
+            let Some(&i) = index.get(edge) else {
+                *unknown_edges.entry(edge.to_owned()).or_insert(0) += 1;
+                continue;
+            };
+            taken[i] += 1;
+            seen[i] = true;
+            if let Some(r) = reason_of[i] {
+                reached[r] = true;
             }
         }
-        runs += per_run.len();
-        for edges in per_run.values() {
-            let mut seen = vec![false; table.edges.len()];
-            let mut reached = vec![false; table.reasons.len()];
-            for &i in edges {
-                taken[i] += 1;
-                seen[i] = true;
-                if let Some(r) = reason_of[i] {
-                    reached[r] = true;
-                }
-            }
-            for (i, seen) in seen.into_iter().enumerate() {
-                runs_taking[i] += usize::from(seen);
-            }
-            for (r, reached) in reached.into_iter().enumerate() {
-                runs_reaching[r] += usize::from(reached);
-            }
+        for (i, seen) in seen.into_iter().enumerate() {
+            runs_taking[i] += usize::from(seen);
         }
-        reports.push(replay(table, path, text));
+        for (r, reached) in reached.into_iter().enumerate() {
+            runs_reaching[r] += usize::from(reached);
+        }
     }
     let scenarios: &[(String, Vec<String>)] = if shipped { scenario_outcomes() } else { &[] };
     let fewest = |takes: &dyn Fn(&[String]) -> bool| {
@@ -191,7 +205,7 @@ pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], sh
             }
         })
         .collect();
-    Coverage { table: table_path.to_owned(), traces: reports, runs, edges, reasons, unknown_edges }
+    Coverage { table: table_path.to_owned(), traces: Vec::new(), runs: run_count, edges, reasons, unknown_edges }
 }
 
 /// Each built-in scenario's name and the edges its declared outcome takes (checked against

@@ -14,7 +14,7 @@ pub mod runs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::engine::table::{SHIPPED_TABLE, Table, shipped};
+use crate::engine::table::{Table, shipped};
 
 /// `agentloop trace`: work with recorded traces.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -66,27 +66,25 @@ pub fn command(args: &TraceArgs, stderr: &mut dyn Write) -> u8 {
     }
 }
 
+/// The page for `runs` of `table` (named `table_path`), with the coverage they give.
+pub fn html(table: &Table, table_path: &str, runs: &[runs::Run]) -> String {
+    let shipped = table.sha256 == shipped().sha256;
+    let edges = runs.iter().map(|run| run.records.iter().map(|record| record.edge.as_str()));
+    let coverage = crate::audit::coverage::tally(table, table_path, edges, shipped);
+    page::html(table, table_path, runs, &coverage)
+}
+
 /// Write the view `args` asks for; the path written, or `None` for standard output.
 fn write_view(args: &ViewArgs) -> Result<Option<PathBuf>, String> {
-    let (table_path, table) = match &args.table {
-        None => ("transitions/loop.toml".to_owned(), shipped().clone()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let name = path.display().to_string();
-            (name.clone(), Table::load(&name, &text).map_err(|e| e.to_string())?)
-        }
-    };
-    let mut texts = Vec::new();
+    let (table_path, text) = crate::audit::cli::read(&args.table).map_err(|e| e.to_string())?;
+    let table = Table::load(&table_path, &text).map_err(|e| e.to_string())?;
     let mut all = Vec::new();
     for path in &args.traces {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
         all.extend(runs::read(&name, &text).map_err(|e| e.to_string())?);
-        texts.push((name, text));
     }
-    let is_shipped = table.sha256 == crate::engine::table::sha256_hex(SHIPPED_TABLE);
-    let coverage = crate::audit::coverage::coverage(&table, &table_path, &texts, is_shipped);
-    let html = page::html(&table, &table_path, &all, &coverage);
+    let html = html(&table, &table_path, &all);
     let output = args.output.clone().unwrap_or_else(|| default_output(&args.traces[0]));
     if output == Path::new("-") {
         std::io::stdout().lock().write_all(html.as_bytes()).map_err(|e| format!("standard output: {e}"))?;
