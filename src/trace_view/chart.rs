@@ -242,17 +242,7 @@ pub fn svg(table: &Table) -> String {
         layout.states.iter().filter(|(name, _)| !layout.leaves.contains(name)).collect();
     supers.sort_by(|a, b| (b.1.w * b.1.h).total_cmp(&(a.1.w * a.1.h)));
     for (name, p) in supers {
-        let _ = write!(
-            out,
-            r#"<g class="super" data-state="{n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="10"/><text x="{:.1}" y="{:.1}">{n}</text></g>"#,
-            p.x,
-            p.y,
-            p.w,
-            p.h,
-            p.x + 8.0,
-            p.y + 14.0,
-            n = escape(name)
-        );
+        node(&mut out, "super", "data-state", name, p, 10.0, (p.x + 8.0, p.y + 14.0));
     }
     let mut parallel: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut loops: BTreeMap<String, usize> = BTreeMap::new();
@@ -329,34 +319,30 @@ pub fn svg(table: &Table) -> String {
     }
     for leaf in &layout.leaves {
         let p = &layout.states[leaf];
-        let initial = if *leaf == table.initial { " initial" } else { "" };
-        let _ = write!(
-            out,
-            r#"<g class="state{initial}" data-state="{n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="8"/><text x="{:.1}" y="{:.1}">{n}</text></g>"#,
-            p.x,
-            p.y,
-            p.w,
-            p.h,
-            p.cx(),
-            p.y + p.h / 2.0 + 5.0,
-            n = escape(leaf)
-        );
+        let class = if *leaf == table.initial { "state initial" } else { "state" };
+        node(&mut out, class, "data-state", leaf, p, 8.0, (p.cx(), p.y + p.h / 2.0 + 5.0));
     }
     for (reason, p) in &layout.ends {
-        let _ = write!(
-            out,
-            r#"<g class="end" data-reason="{n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="13"/><text x="{:.1}" y="{:.1}">{n}</text></g>"#,
-            p.x,
-            p.y,
-            p.w,
-            p.h,
-            p.cx(),
-            p.y + p.h / 2.0 + 4.0,
-            n = escape(reason)
-        );
+        node(&mut out, "end", "data-reason", reason, p, 13.0, (p.cx(), p.y + p.h / 2.0 + 4.0));
     }
     out.push_str("</svg>");
     out
+}
+
+/// A box named `name`: a group of class `class` whose `attr` is the name, a rectangle at `p`
+/// with corners of radius `rx`, and the name as text at `text`.
+fn node(out: &mut String, class: &str, attr: &str, name: &str, p: &Place, rx: f64, text: (f64, f64)) {
+    let _ = write!(
+        out,
+        r#"<g class="{class}" {attr}="{n}"><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="{rx}"/><text x="{:.1}" y="{:.1}">{n}</text></g>"#,
+        p.x,
+        p.y,
+        p.w,
+        p.h,
+        text.0,
+        text.1,
+        n = escape(name)
+    );
 }
 
 /// How far an arc between states `span` places apart rises (or falls), the `k`-th of those
