@@ -48,9 +48,8 @@
   fEdge.addEventListener("change", () => { state.edge = fEdge.value; renderTable(); renderChart(); });
   fState.addEventListener("change", () => { state.st = fState.value; renderTable(); });
   fTurn.addEventListener("input", () => { state.turn = fTurn.value; renderTable(); });
-  document.getElementById("f-clear").addEventListener("click", () => {
-    state.edge = state.st = state.turn = ""; fEdge.value = fState.value = fTurn.value = ""; state.selected = null; render();
-  });
+  const clearFilters = () => { state.edge = state.st = state.turn = ""; fEdge.value = fState.value = fTurn.value = ""; };
+  document.getElementById("f-clear").addEventListener("click", () => { clearFilters(); state.selected = null; render(); });
 
   // The chart: heat from the selected runs, click to filter.
   const chart = document.getElementById("chart");
@@ -95,8 +94,7 @@
       shown.push(r);
     }
     if (state.run === "all" && runs.length > 1) shown.sort((a, b) => a.t - b.t || a.run - b.run);
-    const esc = s => String(s).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-    const rows = shown.slice(0, limit).map((r, i) => `<tr data-i="${i}"${state.selected === r ? ' class="selected"' : ""}><td>${r.run}</td><td>${r.seq}</td><td>${r.t.toFixed(1)}</td><td>${r.turn}</td><td>${esc(r.from)}</td><td class="kind-${r.kind}">${esc(r.id)}</td><td>${esc(r.to)}</td><td>${esc(r.reason || "")}</td><td class="guards">${esc(r.guards.map(([k, v]) => `${k}=${v}`).join(" "))}</td><td class="counters">${esc(r.changed.map(([k, v]) => `${k}=${v}`).join(" "))}</td></tr>`);
+    const rows = shown.slice(0, limit).map((r, i) => `<tr data-i="${i}"${state.selected === r ? ' class="selected"' : ""}><td>${r.run}</td><td>${r.seq}</td><td>${r.t.toFixed(1)}</td><td>${r.turn}</td><td>${escXml(r.from)}</td><td class="kind-${r.kind}">${escXml(r.id)}</td><td>${escXml(r.to)}</td><td>${escXml(r.reason || "")}</td><td class="guards">${escXml(r.guards.map(([k, v]) => `${k}=${v}`).join(" "))}</td><td class="counters">${escXml(r.changed.map(([k, v]) => `${k}=${v}`).join(" "))}</td></tr>`);
     if (shown.length > limit) rows.push(`<tr class="more"><td colspan="10"><button type="button" id="more">Show ${Math.min(ROWS, shown.length - limit)} more of ${shown.length - limit}</button></td></tr>`);
     tbody.innerHTML = rows.join("");
     fCount.textContent = `${shown.length} record${shown.length === 1 ? "" : "s"}`;
@@ -249,7 +247,7 @@
     const rect = ev.target.closest("rect[data-run]");
     if (!rect || dragged) return;
     const record = runs[Number(rect.getAttribute("data-run"))].records[Number(rect.getAttribute("data-rec"))];
-    if (!shown.includes(record)) { state.edge = state.st = state.turn = ""; fEdge.value = fState.value = fTurn.value = ""; renderTable(); }
+    if (!shown.includes(record)) { clearFilters(); renderTable(); }
     select(record, true);
   });
   tl.addEventListener("wheel", ev => {

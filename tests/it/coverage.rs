@@ -9,8 +9,9 @@ use agentloop::engine::table::shipped;
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
-/// `agentloop demo NAME`, its JSONL trace written to `dir/NAME.jsonl`.
-fn record(dir: &Path, name: &str) -> PathBuf {
+/// `agentloop demo NAME`, its JSONL trace written to `dir/NAME.jsonl` (the trace view's tests
+/// record theirs with it too).
+pub(crate) fn record(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(format!("{name}.jsonl"));
     let status = Command::cargo_bin("agentloop")
         .unwrap()

@@ -9,25 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop::engine::table::shipped;
+
+use crate::coverage::record;
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
-
-/// `agentloop demo NAME`, its JSONL trace written to `dir/NAME.jsonl`.
-fn record(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.jsonl"));
-    Command::cargo_bin("agentloop")
-        .unwrap()
-        .env("AGENTLOOP_HOME", dir.join("home"))
-        .current_dir(dir)
-        .args(["demo", name, "--trace=jsonl", "--trace-file"])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    path
-}
 
 /// `agentloop trace view TRACES -o OUT`; the page.
 fn view(traces: &[PathBuf], out: &Path) -> String {
