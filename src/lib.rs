@@ -123,6 +123,7 @@ pub(crate) mod settings;
 pub(crate) mod shell;
 mod stderr;
 pub mod table;
+pub mod telemetry;
 pub mod tools;
 pub mod trace_view;
 

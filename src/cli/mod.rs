@@ -134,12 +134,15 @@ impl From<OutputFormatArg> for OutputFormat {
 
 /// Parse the arguments and run; the returned code is the process exit status.
 pub async fn main(cli: Cli) -> ExitCode {
+    crate::telemetry::install(|warning| crate::stderr::line(&format!("agentloop: warning: telemetry: {warning}")));
     let code = match cli.command {
         None => top_level(cli.top).await.into(),
         Some(command) => subcommand(command).await,
     };
     // Remote MCP sessions of the run's servers end before the process does.
     crate::mcp::finish().await;
+    // The spans and metrics still buffered are exported before the process exits.
+    crate::telemetry::shutdown().await;
     code
 }
 

@@ -142,6 +142,25 @@ pub enum EngineEvent {
         /// Cost of the reply in USD.
         cost_usd: Option<f64>,
     },
+    /// A model request is about to be sent (after any backoff): one attempt of the turn's
+    /// call, which ends at the next transition that leaves Consume (or Request, when the
+    /// request fails before a stream opens).
+    AttemptStarted {
+        /// The model asked.
+        model: String,
+        /// The request's output cap.
+        max_tokens: u32,
+        /// 1 plus the retries the run's `retries` counter has used so far.
+        attempt: u32,
+    },
+    /// The attempt in flight failed: the request was refused or its stream broke.
+    AttemptFailed {
+        /// A short, low-cardinality name of the failure (`overloaded_error`, `http_500`,
+        /// `connection`, `idle_timeout`, …), for `error.type`.
+        kind: String,
+        /// The failure as a person reads it.
+        message: String,
+    },
     /// A failed model call will be sent again after a wait.
     Retrying {
         /// Which retry this is, counting from 1.
@@ -312,6 +331,15 @@ enum Wire<'a> {
         usage: &'a crate::protocol::Usage,
         cost_usd: Option<f64>,
     },
+    AttemptStarted {
+        model: &'a str,
+        max_tokens: u32,
+        attempt: u32,
+    },
+    AttemptFailed {
+        kind: &'a str,
+        message: &'a str,
+    },
     Retrying {
         attempt: u32,
         max: u32,
@@ -376,6 +404,10 @@ impl Serialize for EngineEvent {
                 Wire::ToolFinished { id, name, is_error: *is_error, duration_ms: *duration, mcp: mcp.as_ref() }
             }
             EngineEvent::Usage { model, usage, cost_usd } => Wire::Usage { model, usage, cost_usd: *cost_usd },
+            EngineEvent::AttemptStarted { model, max_tokens, attempt } => {
+                Wire::AttemptStarted { model, max_tokens: *max_tokens, attempt: *attempt }
+            }
+            EngineEvent::AttemptFailed { kind, message } => Wire::AttemptFailed { kind, message },
             EngineEvent::Retrying { attempt, max, delay, error } => {
                 Wire::Retrying { attempt: *attempt, max: *max, delay_ms: *delay, error }
             }

@@ -182,6 +182,18 @@ pub async fn run_prompt_with(
         deps.tools.register(Arc::new(StructuredOutput::new(schema.clone())));
     }
     let table = options.table.clone().unwrap_or_else(|| table::shipped_shared().clone());
+    // A subagent's run is recorded by its parent's sink, which sees its events.
+    let sink = if options.link.is_some() {
+        sink
+    } else {
+        crate::telemetry::observe(sink, || crate::telemetry::RunInfo {
+            session_id: session.id.to_string(),
+            run_id: options.run_id.clone(),
+            model: options.model.clone(),
+            provider: deps.model.provider_name(),
+            prompt: prompt.to_owned(),
+        })
+    };
     // A run offered `Agent` hosts its subagents: they share its sink, and its driver polls
     // them beside its machine.
     let (sink, mut children, spawner) = if deps.tools.get(crate::agents::AGENT_TOOL).is_some() {

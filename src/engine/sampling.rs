@@ -147,6 +147,11 @@ and nothing is left to compact",
         self.st.sent_max_tokens = request.max_tokens;
         debug_assert_eq!(crate::engine::state::pairing_violation(&request.messages), None);
         self.st.model_calls += 1;
+        ctx.emit(EngineEvent::AttemptStarted {
+            model: request.model.clone(),
+            max_tokens: request.max_tokens,
+            attempt: self.st.used(counter::RETRIES) + 1,
+        });
         let model = ctx.deps.model.clone();
         let opened = tokio::select! {
             biased;
@@ -222,6 +227,7 @@ and nothing is left to compact",
                 return self.proceed();
             }
         };
+        ctx.emit(EngineEvent::AttemptFailed { kind: error.type_name(), message: error.to_string() });
         let class = error.class();
         let cap = self.st.options.retry_max_delay;
         let wait_over_cap = error.retry_after().filter(|wait| class == ErrorClass::Retryable && *wait > cap);
@@ -453,6 +459,7 @@ and nothing is left to compact",
         executor: Executor,
         error: ModelError,
     ) -> Outcome<State> {
+        ctx.emit(EngineEvent::AttemptFailed { kind: error.type_name(), message: error.to_string() });
         let class = error.class();
         let started = executor.started();
         if started > 0 {

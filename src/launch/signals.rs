@@ -126,6 +126,7 @@ pub async fn supervise<T>(
             }
             () = &mut quit, if quitting => {
                 crate::process_group::kill_all();
+                crate::telemetry::shutdown_now();
                 std::process::exit(i32::from(stop.unwrap_or(Stop::Interrupt).exit_status().code()));
             }
         }

@@ -116,6 +116,24 @@ impl ModelError {
         }
     }
 
+    /// A short, low-cardinality name of the failure, for telemetry's `error.type`: the API's
+    /// error type when it gave one (`overloaded_error`), else `http_STATUS` or the kind of
+    /// failure (`connection`, `idle_timeout`, …).
+    pub fn type_name(&self) -> String {
+        match self {
+            ModelError::Http { kind, .. } | ModelError::Stream { kind, .. } if !kind.is_empty() => kind.clone(),
+            ModelError::Http { status, .. } => format!("http_{status}"),
+            ModelError::Stream { .. } => "stream_error".to_owned(),
+            ModelError::Connection(_) => "connection".to_owned(),
+            ModelError::Idle(_) => "idle_timeout".to_owned(),
+            ModelError::Incomplete => "incomplete_stream".to_owned(),
+            ModelError::Protocol(_) | ModelError::Oversized(_) => "protocol".to_owned(),
+            ModelError::Script(_) => "script".to_owned(),
+            ModelError::Config(_) => "config".to_owned(),
+            ModelError::Redirect(_) => "redirect".to_owned(),
+        }
+    }
+
     /// The server-requested delay before a retry, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -122,4 +122,11 @@ pub trait Model: Send + Sync {
         let _ = model;
         Box::pin(std::future::ready(None))
     }
+
+    /// Who answers, as the OpenTelemetry GenAI conventions name providers
+    /// (`gen_ai.provider.name`): `anthropic` for the Messages API (the default), `openai` for
+    /// the OpenAI APIs, something of the model's own otherwise.
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
 }

@@ -9,7 +9,9 @@
 //! - every variable whose name contains, in any case, one of [`SECRET_MARKS`] (`KEY`,
 //!   `SECRET`, `TOKEN`, `PASSWORD`, `PASSWD`, `CREDENTIAL`), unless one of the settings'
 //!   `shellEnvironment.keep` patterns names it (as Codex's default shell environment policy
-//!   drops `*KEY*`, `*SECRET*` and `*TOKEN*`).
+//!   drops `*KEY*`, `*SECRET*` and `*TOKEN*`), and the OTLP exporter's headers
+//!   (`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, …), which carry a
+//!   collector's credentials.
 //!
 //! The environment is computed once per run ([`ShellEnv::inherited`]), so each spawn only
 //! copies a ready list.
@@ -103,7 +105,10 @@ pub fn is_removed(name: &OsStr, keep: &[KeepPattern]) -> bool {
         return true;
     }
     let upper = name.to_ascii_uppercase();
-    SECRET_MARKS.iter().any(|mark| upper.contains(mark)) && !keep.iter().any(|pattern| pattern.matches(&name))
+    // OTLP headers carry the collector's credentials (`authorization=Bearer …`).
+    let otlp_headers = upper.starts_with("OTEL_EXPORTER_OTLP_") && upper.ends_with("HEADERS");
+    (otlp_headers || SECRET_MARKS.iter().any(|mark| upper.contains(mark)))
+        && !keep.iter().any(|pattern| pattern.matches(&name))
 }
 
 /// The environment child shells run with: the inherited variables that `is_removed` lets
@@ -218,10 +223,24 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "npm_config__authToken",
             "ssh_key_path",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
         ] {
             assert!(removed(name, &[]), "{name} should be removed");
         }
-        for name in ["PATH", "HOME", "LANG", "TERM", "USER", "ANTHROPIC_BASE_URL", "CARGO_HOME", "TOKIO_WORKERS"] {
+        for name in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "TERM",
+            "USER",
+            "ANTHROPIC_BASE_URL",
+            "CARGO_HOME",
+            "TOKIO_WORKERS",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "TRACEPARENT",
+        ] {
             assert!(!removed(name, &[]), "{name} should be kept");
         }
     }

@@ -42,6 +42,7 @@ mod mcp_elicitation;
 mod mcp_http;
 mod mcp_limits;
 mod mcp_oauth;
+mod otel;
 mod permissions;
 mod properties;
 mod sandbox;

@@ -170,6 +170,10 @@ impl Model for ChatModel {
         Box::pin(self.open(request))
     }
 
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
+
     fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
         Box::pin(crate::model::window::probe(&self.client, &self.config.base_url, model))
     }
