@@ -70,9 +70,18 @@ impl Transport {
         } else {
             self.runtime.block_on(post)
         };
-        result.map_err(OTelSdkError::InternalFailure)
+        result.map_err(|e| {
+            // Once per process: a collector that is down should not fill the terminal.
+            if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::stderr::line(&format!("agentloop: warning: telemetry: {e}"));
+            }
+            OTelSdkError::InternalFailure(e)
+        })
     }
 }
+
+/// Whether a failed export was reported already.
+static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The span exporter.
 #[derive(Debug)]

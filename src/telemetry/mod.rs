@@ -45,8 +45,9 @@ use config::{Config, Content};
 /// The instrumentation scope of everything agentloop exports.
 pub const SCOPE: &str = "agentloop";
 
-/// The most events (transitions, retries) one span keeps: enough for a run of thousands of
-/// turns; the SDK's default of 128 would drop most of a long run's transitions.
+/// The most events (transitions, retries) one span keeps, unless `OTEL_SPAN_EVENT_COUNT_LIMIT`
+/// says: enough for a run of thousands of turns; the SDK's default of 128 would drop most of a
+/// long run's transitions.
 const MAX_EVENTS_PER_SPAN: u32 = 1 << 16;
 
 /// Bucket bounds of `gen_ai.client.token.usage`, as the GenAI conventions advise.
@@ -108,13 +109,14 @@ impl Telemetry {
         let tracer_provider = match &config.traces {
             Some(endpoint) => {
                 let exporter = export::Spans::new(export::Transport::new(endpoint.clone(), runtime.clone())?);
-                Some(
-                    SdkTracerProvider::builder()
-                        .with_span_processor(BatchSpanProcessor::builder(exporter).build())
-                        .with_max_events_per_span(MAX_EVENTS_PER_SPAN)
-                        .with_resource(resource.clone())
-                        .build(),
-                )
+                let mut builder = SdkTracerProvider::builder()
+                    .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+                    .with_resource(resource.clone());
+                // The SDK reads `OTEL_SPAN_EVENT_COUNT_LIMIT` (and `OTEL_TRACES_SAMPLER`) itself.
+                if std::env::var_os("OTEL_SPAN_EVENT_COUNT_LIMIT").is_none() {
+                    builder = builder.with_max_events_per_span(MAX_EVENTS_PER_SPAN);
+                }
+                Some(builder.build())
             }
             None => None,
         };

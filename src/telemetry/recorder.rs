@@ -281,6 +281,7 @@ impl RunSpans {
                     KeyValue::new("gen_ai.tool.name", name.clone()),
                     KeyValue::new("gen_ai.tool.call.id", id.clone()),
                     KeyValue::new("gen_ai.tool.type", if mcp.is_some() { "extension" } else { "function" }),
+                    KeyValue::new("gen_ai.provider.name", self.provider),
                     KeyValue::new("gen_ai.conversation.id", self.conversation.clone()),
                     KeyValue::new("agentloop.tool.early", *early),
                 ];

@@ -308,6 +308,7 @@ fn a_plain_run_exports_its_span_tree_with_the_genai_attributes_and_its_metrics()
             ("gen_ai.tool.name".to_owned(), json!("Read")),
             ("gen_ai.tool.call.id".to_owned(), json!("toolu_01")),
             ("gen_ai.tool.type".to_owned(), json!("function")),
+            ("gen_ai.provider.name".to_owned(), json!("anthropic")),
             ("gen_ai.conversation.id".to_owned(), root.attributes["gen_ai.conversation.id"].clone()),
             // A read-only call starts while the reply still streams.
             ("agentloop.tool.early".to_owned(), json!(true)),
@@ -564,4 +565,60 @@ fn content_is_exported_only_when_a_variable_opts_in() {
     let tool = named(&spans, "execute_tool Read")[0];
     assert_eq!(tool.attributes["gen_ai.tool.call.arguments"], json!({"file_path": "greeting.txt"}).to_string());
     assert_eq!(tool.attributes["gen_ai.tool.call.result"], format!("     1\t{FILE_TEXT}\n"));
+}
+
+#[test]
+fn a_collector_that_is_down_costs_one_warning_not_the_run() {
+    let api = MockApi::start(read_round_trip());
+    // A port nobody listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let receiver = Receiver { port, posts: Arc::new(Mutex::new(Vec::new())) };
+    let (code, err) = run(&api, &receiver, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("telemetry")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].starts_with(&format!("agentloop: warning: telemetry: cannot reach http://127.0.0.1:{port}/v1/")),
+        "{err}"
+    );
+}
+
+/// Claude Code's spans (`../shared/fixtures/claude-code-otel/spans.jsonl`, recorded from
+/// Claude Code 2.1.332) and agentloop's, side by side in one backend: for each GenAI
+/// operation, every `gen_ai.*` attribute Claude Code sets is on agentloop's span too, but for
+/// the two names where Claude Code departs from the conventions.
+#[test]
+fn every_genai_attribute_claude_code_sets_is_set_here_too() {
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/claude-code-otel/spans.jsonl"
+    ))
+    .unwrap();
+    // `gen_ai.system` is the conventions' former name of `gen_ai.provider.name`, which both
+    // set; the conventions call cache writes `cache_creation`, which agentloop sets.
+    let departures = ["gen_ai.system", "gen_ai.usage.cache_write.input_tokens"];
+    let mut theirs: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for line in fixture.lines() {
+        let span: Value = serde_json::from_str(line).unwrap();
+        let attributes = span["attributes"].as_object().unwrap();
+        let Some(operation) = attributes.get("gen_ai.operation.name").and_then(Value::as_str) else { continue };
+        let keys = attributes.keys().filter(|k| k.starts_with("gen_ai.") && !departures.contains(&k.as_str()));
+        theirs.entry(operation.to_owned()).or_default().extend(keys.cloned());
+    }
+    assert_eq!(theirs.keys().collect::<Vec<_>>(), ["chat", "execute_tool", "invoke_agent"]);
+
+    let api = MockApi::start(read_round_trip());
+    let receiver = Receiver::start();
+    let (code, err) = run(&api, &receiver, &[("OTEL_METRICS_EXPORTER", "none")], &[]);
+    assert_eq!(code, 0, "{err}");
+    let spans = spans(&receiver.posts());
+    for (operation, keys) in &theirs {
+        let ours: Vec<&SpanView> =
+            spans.iter().filter(|s| s.attributes.get("gen_ai.operation.name") == Some(&json!(operation))).collect();
+        assert!(!ours.is_empty(), "no {operation} span");
+        for span in ours {
+            let missing: Vec<&String> = keys.iter().filter(|k| !span.attributes.contains_key(*k)).collect();
+            assert!(missing.is_empty(), "{} lacks {missing:?}", span.name);
+        }
+    }
 }
