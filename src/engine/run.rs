@@ -219,6 +219,7 @@ pub async fn run_prompt_with(
         todos: session.todos.clone(),
         side: Some(crate::model::side::SideModel { model: deps.model.clone(), name: options.small_model.clone() }),
         nested_memory: session.nested_memory.clone(),
+        journal: session.transcript.as_ref().and_then(|t| t.journal()),
         ..ToolContext::new(deps.cwd.clone())
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).

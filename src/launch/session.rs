@@ -206,6 +206,29 @@ fn warn_repairs(id: Uuid, path: &Path, repairs: &[Repair]) {
                 cut += 1;
                 answered += tool_use_ids.len();
             }
+            Repair::RecoveredToolUses { replayed, interrupted, not_started, .. } => {
+                let counted = |ids: &[String], one: &str, many: &str| {
+                    (!ids.is_empty()).then(|| {
+                        format!("{} {} ({})", ids.len(), if ids.len() == 1 { one } else { many }, ids.join(", "))
+                    })
+                };
+                let parts: Vec<String> = [
+                    counted(replayed, "result replayed", "results replayed"),
+                    counted(
+                        interrupted,
+                        "call interrupted, its outcome unknown",
+                        "calls interrupted, their outcome unknown",
+                    ),
+                    counted(not_started, "call never started", "calls never started"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                eprintln!(
+                    "agentloop: session {id} was cut off while its tools ran; from the tool journal: {}",
+                    parts.join(", ")
+                );
+            }
             Repair::DroppedPartialLine { .. } => cut += 1,
             Repair::DroppedToolResult { line, tool_use_id, why } => eprintln!(
                 "agentloop: warning: {}:{line}: dropped the tool_result for {tool_use_id}: {}",

@@ -15,13 +15,17 @@
 //! - [`SessionLock`]: one writer per transcript (an advisory lock the kernel releases on exit).
 //! - [`load`] / [`LoadedSession`]: one pass over a transcript, tolerant of a line cut by a kill;
 //!   drops `tool_result` blocks that answer no call.
-//! - `repair`: answers tool calls left without results, as the live abort path does.
+//! - `journal`: a line when a tool call starts and when its result is known, so a resume
+//!   keeps the results a kill would otherwise lose.
+//! - `repair`: answers tool calls left without results: from the journal when it knows them,
+//!   else as the live abort path does.
 //! - [`SessionStore`]: the directory of a working directory's sessions, listing, forking.
 
 use std::io;
 use std::path::PathBuf;
 
 mod id;
+pub(crate) mod journal;
 pub(crate) mod line;
 mod lock;
 pub(crate) mod paths;
@@ -35,6 +39,7 @@ mod writer;
 mod tests;
 
 pub use id::{Uuid, UuidError};
+pub use journal::{Journaled, Recovered, ToolJournal};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
 pub use lock::SessionLock;
 pub use reader::{LoadedSession, load, load_cut, load_sidechain};

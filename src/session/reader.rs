@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use serde::de::IgnoredAny;
 use serde_json::error::Category;
 
+use super::journal::{self, JournalLine, Journaled};
 use super::line::{self, Head, HistoryIn, MessageLineIn, MetaLineIn, PromptEndIn, WireMessage};
 use super::repair::{self, Repair, RepairReport, RepairWrite, Unpaired};
 use super::time::parse_rfc3339;
@@ -53,6 +54,9 @@ pub struct LoadedSession {
     pub repairs: Vec<Repair>,
     /// The uuid of the line the history was cut after ([`load_cut`]), if it was.
     pub cut: Option<String>,
+    /// What the tool journal says of the calls (`agentloop-tool` lines): which started and
+    /// which finished, with their results, for [`LoadedSession::repair`].
+    pub journal: Journaled,
 }
 
 /// Load the transcript at `path` in one pass (`serde_json` per line).
@@ -102,7 +106,7 @@ impl LoadedSession {
     /// returned report starts with [`LoadedSession::repairs`]. Record it with
     /// [`TranscriptWriter::record_repair`] so the file loads as the repaired history.
     pub fn repair(&mut self) -> RepairReport {
-        let mut report = repair::repair(&mut self.messages);
+        let mut report = repair::repair(&mut self.messages, &self.journal);
         report.repairs.splice(0..0, self.repairs.iter().cloned());
         // The file still holds the dropped blocks: a snapshot makes it load without them.
         if self.repairs.iter().any(|r| matches!(r, Repair::DroppedToolResult { .. })) {
@@ -156,6 +160,7 @@ fn scan_as(path: &Path, full: bool, cut: Option<Cut<'_>>, sidechain: bool) -> Re
         last_activity: None,
         session_id: None,
         repairs: Vec::new(),
+        journal: Journaled::default(),
     };
     let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     let mut lines = body.split(|&b| b == b'\n').enumerate().peekable();
@@ -223,6 +228,7 @@ struct Scan<'p> {
     last_activity: Option<SystemTime>,
     session_id: Option<Uuid>,
     repairs: Vec<Repair>,
+    journal: Journaled,
 }
 
 impl Scan<'_> {
@@ -296,6 +302,11 @@ impl Scan<'_> {
                     self.messages = messages;
                 }
                 self.last_uuid = leaf;
+            }
+            Some(journal::TOOL) => {
+                if self.full {
+                    self.journal.note(serde_json::from_str::<JournalLine>(text)?);
+                }
             }
             Some(line::SYSTEM) if head.subtype.as_deref() == Some(line::COMPACT_BOUNDARY) => {
                 // Claude Code's compaction: the history starts again after this line (its
@@ -428,6 +439,7 @@ impl Scan<'_> {
             last_activity: self.last_activity,
             repairs: self.repairs,
             cut,
+            journal: self.journal,
         })
     }
 }

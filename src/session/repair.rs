@@ -3,9 +3,13 @@
 
 use std::collections::HashMap;
 
+use super::journal::{Journaled, Recovered};
 use crate::engine::acting::INTERRUPTED_TOOLS;
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT;
+
+/// Result text of a call the tool journal shows never started: the run stopped first.
+pub const NOT_STARTED_RESULT: &str = "Interrupted: the run stopped before this tool started; it did not run";
 
 /// One thing loading or [`repair`] changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +40,20 @@ pub enum Repair {
         tool_use_ids: Vec<String>,
         /// Whether a new user message was inserted for them (else the following user message,
         /// which had some of the results, got the others).
+        new_message: bool,
+    },
+    /// Tool calls without a result in the history were answered from the tool journal
+    /// (`super::journal`): each by its journaled result, or as interrupted or never started.
+    RecoveredToolUses {
+        /// Index of the assistant message holding the calls, in the repaired history.
+        message: usize,
+        /// Calls that had finished: their journaled results, as they were.
+        replayed: Vec<String>,
+        /// Calls that started and did not finish: answered as interrupted, outcome unknown.
+        interrupted: Vec<String>,
+        /// Calls that never started: answered as not run.
+        not_started: Vec<String>,
+        /// Whether a new user message was inserted for them.
         new_message: bool,
     },
 }
@@ -85,8 +103,13 @@ pub enum RepairWrite {
 
 /// Make `messages` valid for the next API request, as the engine's abort paths leave a
 /// history (`Machine::abort_tools`): every assistant `tool_use` without a `tool_result` in the
-/// next message gets an `is_error` result saying [`OUTCOME_UNKNOWN_RESULT`]: the call was
-/// written before its tool started, so it may have run (and may still be running).
+/// next message gets one. When `journal` names a call of the reply, each call gets what the
+/// journal says: its result, if it finished (replayed as it was); an `is_error` result saying
+/// [`OUTCOME_UNKNOWN_RESULT`] if it started and did not finish; [`NOT_STARTED_RESULT`] if it
+/// never started. Without a journal every call gets [`OUTCOME_UNKNOWN_RESULT`]: the call was
+/// written before its tool started, so it may have run (and may still be running). The
+/// [`INTERRUPTED_TOOLS`] text below is added only when some result was made up: a kill after
+/// the last call finished leaves the history an uninterrupted run would have.
 ///
 /// - When the next message is a user message that answers some of the calls, the results are
 ///   put in call order (existing results kept as they are, the missing ones synthesized),
@@ -97,7 +120,7 @@ pub enum RepairWrite {
 /// No two consecutive messages end up with the same role (the history came from
 /// [`load`](super::load), which merges them). A history ending with an assistant message
 /// without calls, or with a user message, is left as is.
-pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
+pub fn repair(messages: &mut Vec<Message>, journal: &Journaled) -> RepairReport {
     let mut repairs = Vec::new();
     let mut append = None;
     let mut snapshot = false;
@@ -140,10 +163,13 @@ pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
                     _ => others.push(block.clone()),
                 }
             }
+            let mut answers = Answers::new(journal, &calls);
             let mut content: Vec<ContentBlock> =
-                calls.iter().map(|id| results.remove(id.as_str()).unwrap_or_else(|| interrupted(id))).collect();
+                calls.iter().map(|id| results.remove(id.as_str()).unwrap_or_else(|| answers.answer(id))).collect();
             content.extend(others);
-            content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            if answers.synthesized() {
+                content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            }
             let at_end = i + 2 == messages.len();
             if at_end && content.starts_with(&old) {
                 append = Some(Message { role: Role::User, content: content[old.len()..].to_vec() });
@@ -151,10 +177,13 @@ pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
                 snapshot = true;
             }
             messages[i + 1].content = content;
-            repairs.push(Repair::AnsweredToolUses { message: i, tool_use_ids: missing, new_message: false });
+            repairs.push(answers.report(i, missing, false));
         } else {
-            let mut content: Vec<ContentBlock> = calls.iter().map(|id| interrupted(id)).collect();
-            content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            let mut answers = Answers::new(journal, &calls);
+            let mut content: Vec<ContentBlock> = calls.iter().map(|id| answers.answer(id)).collect();
+            if answers.synthesized() {
+                content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+            }
             let message = Message { role: Role::User, content };
             if i + 1 == messages.len() {
                 append = Some(message.clone());
@@ -162,7 +191,7 @@ pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
                 snapshot = true;
             }
             messages.insert(i + 1, message);
-            repairs.push(Repair::AnsweredToolUses { message: i, tool_use_ids: calls, new_message: true });
+            repairs.push(answers.report(i, calls.clone(), true));
         }
         i += 2;
     }
@@ -172,6 +201,72 @@ pub fn repair(messages: &mut Vec<Message>) -> RepairReport {
         (false, None) => RepairWrite::Nothing,
     };
     RepairReport { repairs, write }
+}
+
+/// The results of one reply's calls left without one, and what the journal said of them.
+struct Answers<'a> {
+    journal: &'a Journaled,
+    calls: &'a [String],
+    replayed: Vec<String>,
+    interrupted: Vec<String>,
+    not_started: Vec<String>,
+    /// Calls the journal knows nothing of (a transcript written without one).
+    unknown: Vec<String>,
+}
+
+impl<'a> Answers<'a> {
+    fn new(journal: &'a Journaled, calls: &'a [String]) -> Self {
+        Answers {
+            journal,
+            calls,
+            replayed: Vec::new(),
+            interrupted: Vec::new(),
+            not_started: Vec::new(),
+            unknown: Vec::new(),
+        }
+    }
+
+    /// The result of call `id`, which has none in the history.
+    fn answer(&mut self, id: &str) -> ContentBlock {
+        match self.journal.recover(id, self.calls) {
+            Recovered::Replayed(result) => {
+                self.replayed.push(id.to_owned());
+                result
+            }
+            Recovered::Interrupted { .. } => {
+                self.interrupted.push(id.to_owned());
+                interrupted(id)
+            }
+            Recovered::NotStarted => {
+                self.not_started.push(id.to_owned());
+                ContentBlock::tool_result(id, NOT_STARTED_RESULT, true)
+            }
+            Recovered::Unknown => {
+                self.unknown.push(id.to_owned());
+                interrupted(id)
+            }
+        }
+    }
+
+    /// Whether some result was made up (so the reply was interrupted), not replayed.
+    fn synthesized(&self) -> bool {
+        !(self.interrupted.is_empty() && self.not_started.is_empty() && self.unknown.is_empty())
+    }
+
+    /// The repair of the calls `missing` of message `message`.
+    fn report(self, message: usize, missing: Vec<String>, new_message: bool) -> Repair {
+        if self.unknown.is_empty() {
+            Repair::RecoveredToolUses {
+                message,
+                replayed: self.replayed,
+                interrupted: self.interrupted,
+                not_started: self.not_started,
+                new_message,
+            }
+        } else {
+            Repair::AnsweredToolUses { message, tool_use_ids: missing, new_message }
+        }
+    }
 }
 
 fn answers(message: &Message, id: &str) -> bool {

@@ -550,7 +550,7 @@ fn no_session_id_is_an_error() {
 #[test]
 fn repair_answers_a_tool_use_without_result_in_a_new_message() {
     let mut messages = vec![user("Read a.txt and b.txt"), calls(&["t1", "t2"])];
-    let report = repair(&mut messages);
+    let report = repair(&mut messages, &Journaled::default());
     let answer = results(vec![interrupted("t1"), interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]);
     assert_eq!(messages, vec![user("Read a.txt and b.txt"), calls(&["t1", "t2"]), answer.clone()]);
     assert_eq!(
@@ -569,7 +569,7 @@ fn repair_answers_a_tool_use_without_result_in_a_new_message() {
 #[test]
 fn repair_completes_a_partial_result_message_in_call_order() {
     let mut messages = vec![user("Read"), calls(&["t1", "t2"]), results(vec![result("t1")])];
-    let report = repair(&mut messages);
+    let report = repair(&mut messages, &Journaled::default());
     assert_eq!(messages[2], results(vec![result("t1"), interrupted("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]));
     assert_eq!(messages.len(), 3);
     assert_eq!(
@@ -582,7 +582,7 @@ fn repair_completes_a_partial_result_message_in_call_order() {
 
     // The second call answered, the first not: the results are reordered, so a snapshot.
     let mut messages = vec![user("Read"), calls(&["t1", "t2"]), results(vec![result("t2")])];
-    let report = repair(&mut messages);
+    let report = repair(&mut messages, &Journaled::default());
     assert_eq!(messages[2], results(vec![interrupted("t1"), result("t2"), ContentBlock::text(INTERRUPTED_TOOLS)]));
     assert_eq!(report.write, RepairWrite::Snapshot);
 }
@@ -590,7 +590,7 @@ fn repair_completes_a_partial_result_message_in_call_order() {
 #[test]
 fn repair_mid_history_keeps_roles_alternating() {
     let mut messages = vec![user("Read"), calls(&["t1"]), user("never mind"), assistant("OK.")];
-    let report = repair(&mut messages);
+    let report = repair(&mut messages, &Journaled::default());
     assert_eq!(
         messages,
         vec![
@@ -614,7 +614,10 @@ fn repair_leaves_a_clean_history_untouched() {
             continue; // ends with unanswered calls
         }
         let mut messages = clean[..end].to_vec();
-        assert_eq!(repair(&mut messages), RepairReport { repairs: vec![], write: RepairWrite::Nothing });
+        assert_eq!(
+            repair(&mut messages, &Journaled::default()),
+            RepairReport { repairs: vec![], write: RepairWrite::Nothing }
+        );
         assert_eq!(messages, clean[..end]);
     }
 }
@@ -1102,4 +1105,101 @@ fn a_reply_repeating_a_tool_use_id_is_answered_once_and_its_repair_reloads() {
     writer.record_repair(&report, &loaded.messages).unwrap();
     drop(writer);
     assert_eq!(load(&path).unwrap().messages, loaded.messages);
+}
+
+/// A transcript cut while its tools ran: the reply's calls `t1`…`t4`, then the journal of
+/// `t1` (finished), `t2` (started only) and `t3` (finished), then the kill; `t4` never
+/// started.
+fn cut_in_execute_tools(store: &SessionStore) -> PathBuf {
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read four files")).unwrap();
+    let mut reply = calls(&["t1", "t2", "t3", "t4"]);
+    if let ContentBlock::ToolUse { name, .. } = &mut reply.content[2] {
+        *name = "Bash".into();
+    }
+    w.append(&reply).unwrap();
+    let journal = w.journal().unwrap();
+    journal.started("t1", "Read", true);
+    journal.started("t2", "Bash", false);
+    journal.finished("t1", &result("t1"));
+    journal.started("t3", "Read", true);
+    journal.finished("t3", &result("t3"));
+    w.path().to_path_buf()
+}
+
+#[test]
+fn the_journal_replays_finished_results_and_tells_the_interrupted_from_the_never_started() {
+    let (_dir, store) = store();
+    let path = cut_in_execute_tools(&store);
+    let mut loaded = load(&path).unwrap();
+    assert!(!loaded.journal.is_empty());
+    let report = loaded.repair();
+    assert_eq!(
+        loaded.messages[2],
+        results(vec![
+            result("t1"),
+            interrupted("t2"),
+            result("t3"),
+            ContentBlock::tool_result("t4", super::repair::NOT_STARTED_RESULT, true),
+            ContentBlock::text(INTERRUPTED_TOOLS),
+        ])
+    );
+    assert_eq!(
+        report.repairs,
+        vec![Repair::RecoveredToolUses {
+            message: 1,
+            replayed: vec!["t1".into(), "t3".into()],
+            interrupted: vec!["t2".into()],
+            not_started: vec!["t4".into()],
+            new_message: true,
+        }]
+    );
+    // Recorded, the repaired history is what the file loads as.
+    let mut w = loaded.writer().unwrap();
+    w.record_repair(&report, &loaded.messages).unwrap();
+    drop(w);
+    assert_eq!(load(&path).unwrap().messages, loaded.messages);
+    assert_chain(&path);
+}
+
+#[test]
+fn a_kill_after_the_last_result_leaves_the_history_of_an_uninterrupted_run() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read")).unwrap();
+    w.append(&calls(&["t1", "t2"])).unwrap();
+    let journal = w.journal().unwrap();
+    for id in ["t1", "t2"] {
+        journal.started(id, "Read", true);
+    }
+    // They finish out of call order; the results go back in call order.
+    journal.finished("t2", &result("t2"));
+    journal.finished("t1", &result("t1"));
+    let path = w.path().to_path_buf();
+    drop(w);
+    let mut loaded = load(&path).unwrap();
+    let report = loaded.repair();
+    assert_eq!(loaded.messages[2], results(vec![result("t1"), result("t2")]));
+    assert!(matches!(&report.repairs[..], [Repair::RecoveredToolUses { replayed, interrupted, not_started, .. }]
+        if replayed.len() == 2 && interrupted.is_empty() && not_started.is_empty()));
+}
+
+#[test]
+fn journal_lines_are_skipped_by_readers_of_messages_and_answer_only_calls_of_the_cut_reply() {
+    let (_dir, store) = store();
+    let path = cut_in_execute_tools(&store);
+    let lines = raw_lines(&path);
+    let journal: Vec<&Value> = lines.iter().filter(|l| l["type"] == "agentloop-tool").collect();
+    assert_eq!(journal.len(), 5);
+    assert_eq!(journal[0]["phase"], "start");
+    assert_eq!(journal[0]["toolUseId"], "t1");
+    assert_eq!(journal[0]["readOnly"], true);
+    assert_eq!(journal[2]["result"]["content"], "contents of t1");
+    assert!(journal.iter().all(|l| l.get("uuid").is_none() && l["sessionId"].is_string()));
+    // The chain of message lines is unbroken by them.
+    assert_chain(&path);
+    // A history whose calls are all answered is left alone, whatever the journal says.
+    let mut loaded = load(&path).unwrap();
+    loaded.messages.push(results(vec![result("t1"), result("t2"), result("t3"), result("t4")]));
+    assert_eq!(loaded.repair().repairs, vec![]);
 }

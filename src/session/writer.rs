@@ -15,7 +15,7 @@ use super::line::{
 use super::reader::final_line_fix;
 use super::repair::{RepairReport, RepairWrite};
 use super::time::format_rfc3339_millis;
-use super::{HistoryReason, Result, SessionError, SessionLock, SessionMeta, Uuid, io_error};
+use super::{HistoryReason, Result, SessionError, SessionLock, SessionMeta, ToolJournal, Uuid, io_error};
 use crate::protocol::{ContentBlock, Message, Role, Usage};
 
 /// Appends one JSON line per event to a session's transcript.
@@ -185,6 +185,17 @@ impl TranscriptWriter {
         }
         self.out.mirror = Some(mirror);
         Ok(())
+    }
+
+    /// A journal of tool calls appending to this transcript ([`ToolJournal`]); `None` for a
+    /// subagent's sidechain (its calls are not resumed on their own) or when the file cannot
+    /// be opened a second time.
+    pub fn journal(&self) -> Option<ToolJournal> {
+        if self.agent_id.is_some() {
+            return None;
+        }
+        let file = self.out.file.try_clone().ok()?;
+        Some(ToolJournal::new(file, self.out.path.clone(), self.session_id, self.out.mirror.clone()))
     }
 
     /// The transcript's path.

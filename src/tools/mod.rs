@@ -174,6 +174,9 @@ pub struct ToolContext {
     /// The session's nested memory: what a call that touches a file attaches to its result
     /// ([`Tool::attaches_memory`]). Shared by the session's prompts and its subagents' calls.
     pub nested_memory: Arc<crate::context::memory::nested::NestedMemory>,
+    /// Where the run's tool phases journal each call's start and result (the session's
+    /// transcript), so a resume after a kill keeps what finished; `None` without a transcript.
+    pub journal: Option<crate::session::ToolJournal>,
 }
 
 impl ToolContext {
@@ -197,6 +200,7 @@ impl ToolContext {
             todos: Arc::default(),
             side: None,
             nested_memory: Arc::default(),
+            journal: None,
         }
     }
 }

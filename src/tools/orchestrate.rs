@@ -117,6 +117,11 @@ impl Toolbox {
         self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
     }
 
+    /// Whether `call` only reads ([`Tool::is_read_only`]): running it again changes nothing.
+    pub fn is_read_only(&self, call: &ToolCall) -> bool {
+        self.registry.get(&call.name).is_some_and(|t| t.is_read_only(&call.input))
+    }
+
     /// Whether `call` may start before its reply has ended ([`Tool::may_start_early`]).
     pub fn may_start_early(&self, call: &ToolCall) -> bool {
         self.registry.get(&call.name).is_some_and(|t| t.may_start_early(&call.input))

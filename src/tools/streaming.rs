@@ -185,6 +185,13 @@ impl Executor {
             mcp: entry.mcp.clone(),
             preview: crate::engine::events::result_preview(&result.output.content),
         });
+        if let Some(journal) = &self.base.journal {
+            let output = &result.output;
+            let images = output.images.iter().map(|i| (i.media_type.clone(), i.data.clone()));
+            let block =
+                ContentBlock::tool_result_with_images(&entry.call.id, output.content.clone(), images, output.is_error);
+            journal.finished(&entry.call.id, &block);
+        }
         self.entries[index].status = Status::Done(result);
         events.extend(self.start_eligible());
         events
@@ -276,6 +283,10 @@ impl Executor {
                 early: !self.reply_ended,
                 mcp: entry.mcp.clone(),
             });
+            // Journaled before it can start: a kill from here on leaves a call that may have run.
+            if let Some(journal) = &self.base.journal {
+                journal.started(&entry.call.id, &entry.call.name, self.toolbox.is_read_only(&entry.call));
+            }
             let toolbox = self.toolbox.clone();
             let call = entry.call.clone();
             let ctx = ToolContext { cancel: self.siblings.clone(), call_id: call.id.clone(), ..self.base.clone() };

@@ -213,7 +213,8 @@ fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
     assert_eq!(out, "Resumed.\n");
     assert!(
         err.contains(&format!(
-            "session {id} was cut off: 1 repair(s), 1 tool call(s) answered as interrupted (their outcome is unknown)"
+            "session {id} was cut off while its tools ran; from the tool journal: 1 call interrupted, its outcome \
+unknown (toolu_sleep)"
         )),
         "{err}"
     );
@@ -242,6 +243,75 @@ fn a_run_killed_mid_tool_resumes_with_every_tool_use_answered() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("cut off"), "{err}");
     assert_eq!(api.bodies()[0]["messages"].as_array().unwrap().len(), 5);
+}
+
+/// A run killed in ExecuteTools, with one call finished, one running and one not started:
+/// the resume replays the finished call's result from the tool journal, tells the model the
+/// running one's outcome is unknown and that the last never ran, and does not run anything
+/// again.
+#[test]
+fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let id = "7b2f5c0e-4b7d-4c2a-9e8f-0123456789ab";
+    let batch = Reply::Sse(
+        Sse::new("claude-sonnet-4-5", 1200)
+            .tool_use("toolu_read", "Read", &json!({"file_path": "greeting.txt"}))
+            .tool_use("toolu_slow", "Bash", &json!({"command": "touch started && sleep 30"}))
+            .tool_use("toolu_next", "Bash", &json!({"command": "touch never"}))
+            .stop("tool_use"),
+    );
+    let api = MockApi::start(vec![batch]);
+    let mut child = command(home.path(), &api.base_url())
+        .args(["run", "-p", "Do three things", "--model", "claude-sonnet-4-5", "--cwd", cwd])
+        .args(["--session-id", id, "--allowedTools", "Bash(touch:*)", "Bash(sleep:*)"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.path().join("started").exists() {
+        assert!(Instant::now() < deadline, "the slow call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL while `sleep 30` runs
+    child.wait().unwrap();
+
+    let api = MockApi::start(vec![answer("Resumed.")]);
+    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+    let (code, out, err) = run(home.path(), &api.base_url(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Resumed.\n");
+    assert!(
+        err.contains(&format!(
+            "session {id} was cut off while its tools ran; from the tool journal: 1 result replayed (toolu_read), \
+1 call interrupted, its outcome unknown (toolu_slow), 1 call never started (toolu_next)"
+        )),
+        "{err}"
+    );
+    let sent = strip_cache_control(&api.bodies()[0]["messages"]);
+    assert_eq!(
+        sent[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_read", "content": "     1\tHello from the greeting file!\n"},
+            {"type": "tool_result", "tool_use_id": "toolu_slow", "content": OUTCOME_UNKNOWN, "is_error": true},
+            {"type": "tool_result", "tool_use_id": "toolu_next",
+             "content": "Interrupted: the run stopped before this tool started; it did not run", "is_error": true},
+            {"type": "text", "text": agentloop::engine::acting::INTERRUPTED_TOOLS},
+            {"type": "text", "text": "Go on"}
+        ]})
+    );
+    assert!(!dir.path().join("never").exists(), "a call that never started was not run by the resume");
+    let lines = transcript(home.path(), id);
+    assert_chain(&lines, id);
+    let journal: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["type"] == "agentloop-tool")
+        .map(|l| (l["phase"].as_str().unwrap(), l["toolUseId"].as_str().unwrap()))
+        .collect();
+    assert_eq!(journal, [("start", "toolu_read"), ("end", "toolu_read"), ("start", "toolu_slow")]);
 }
 
 #[test]

@@ -1,0 +1,206 @@
+//! The tool journal: a line in the session's transcript the moment a tool call is about to
+//! start, and another the moment its result is known, so that a run killed while its tools
+//! ran resumes with what it finished.
+//!
+//! A kill in ExecuteTools used to cost every result of the phase: the results reach the
+//! transcript in one user message once all calls are done, so `--resume` answered every call
+//! of the cut phase as interrupted, a finished ten-minute test run among them. With the
+//! journal the loader knows, for each call of the last reply ([`Journaled`]), whether it
+//! finished (its result is replayed as it was), started without finishing (its effects are
+//! unknown: the model is told so), or never started (the model is told it did not run).
+//!
+//! Lines are `{"type":"agentloop-tool","phase":"start"|"end",…}`: Claude Code's transcript
+//! readers skip types they do not know. The start line is written before the call's task is
+//! spawned, by the task that drives the tool phase, the same task that writes the
+//! transcript's message lines, so the two never interleave.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Mirror, Uuid};
+use crate::protocol::ContentBlock;
+
+/// `type` of a journal line.
+pub const TOOL: &str = "agentloop-tool";
+
+/// Where a run's tool calls are journaled: the session's transcript file, appended to.
+#[derive(Clone)]
+pub struct ToolJournal {
+    file: Arc<File>,
+    path: PathBuf,
+    session_id: String,
+    mirror: Option<Mirror>,
+}
+
+impl std::fmt::Debug for ToolJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolJournal").field("path", &self.path).finish()
+    }
+}
+
+/// One journal line, as written and read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JournalLine {
+    /// `start` or `end`.
+    pub phase: Phase,
+    /// The call.
+    pub tool_use_id: String,
+    /// The tool (on `start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether running the call again changes nothing (on `start`): it only reads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// The call's `tool_result` block (on `end`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ContentBlock>,
+}
+
+/// A journal line's moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Phase {
+    /// The call is about to start.
+    Start,
+    /// The call's result is known.
+    End,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LineOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    line: &'a JournalLine,
+    session_id: &'a str,
+    timestamp: String,
+}
+
+impl ToolJournal {
+    /// A journal appending to `file`, the transcript at `path` of session `session_id`; lines
+    /// are copied to `mirror` as the transcript's are.
+    pub(crate) fn new(file: File, path: PathBuf, session_id: Uuid, mirror: Option<Mirror>) -> ToolJournal {
+        ToolJournal { file: Arc::new(file), path, session_id: session_id.to_string(), mirror }
+    }
+
+    /// The call `tool_use_id` of `name` is about to start; `read_only` when running it again
+    /// changes nothing.
+    pub fn started(&self, tool_use_id: &str, name: &str, read_only: bool) {
+        self.write(&JournalLine {
+            phase: Phase::Start,
+            tool_use_id: tool_use_id.to_owned(),
+            name: Some(name.to_owned()),
+            read_only,
+            result: None,
+        });
+    }
+
+    /// The call `tool_use_id` finished with `result` (its `tool_result` block).
+    pub fn finished(&self, tool_use_id: &str, result: &ContentBlock) {
+        self.write(&JournalLine {
+            phase: Phase::End,
+            tool_use_id: tool_use_id.to_owned(),
+            name: None,
+            read_only: false,
+            result: Some(result.clone()),
+        });
+    }
+
+    /// One line, in one write. A failure is not the run's: the journal only makes a later
+    /// resume more exact, so it is reported once and the run goes on.
+    fn write(&self, line: &JournalLine) {
+        let out = LineOut {
+            kind: TOOL,
+            line,
+            session_id: &self.session_id,
+            timestamp: super::time::format_rfc3339_millis(std::time::SystemTime::now()),
+        };
+        let Ok(mut bytes) = serde_json::to_vec(&out) else { return };
+        if let Some(mirror) = &self.mirror {
+            mirror.send(&self.path, &bytes);
+        }
+        bytes.push(b'\n');
+        if let Err(e) = (&*self.file).write_all(&bytes) {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                crate::stderr::line(&format!(
+                    "agentloop: warning: cannot journal a tool call in {}: {e}",
+                    self.path.display()
+                ));
+            });
+        }
+    }
+}
+
+/// What a transcript's journal says of its calls, by `tool_use` id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Journaled {
+    calls: HashMap<String, Call>,
+}
+
+/// What the journal says of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Call {
+    /// It only reads: running it again changes nothing.
+    pub read_only: bool,
+    /// Its result, once it finished.
+    pub result: Option<ContentBlock>,
+}
+
+/// What a resume does with a call of the cut reply that has no result in the history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recovered {
+    /// It finished before the kill: its journaled result, as it was.
+    Replayed(ContentBlock),
+    /// It started and did not finish: its effects are unknown (`read_only`: running it
+    /// again would change nothing).
+    Interrupted {
+        /// The call only reads.
+        read_only: bool,
+    },
+    /// It never started.
+    NotStarted,
+    /// The transcript has no journal for this reply (written before the journal existed, or
+    /// without a transcript): nothing is known of it.
+    Unknown,
+}
+
+impl Journaled {
+    /// Take in one journal line.
+    pub(crate) fn note(&mut self, line: JournalLine) {
+        match line.phase {
+            Phase::Start => {
+                self.calls.entry(line.tool_use_id).or_insert(Call { read_only: line.read_only, result: None });
+            }
+            Phase::End => {
+                let call = self.calls.entry(line.tool_use_id).or_insert(Call { read_only: false, result: None });
+                if call.result.is_none() {
+                    call.result = line.result;
+                }
+            }
+        }
+    }
+
+    /// Whether no call was journaled.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// What is known of the call `id`, one of `calls` (the ids of one reply's calls): a call
+    /// the journal does not name never started, if the journal names any call of the reply.
+    pub fn recover(&self, id: &str, calls: &[String]) -> Recovered {
+        match self.calls.get(id) {
+            Some(Call { result: Some(result), .. }) => Recovered::Replayed(result.clone()),
+            Some(Call { result: None, read_only }) => Recovered::Interrupted { read_only: *read_only },
+            None if calls.iter().any(|c| self.calls.contains_key(c)) => Recovered::NotStarted,
+            None => Recovered::Unknown,
+        }
+    }
+}
