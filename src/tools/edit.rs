@@ -90,10 +90,18 @@ async fn edit(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
     if meta.is_dir() {
         return Err(ToolOutput::error(format!("{shown} is a directory; Edit needs a file path.")));
     }
-    fresh::check(ctx, &path, shown, meta.modified().ok())?;
     let bytes = tokio::fs::read(&path).await.map_err(|e| ToolOutput::error(format!("Cannot edit {shown}: {e}")))?;
     let old = String::from_utf8(bytes)
         .map_err(|_| ToolOutput::error(format!("{shown} is not UTF-8 text; Edit only changes text files.")))?;
+    // A call run a second time (a resumed or replayed run) finds its change made: say so and
+    // write nothing, rather than fail on the missing old_string. Nothing is written, so the
+    // file need not have been read.
+    if already_applied(&old, &input) {
+        return Ok(ToolOutput::ok(format!(
+            "{shown} already has this change (old_string is not in it and new_string is): nothing was written."
+        )));
+    }
+    fresh::check(ctx, &path, shown, meta.modified().ok())?;
     let new = replace(&old, &input, shown)?;
     write_no_follow(&path, new.as_bytes())
         .await
@@ -103,6 +111,12 @@ async fn edit(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
     let count = if input.replace_all { old.matches(&input.old_string).count() } else { 1 };
     let noun = if count == 1 { "replacement" } else { "replacements" };
     Ok(ToolOutput::ok(format!("Edited {shown} ({count} {noun}):\n{}", diff(&old, &new, shown))))
+}
+
+/// Whether the edit's change is in `text` already: `old_string` is gone and `new_string`,
+/// which is not empty (a deletion leaves no trace to find), is there.
+fn already_applied(text: &str, input: &Input) -> bool {
+    !input.new_string.is_empty() && !text.contains(&input.old_string) && text.contains(&input.new_string)
 }
 
 /// The text after the edit.
@@ -169,6 +183,29 @@ mod tests {
                 "Edited a.txt (1 replacement):\n--- a.txt\n+++ a.txt\n@@ -1,3 +1,2 @@\n-one\n TWO\n three\n"
             )
         );
+    }
+
+    #[tokio::test]
+    async fn an_edit_already_made_is_reported_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\nTWO\nthree\n").unwrap();
+        // Not read in this run: no write happens, so none is needed.
+        let ctx = ToolContext::new(dir.path());
+        let modified = std::fs::metadata(dir.path().join("a.txt")).unwrap().modified().unwrap();
+        let again = call(&ctx, json!({"file_path": "a.txt", "old_string": "two", "new_string": "TWO"})).await;
+        assert_eq!(
+            again,
+            ToolOutput::ok(
+                "a.txt already has this change (old_string is not in it and new_string is): nothing was written."
+            )
+        );
+        assert_eq!(std::fs::metadata(dir.path().join("a.txt")).unwrap().modified().unwrap(), modified);
+        // A deletion cannot be told apart from an edit never made: the usual error.
+        let gone = call(&ctx, json!({"file_path": "a.txt", "old_string": "four\n", "new_string": ""})).await;
+        assert!(gone.is_error);
+        // Neither string there: the usual refusal (the file was not read).
+        let neither = call(&ctx, json!({"file_path": "a.txt", "old_string": "five", "new_string": "six"})).await;
+        assert_eq!(neither, ToolOutput::error("a.txt has not been read in this run. Read it first, then change it."));
     }
 
     #[tokio::test]

@@ -74,6 +74,13 @@ async fn write(input: Input, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
             return Err(ToolOutput::error(format!("{shown} is a directory; Write needs a file path.")));
         }
         Ok(meta) => {
+            // A call run a second time (a resumed or replayed run) finds its content written:
+            // say so and write nothing (so the file need not have been read).
+            if meta.len() == input.content.len() as u64
+                && tokio::fs::read(&path).await.is_ok_and(|bytes| bytes == input.content.as_bytes())
+            {
+                return Ok(ToolOutput::ok(format!("{shown} already has this content: nothing was written.")));
+            }
             fresh::check(ctx, &path, shown, meta.modified().ok())?;
             true
         }
@@ -124,6 +131,18 @@ mod tests {
         let again = call(&ctx, json!({"file_path": "a/b/new.txt", "content": "three"})).await;
         assert_eq!(again, ToolOutput::ok("Updated file a/b/new.txt (1 line)"));
         assert_eq!(std::fs::read_to_string(dir.path().join("a/b/new.txt")).unwrap(), "three");
+    }
+
+    #[tokio::test]
+    async fn a_write_already_made_is_reported_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("done.txt"), "same\n").unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = call(&ctx, json!({"file_path": "done.txt", "content": "same\n"})).await;
+        assert_eq!(out, ToolOutput::ok("done.txt already has this content: nothing was written."));
+        // Other content still needs the file read first.
+        let other = call(&ctx, json!({"file_path": "done.txt", "content": "different\n"})).await;
+        assert_eq!(other, ToolOutput::error("done.txt has not been read in this run. Read it first, then change it."));
     }
 
     #[tokio::test]
