@@ -740,6 +740,7 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
             sandbox: Some(spec.sandbox.status()),
             memory_files: spec.memory.files.clone(),
             memory_warnings: spec.memory.warnings.clone(),
+            recovered_calls: spec.session.recovered.clone(),
             ..header(&spec.options)
         })
     {

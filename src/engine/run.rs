@@ -103,6 +103,7 @@ pub fn header(options: &EngineOptions) -> TraceHeader {
         sandbox: None,
         memory_files: Vec::new(),
         memory_warnings: Vec::new(),
+        recovered_calls: None,
         parent_run_id: options.link.as_ref().map(|l| l.parent_run_id.clone()),
         parent_tool_use_id: options.link.as_ref().map(|l| l.parent_tool_use_id.clone()),
     }

@@ -45,6 +45,9 @@ pub struct Session {
     /// nothing until a front end gives it the session's (`NestedMemory::restarted` for a new
     /// conversation of the same run).
     pub nested_memory: Arc<NestedMemory>,
+    /// What resuming it recovered from the tool journal of a run a kill cut off in its tool
+    /// phase, for the next run's trace header; `None` otherwise.
+    pub recovered: Option<crate::session::RecoveredCalls>,
 }
 
 impl Session {
@@ -61,6 +64,7 @@ impl Session {
             background: Arc::default(),
             todos: Arc::default(),
             nested_memory: Arc::default(),
+            recovered: None,
         }
     }
 
@@ -78,6 +82,7 @@ impl Session {
             background: Arc::default(),
             todos: Arc::default(),
             nested_memory: Arc::default(),
+            recovered: None,
         }
     }
 

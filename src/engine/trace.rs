@@ -99,6 +99,10 @@ pub struct TraceHeader {
     /// import not followed, the cap).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory_warnings: Vec<String>,
+    /// For a run that resumes a session a kill cut off in its tool phase: which calls the
+    /// tool journal replayed, which it reported interrupted and which never started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered_calls: Option<crate::session::RecoveredCalls>,
 }
 
 /// The `type`s of the JSONL trace's event lines, written between the records for the trace
@@ -175,6 +179,9 @@ impl TraceWriter {
                 }
                 for warning in &header.memory_warnings {
                     writeln!(self.out, "{}", self.paint(DIM, &format!("memory  warning: {warning}")))?;
+                }
+                if let Some(recovered) = &header.recovered_calls {
+                    writeln!(self.out, "{}", self.paint(DIM, &format!("resumed  {}", recovered.describe())))?;
                 }
                 Ok(())
             }

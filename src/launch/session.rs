@@ -150,24 +150,29 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
     }?;
     let report = loaded.repair();
     warn_repairs(id, &loaded.path, &report.repairs);
+    let recovered = crate::session::RecoveredCalls::of(&report.repairs);
+    let with_recovered = |mut session: Session| {
+        session.recovered = recovered.clone();
+        session
+    };
     if args.fork_session {
         let new_id = chosen.unwrap_or_else(Uuid::new_v4);
         let forked = store
             .fork(&loaded, new_id, Some(cwd))
             .and_then(|mut writer| writer.record_repair(&report, &loaded.messages).map(|()| writer));
-        return Ok(match forked {
+        return Ok(with_recovered(match forked {
             Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
             Err(e) => unwritten(new_id, cwd, loaded.messages, e),
-        });
+        }));
     }
     let lock = match lock {
         None => {
             let mut session = Session::in_memory(id, cwd.to_path_buf());
             session.messages = loaded.messages.into();
-            return Ok(session);
+            return Ok(with_recovered(session));
         }
         Some(Ok(lock)) => lock,
-        Some(Err(e)) => return Ok(unwritten(id, cwd, loaded.messages, e)),
+        Some(Err(e)) => return Ok(with_recovered(unwritten(id, cwd, loaded.messages, e))),
     };
     let resumed = loaded.writer_locked(lock).and_then(|mut writer| {
         match &loaded.cut {
@@ -181,10 +186,10 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
     for line in crate::agents::host::repair_sidechains(&path, id) {
         eprintln!("agentloop: warning: {line}");
     }
-    Ok(match resumed {
+    Ok(with_recovered(match resumed {
         Ok(writer) => Session::persisted(writer, cwd.to_path_buf(), loaded.messages),
         Err(e) => unwritten(id, cwd, loaded.messages, e),
-    })
+    }))
 }
 
 /// Session `id` kept in memory with `history`, because its transcript cannot be written
@@ -206,29 +211,8 @@ fn warn_repairs(id: Uuid, path: &Path, repairs: &[Repair]) {
                 cut += 1;
                 answered += tool_use_ids.len();
             }
-            Repair::RecoveredToolUses { replayed, interrupted, not_started, .. } => {
-                let counted = |ids: &[String], one: &str, many: &str| {
-                    (!ids.is_empty()).then(|| {
-                        format!("{} {} ({})", ids.len(), if ids.len() == 1 { one } else { many }, ids.join(", "))
-                    })
-                };
-                let parts: Vec<String> = [
-                    counted(replayed, "result replayed", "results replayed"),
-                    counted(
-                        interrupted,
-                        "call interrupted, its outcome unknown",
-                        "calls interrupted, their outcome unknown",
-                    ),
-                    counted(not_started, "call never started", "calls never started"),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                eprintln!(
-                    "agentloop: session {id} was cut off while its tools ran; from the tool journal: {}",
-                    parts.join(", ")
-                );
-            }
+            // Said once for them all, below.
+            Repair::RecoveredToolUses { .. } => {}
             Repair::DroppedPartialLine { .. } => cut += 1,
             Repair::DroppedToolResult { line, tool_use_id, why } => eprintln!(
                 "agentloop: warning: {}:{line}: dropped the tool_result for {tool_use_id}: {}",
@@ -236,6 +220,12 @@ fn warn_repairs(id: Uuid, path: &Path, repairs: &[Repair]) {
                 why.describe()
             ),
         }
+    }
+    if let Some(recovered) = crate::session::RecoveredCalls::of(repairs) {
+        eprintln!(
+            "agentloop: session {id} was cut off while its tools ran; from the tool journal: {}",
+            recovered.describe()
+        );
     }
     if cut > 0 {
         eprintln!(

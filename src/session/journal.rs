@@ -204,3 +204,55 @@ impl Journaled {
         }
     }
 }
+
+/// What a resume recovered of the calls a kill cut off, by `tool_use` id: for the trace's
+/// header (`recovered_calls`) and the resume's message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveredCalls {
+    /// Calls whose journaled results were replayed.
+    pub replayed: Vec<String>,
+    /// Calls that started and did not finish: answered as interrupted, outcome unknown.
+    pub interrupted: Vec<String>,
+    /// Calls that never started: answered as not run.
+    pub not_started: Vec<String>,
+}
+
+impl RecoveredCalls {
+    /// What the repairs `repairs` recovered from the journal; `None` when they recovered
+    /// nothing from it.
+    pub fn of(repairs: &[super::Repair]) -> Option<RecoveredCalls> {
+        let mut out = RecoveredCalls::default();
+        let mut any = false;
+        for repair in repairs {
+            if let super::Repair::RecoveredToolUses { replayed, interrupted, not_started, .. } = repair {
+                any = true;
+                out.replayed.extend(replayed.iter().cloned());
+                out.interrupted.extend(interrupted.iter().cloned());
+                out.not_started.extend(not_started.iter().cloned());
+            }
+        }
+        any.then_some(out)
+    }
+
+    /// One line for a person: `1 result replayed (t1), 1 call interrupted, its outcome unknown
+    /// (t2), 1 call never started (t3)`, each part only when it has calls.
+    pub fn describe(&self) -> String {
+        let counted = |ids: &[String], one: &str, many: &str| {
+            (!ids.is_empty())
+                .then(|| format!("{} {} ({})", ids.len(), if ids.len() == 1 { one } else { many }, ids.join(", ")))
+        };
+        [
+            counted(&self.replayed, "result replayed", "results replayed"),
+            counted(
+                &self.interrupted,
+                "call interrupted, its outcome unknown",
+                "calls interrupted, their outcome unknown",
+            ),
+            counted(&self.not_started, "call never started", "calls never started"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}

@@ -39,7 +39,7 @@ mod writer;
 mod tests;
 
 pub use id::{Uuid, UuidError};
-pub use journal::{Journaled, Recovered, ToolJournal};
+pub use journal::{Journaled, Recovered, RecoveredCalls, ToolJournal};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
 pub use lock::SessionLock;
 pub use reader::{LoadedSession, load, load_cut, load_sidechain};

@@ -280,10 +280,24 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
     child.wait().unwrap();
 
     let api = MockApi::start(vec![answer("Resumed.")]);
-    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd];
-    let (code, out, err) = run(home.path(), &api.base_url(), &args);
+    let trace = home.path().join("resumed.jsonl");
+    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd, "--trace=jsonl"];
+    let trace_file = ["--trace-file", trace.to_str().unwrap()];
+    let (code, out, err) = run(home.path(), &api.base_url(), &[&args[..], &trace_file[..]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "Resumed.\n");
+    // The resumed run's trace says what the journal gave back.
+    let header: Value = serde_json::from_str(std::fs::read_to_string(&trace).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        header["recovered_calls"],
+        json!({"replayed": ["toolu_read"], "interrupted": ["toolu_slow"], "not_started": ["toolu_next"]})
+    );
+    let audit = Command::cargo_bin("agentloop")
+        .unwrap()
+        .args(["audit", "--coverage", trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stdout));
     assert!(
         err.contains(&format!(
             "session {id} was cut off while its tools ran; from the tool journal: 1 result replayed (toolu_read), \
