@@ -10,9 +10,12 @@
 //! unknown: the model is told so), or never started (the model is told it did not run).
 //!
 //! Lines are `{"type":"agentloop-tool","phase":"start"|"end",…}`: Claude Code's transcript
-//! readers skip types they do not know. The start line is written before the call's task is
-//! spawned, by the task that drives the tool phase, the same task that writes the
-//! transcript's message lines, so the two never interleave.
+//! readers skip types they do not know. The start line is written by the call's task once
+//! nothing stands between the call and its effects (its permission granted, its PreToolUse
+//! hooks passed), so a call a kill stopped while it waited for an answer never started; the
+//! end line by the task that drives the tool phase, the one that writes the message lines.
+//! Each line is one `write(2)` on the transcript's `O_APPEND` descriptor, so lines written
+//! from two threads do not interleave.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -117,11 +117,6 @@ impl Toolbox {
         self.registry.get(&call.name).is_some_and(|t| t.is_concurrency_safe(&call.input))
     }
 
-    /// Whether `call` only reads ([`Tool::is_read_only`]): running it again changes nothing.
-    pub fn is_read_only(&self, call: &ToolCall) -> bool {
-        self.registry.get(&call.name).is_some_and(|t| t.is_read_only(&call.input))
-    }
-
     /// Whether `call` may start before its reply has ended ([`Tool::may_start_early`]).
     pub fn may_start_early(&self, call: &ToolCall) -> bool {
         self.registry.get(&call.name).is_some_and(|t| t.may_start_early(&call.input))
@@ -226,17 +221,23 @@ impl Toolbox {
             Some(input) => std::borrow::Cow::Owned(ToolCall { input, ..call.clone() }),
             None => std::borrow::Cow::Borrowed(call),
         };
-        match decision {
+        let read_only = match decision {
             Decision::Allow { outside, guard_git, read_only } => {
                 ctx.allow_outside = outside;
                 ctx.guard_git = guard_git;
                 ctx.launch = self.launch(read_only, &call.input, &sandbox);
+                read_only
             }
             Decision::Deny(reason) => {
                 notes.denied = true;
                 return ToolOutput::error(reason);
             }
             Decision::Ask { reason, .. } => unreachable!("asked above: {reason}"),
+        };
+        // Journaled once nothing stands between the call and its effects (approved, its
+        // PreToolUse hooks passed): a call a kill stops before this line never ran.
+        if let Some(journal) = &ctx.journal {
+            journal.started(&call.id, &call.name, read_only || tool.is_read_only(&call.input));
         }
         let cancel = ctx.cancel.clone();
         let (cwd, nested) = (ctx.cwd.clone(), ctx.nested_memory.clone());
@@ -522,17 +523,34 @@ mod tests {
         tb.approvals = Approvals::new(silent.clone(), CancellationToken::new());
         let call =
             ToolCall { id: "w".into(), name: "Write".into(), input: json!({"file_path": "a.txt", "content": "x"}) };
-        let ctx = ToolContext::new(dir.path());
+        let journal_path = dir.path().join("journal.jsonl");
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&journal_path).unwrap();
+        let journal =
+            crate::session::ToolJournal::new(file, journal_path.clone(), crate::session::Uuid::new_v4(), None);
+        let ctx = ToolContext { journal: Some(journal), ..ToolContext::new(dir.path()) };
         let cancel = ctx.cancel.clone();
         let interrupt = async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             cancel.cancel();
         };
-        let (result, ()) = tokio::join!(tb.run_call(&call, ctx), interrupt);
+        let (result, ()) = tokio::join!(tb.run_call(&call, ctx.clone()), interrupt);
         assert_eq!(result.output, ToolOutput::error(INTERRUPTED_RESULT));
         assert_eq!(result.approval, None);
         assert_eq!(silent.0.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert!(!dir.path().join("a.txt").exists());
+        // A call stopped while its question waited never started: the journal says nothing.
+        assert_eq!(std::fs::read_to_string(&journal_path).unwrap(), "");
+        // A call that runs is journaled just before it does, read-only as the policy judged it.
+        std::fs::write(dir.path().join("b.txt"), "b\n").unwrap();
+        let read = ToolCall { id: "r".into(), name: "Read".into(), input: json!({"file_path": "b.txt"}) };
+        let ctx = ToolContext { cancel: CancellationToken::new(), ..ctx };
+        assert!(!tb.run_call(&read, ctx).await.output.is_error);
+        let line: serde_json::Value =
+            serde_json::from_str(std::fs::read_to_string(&journal_path).unwrap().trim_end()).unwrap();
+        assert_eq!(
+            (&line["type"], &line["phase"], &line["toolUseId"], &line["name"], &line["readOnly"]),
+            (&json!("agentloop-tool"), &json!("start"), &json!("r"), &json!("Read"), &json!(true))
+        );
     }
 
     /// A PostToolUse hook that blocks with 5 MB on stderr: its feedback is cut to the head and

@@ -283,10 +283,6 @@ impl Executor {
                 early: !self.reply_ended,
                 mcp: entry.mcp.clone(),
             });
-            // Journaled before it can start: a kill from here on leaves a call that may have run.
-            if let Some(journal) = &self.base.journal {
-                journal.started(&entry.call.id, &entry.call.name, self.toolbox.is_read_only(&entry.call));
-            }
             let toolbox = self.toolbox.clone();
             let call = entry.call.clone();
             let ctx = ToolContext { cancel: self.siblings.clone(), call_id: call.id.clone(), ..self.base.clone() };
