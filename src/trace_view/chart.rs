@@ -63,6 +63,10 @@ pub struct Layout {
     pub height: f64,
     /// The row's top.
     row: f64,
+    /// How far each arc between two different states rises above the row (forward) or falls
+    /// below it (backward), by the edge's index in the table: the one measure the margins
+    /// and the drawing share. Loops and terminal edges have none.
+    arcs: BTreeMap<usize, f64>,
 }
 
 /// Lay `table` out.
@@ -94,17 +98,9 @@ pub fn layout(table: &Table) -> Layout {
     }
     let depth_below = |name: &str| height_of(table, name);
     let top_pad = depth_below(table.states.iter().find(|s| s.parent.is_none()).map_or("", |s| s.name.as_str()));
-    // Room for the highest arc above the row and the deepest below it.
-    let position = |state: &str| leaves.iter().position(|l| l == state || is_within(table, l, state));
-    let (mut above, mut below, mut pairs) = (0.0f64, 0.0f64, BTreeMap::new());
-    for edge in table.edges.iter().filter(|e| e.kind != EdgeKind::Terminal && e.from != e.to) {
-        let (Some(a), Some(b)) = (position(&edge.from), position(&edge.to)) else { continue };
-        let k = pairs.entry((&edge.from, &edge.to)).and_modify(|k| *k += 1).or_insert(0usize);
-        let h = arc_height(a.abs_diff(b) as f64, *k as f64);
-        if b > a { above = above.max(h) } else { below = below.max(h) }
-    }
-    // Arcs leave from the row; the boxes' labels need their own room above it.
-    let row = MARGIN + (above * 0.75 + 12.0).max((BOX_PAD + 16.0) * top_pad as f64 + 8.0);
+    // The boxes are placed with the row at 0, then moved down once the arcs above it are
+    // measured: their heights depend on the boxes' x alone.
+    let row = 0.0;
     let mut states = BTreeMap::new();
     for (i, leaf) in leaves.iter().enumerate() {
         let x = MARGIN + BOX_PAD * top_pad as f64 + i as f64 * (NODE_W + GAP);
@@ -133,6 +129,28 @@ pub fn layout(table: &Table) -> Layout {
             Place { x: left, y: row - pad - label, w: right - left, h: NODE_H + 2.0 * pad + label },
         );
     }
+    // Each arc's height, from the centres of the boxes it joins, the k-th between the same
+    // two states stacked above the ones before; room for the highest above the row and the
+    // deepest below it.
+    let (mut arcs, mut pairs) = (BTreeMap::new(), BTreeMap::new());
+    let (mut above, mut below) = (0.0f64, 0.0f64);
+    for (i, edge) in table.edges.iter().enumerate().filter(|(_, e)| e.kind != EdgeKind::Terminal && e.from != e.to) {
+        let (Some(from), Some(to)) = (states.get(&edge.from), states.get(&edge.to)) else { continue };
+        let (a, b) = (from.cx(), to.cx());
+        let k = pairs.entry((&edge.from, &edge.to)).and_modify(|k| *k += 1).or_insert(0usize);
+        let h = arc_height((b - a).abs() / (NODE_W + GAP), *k as f64);
+        if b > a {
+            above = above.max(h)
+        } else {
+            below = below.max(h)
+        }
+        arcs.insert(i, h);
+    }
+    // Arcs leave from the row; the boxes' labels need their own room above it.
+    let row = MARGIN + (above * 0.75 + 12.0).max((BOX_PAD + 16.0) * top_pad as f64 + 8.0);
+    for place in states.values_mut() {
+        place.y += row;
+    }
     let row_right = states.values().map(|p| p.x + p.w).fold(0.0, f64::max);
     let below_row = row + NODE_H + BOX_PAD * top_pad as f64 + below * 0.75 + 24.0;
     let reasons: Vec<&str> = table.reasons.iter().filter(|r| r.terminal).map(|r| r.name.as_str()).collect();
@@ -151,7 +169,7 @@ pub fn layout(table: &Table) -> Layout {
         .collect();
     let height = ends.iter().map(|(_, p)| p.y + p.h).fold(below_row, f64::max) + MARGIN;
     let width = row_right.max(ends.iter().map(|(_, p)| p.x + p.w).fold(0.0, f64::max)) + MARGIN;
-    Layout { leaves, states, ends, width, height, row }
+    Layout { leaves, states, ends, width, height, row, arcs }
 }
 
 /// States in the order a depth-first walk from the initial state meets them, taking each
@@ -244,7 +262,6 @@ pub fn svg(table: &Table) -> String {
     for (name, p) in supers {
         node(&mut out, "super", "data-state", name, p, 10.0, (p.x + 8.0, p.y + 14.0));
     }
-    let mut parallel: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut loops: BTreeMap<String, usize> = BTreeMap::new();
     let mut leaving: BTreeMap<String, usize> = BTreeMap::new();
     let terminal_count =
@@ -274,12 +291,8 @@ pub fn svg(table: &Table) -> String {
                     ((x0 + x1) / 2.0, y - h * 0.75 - 2.0),
                 )
             } else {
-                let (a, b) = (rank_x(&layout, &edge.from), rank_x(&layout, &edge.to));
-                let key = (edge.from.clone(), edge.to.clone());
-                let k = *parallel.entry(key.clone()).and_modify(|k| *k += 1).or_insert(0) as f64;
-                let span = (b - a).abs() / (NODE_W + GAP);
-                let h = arc_height(span, k);
-                let forward = b > a;
+                let Some(&h) = layout.arcs.get(&i) else { continue };
+                let forward = to.cx() > from.cx();
                 let (x0, x1) =
                     if forward { (from.cx() + 14.0, to.cx() - 14.0) } else { (from.cx() - 14.0, to.cx() + 14.0) };
                 let (y, apex) = if forward {
@@ -351,11 +364,6 @@ fn arc_height(span: f64, k: f64) -> f64 {
     34.0 + 22.0 * span + 12.0 * k
 }
 
-/// The x of a state's place in the row (a superstate's centre).
-fn rank_x(layout: &Layout, state: &str) -> f64 {
-    layout.states.get(state).map_or(0.0, Place::cx)
-}
-
 /// `text` safe inside an HTML or SVG element or a quoted attribute.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -400,6 +408,25 @@ mod tests {
         );
         // The same table, the same drawing.
         assert_eq!(svg(shipped()), svg(shipped()));
+    }
+
+    /// The margins come from the same arcs the drawing draws: every arc's curve stays inside
+    /// the drawing, above the row or between the row and the end nodes.
+    #[test]
+    fn every_arc_fits_the_room_the_layout_made_for_it() {
+        let table = shipped();
+        let layout = layout(table);
+        assert!(!layout.arcs.is_empty());
+        let end_top = layout.ends.iter().map(|(_, p)| p.y).fold(f64::INFINITY, f64::min);
+        for (&i, &h) in &layout.arcs {
+            let edge = &table.edges[i];
+            let (from, to) = (layout.states[&edge.from], layout.states[&edge.to]);
+            if to.cx() > from.cx() {
+                assert!(from.y.min(to.y) - 0.75 * h >= 0.0, "{} rises out of the drawing", edge.id);
+            } else {
+                assert!(from.y.max(to.y) + NODE_H + 0.75 * h < end_top, "{} falls onto the end nodes", edge.id);
+            }
+        }
     }
 
     #[test]
