@@ -128,6 +128,21 @@ impl serde::Serialize for NoHistory {
 }
 
 impl EncodedMessages {
+    /// The next request body, ready to send: `encode` writes it with the kept messages of
+    /// `kept` (locked while it does), and the bytes hand their buffer back to `kept` once the
+    /// HTTP client drops them. The one way every model client turns a request into a body.
+    ///
+    /// # Errors
+    /// Whatever `encode` returns.
+    pub(crate) fn next_body<E>(
+        kept: &std::sync::Mutex<EncodedMessages>,
+        encode: impl FnOnce(&mut EncodedMessages) -> Result<Vec<u8>, E>,
+    ) -> Result<bytes::Bytes, E> {
+        let mut encoded = kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let body = encode(&mut encoded)?;
+        Ok(encoded.buffer.send(body))
+    }
+
     /// The body of one request: `head` (ending in an element of the array when `lead`, as
     /// Chat Completions' `system` message, else in its `[`), then each of `messages` as
     /// `encode` makes it (encoded only for the messages its lane does not hold yet), joined

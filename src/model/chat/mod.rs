@@ -136,14 +136,10 @@ impl ChatModel {
     }
 
     async fn open(&self, request: ModelRequest) -> Result<ReplyStream, ModelError> {
-        let body = {
-            let mut encoded = self.encoded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let body = match self.wire {
-                Wire::Chat => request::to_json_with(&request, &mut encoded)?,
-                Wire::Responses => crate::model::responses::request::to_json_with(&request, &mut encoded)?,
-            };
-            encoded.buffer.send(body)
-        };
+        let body = EncodedMessages::next_body(&self.encoded, |encoded| match self.wire {
+            Wire::Chat => request::to_json_with(&request, encoded),
+            Wire::Responses => crate::model::responses::request::to_json_with(&request, encoded),
+        })?;
         let send = self.client.post(&self.url).body(body).send();
         let response = match tokio::time::timeout(self.config.idle_timeout, send).await {
             Err(_) => return Err(ModelError::Idle(self.config.idle_timeout)),
