@@ -98,28 +98,11 @@ impl Coverage {
 /// shipped one, whose edges the built-in scenarios' outcomes name, so they can be suggested
 /// for what was never taken.
 pub fn coverage(table: &Table, table_path: &str, traces: &[(String, String)], shipped: bool) -> Coverage {
-    let mut runs: Vec<Vec<String>> = Vec::new();
-    for (_, text) in traces {
-        // Edges per run: the main run's lines carry no `run_id` of a subagent's.
-        let mut per_run: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
-        for line in text.lines() {
-            let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else { continue };
-            let run = record.get("run_id").and_then(Value::as_str).map(str::to_owned);
-            match record.get("type").and_then(Value::as_str) {
-                Some("header") => {
-                    per_run.entry(record.get("parent_run_id").and(run)).or_default();
-                }
-                Some("transition") => {
-                    let Some(edge) = record.get("edge").and_then(Value::as_str) else { continue };
-                    per_run.entry(run).or_default().push(edge.to_owned());
-                }
-                _ => {}
-            }
-        }
-        runs.extend(per_run.into_values());
-    }
-    let mut found = tally(table, table_path, runs.iter().map(|edges| edges.iter().map(String::as_str)), shipped);
-    found.traces = traces.iter().map(|(path, text)| replay(table, path, text)).collect();
+    // The replay sets each subagent's run apart; coverage counts the edges of each run.
+    let reports: Vec<TraceReport> = traces.iter().map(|(path, text)| replay(table, path, text)).collect();
+    let runs = reports.iter().flat_map(|r| std::iter::once(&r.edges).chain(r.subagents.iter().map(|s| &s.edges)));
+    let mut found = tally(table, table_path, runs.map(|edges| edges.iter().map(String::as_str)), shipped);
+    found.traces = reports;
     found
 }
 

@@ -26,6 +26,9 @@ pub struct TraceReport {
     pub path: String,
     /// Transition records read.
     pub records: usize,
+    /// The edge ids of the main run's records, in order (what coverage counts).
+    #[serde(skip)]
+    pub edges: Vec<String>,
     /// The terminal reason the trace ends with, if it has a terminal record.
     pub terminal: Option<String>,
     /// Mismatches, each naming the record's `seq` and line.
@@ -46,6 +49,9 @@ pub struct SubagentTrace {
     pub parent_tool_use_id: Option<String>,
     /// Its transition records.
     pub records: usize,
+    /// The edge ids of its records, in order.
+    #[serde(skip)]
+    pub edges: Vec<String>,
     /// Its terminal reason, if it has a terminal record.
     pub terminal: Option<String>,
 }
@@ -321,6 +327,7 @@ pub fn replay(table: &Table, path: &str, text: &str) -> TraceReport {
             run_id,
             parent_tool_use_id,
             records: child.records,
+            edges: child.edges,
             terminal: child.terminal,
         });
     }
@@ -344,6 +351,7 @@ fn replay_run(table: &Table, path: &str, lines: &[(usize, &str)]) -> TraceReport
         findings: Vec::new(),
     };
     let mut records = 0;
+    let mut edges = Vec::new();
     let mut expected_seq = 1u64;
     let mut terminal: Option<(u64, String)> = None;
     let mut last_line = 0;
@@ -377,6 +385,9 @@ fn replay_run(table: &Table, path: &str, lines: &[(usize, &str)]) -> TraceReport
             continue;
         }
         records += 1;
+        if let Some(edge) = obj.get("edge").and_then(Value::as_str) {
+            edges.push(edge.to_owned());
+        }
         if let Some((tseq, _)) = &terminal {
             let m = format!("a record follows the terminal record (seq {tseq})");
             replay.report(Code::TraceAfterTerminal, m, line, seq, obj.get("edge").and_then(Value::as_str));
@@ -405,6 +416,7 @@ fn replay_run(table: &Table, path: &str, lines: &[(usize, &str)]) -> TraceReport
     TraceReport {
         path: path.to_owned(),
         records,
+        edges,
         terminal: terminal.map(|t| t.1),
         findings: replay.findings,
         subagents: Vec::new(),
