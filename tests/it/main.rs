@@ -34,6 +34,7 @@ mod cli_http;
 mod cli_output;
 mod coverage;
 mod engine_http;
+mod harbor;
 mod interactive;
 mod llama;
 mod mcp;
