@@ -622,3 +622,66 @@ fn every_genai_attribute_claude_code_sets_is_set_here_too() {
         }
     }
 }
+
+/// The Claude Agent SDK's mode: one process, one run per prompt. Each prompt is its own
+/// `invoke_agent` span, both children of the `TRACEPARENT` the SDK's process passed, in the
+/// same conversation; the spans are exported when stdin closes.
+#[test]
+fn each_prompt_of_the_sdk_mode_is_a_run_span_under_the_callers_trace() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut script = read_round_trip();
+    script.push(Reply::Sse(Sse::new("claude-sonnet-4-5", 1400).text("Again: hello.").stop("end_turn")));
+    let api = MockApi::start(script);
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greeting.txt"), format!("{FILE_TEXT}\n")).unwrap();
+    let mut command = Command::cargo_bin("agentloop").unwrap();
+    for (name, _) in std::env::vars() {
+        if name.starts_with("OTEL_") || name.starts_with("ANTHROPIC_") || name == "TRACEPARENT" {
+            command.env_remove(name);
+        }
+    }
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut child = command
+        .env("AGENTLOOP_HOME", dir.path().join(".home"))
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .env("ANTHROPIC_API_KEY", "x")
+        .env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("TRACEPARENT", traceparent)
+        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args(["--model", "claude-sonnet-4-5", "--cwd", dir.path().to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for prompt in [PROMPT, "Once more"] {
+        writeln!(stdin, "{}", json!({"type": "user", "message": {"role": "user", "content": prompt}})).unwrap();
+        stdin.flush().unwrap();
+        // Wait for the prompt's result before the next.
+        loop {
+            let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if line["type"] == "result" {
+                assert_eq!(line["subtype"], "success", "{line}");
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let spans = spans(&receiver.posts());
+    let roots = named(&spans, "invoke_agent agentloop");
+    assert_eq!(roots.len(), 2, "{:?}", tree(&spans));
+    for root in &roots {
+        let trace_id: String = root.trace_id.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(root.parent, [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]);
+        assert_eq!(root.attributes["agentloop.terminal_reason"], "completed");
+    }
+    assert_eq!(roots[0].attributes["gen_ai.conversation.id"], roots[1].attributes["gen_ai.conversation.id"]);
+    assert_ne!(roots[0].span_id, roots[1].span_id);
+    assert_eq!(named(&spans, "chat claude-sonnet-4-5").len(), 3);
+}
