@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     let report = loaded.repair();
 
     let mut again = loaded.messages.clone();
-    let second = repair(&mut again);
+    let second = repair(&mut again, &loaded.journal);
     assert_eq!(second.write, RepairWrite::Nothing, "a repaired history was repaired again: {:?}", second.repairs);
     assert_eq!(again, loaded.messages);
 
