@@ -183,9 +183,17 @@ impl Journaled {
                 self.calls.entry(line.tool_use_id).or_insert(Call { read_only: line.read_only, result: None });
             }
             Phase::End => {
+                // Only a `tool_result` block, and always as the answer to this line's call,
+                // whatever id the block itself names: a replayed result answers its call.
+                let result = match line.result {
+                    Some(ContentBlock::ToolResult { content, is_error, .. }) => {
+                        Some(ContentBlock::ToolResult { tool_use_id: line.tool_use_id.clone(), content, is_error })
+                    }
+                    _ => None,
+                };
                 let call = self.calls.entry(line.tool_use_id).or_insert(Call { read_only: false, result: None });
                 if call.result.is_none() {
-                    call.result = line.result;
+                    call.result = result;
                 }
             }
         }

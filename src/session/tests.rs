@@ -1203,3 +1203,36 @@ fn journal_lines_are_skipped_by_readers_of_messages_and_answer_only_calls_of_the
     loaded.messages.push(results(vec![result("t1"), result("t2"), result("t3"), result("t4")]));
     assert_eq!(loaded.repair().repairs, vec![]);
 }
+
+/// Found by the fuzzer: an `end` line whose result block names another call, or holds no
+/// `tool_result` at all, replays as the answer to its own call, or not at all.
+#[test]
+fn a_journaled_result_answers_the_call_its_line_names() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read")).unwrap();
+    w.append(&calls(&["t1", "t2"])).unwrap();
+    let journal = w.journal().unwrap();
+    journal.started("t1", "Read", true);
+    journal.finished("t1", &result("t0"));
+    journal.started("t2", "Read", true);
+    journal.finished("t2", &ContentBlock::text("not a result"));
+    let path = w.path().to_path_buf();
+    drop(w);
+    let mut loaded = load(&path).unwrap();
+    let report = loaded.repair();
+    assert_eq!(
+        loaded.messages[2],
+        results(vec![
+            ContentBlock::tool_result("t1", "contents of t0", false),
+            interrupted("t2"),
+            ContentBlock::text(INTERRUPTED_TOOLS)
+        ])
+    );
+    let mut again = loaded.messages.clone();
+    assert_eq!(repair(&mut again, &loaded.journal).write, RepairWrite::Nothing);
+    let mut w = loaded.writer().unwrap();
+    w.record_repair(&report, &loaded.messages).unwrap();
+    drop(w);
+    assert_eq!(load(&path).unwrap().messages, loaded.messages);
+}
