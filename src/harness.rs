@@ -11,7 +11,7 @@ use crate::engine::clock::Clock;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
-use crate::engine::run::{EngineError, RunOutcome, run};
+use crate::engine::run::{EngineError, RunOutcome, run_prompt};
 use crate::hooks::command::CommandHooks;
 use crate::hooks::settings::{Permissions, Settings, SettingsError};
 use crate::model::scripted::ScriptedModel;
@@ -189,7 +189,9 @@ pub async fn run_scenario_approved(
         }
         sink_events.lock().expect("event log lock is never poisoned").push(event.clone());
     };
-    let outcome = run(deps, options, &scenario.prompt, Box::new(sink)).await?;
+    let mut session =
+        crate::launch::spec::scenario_session(scenario, crate::session::Uuid::new_v4(), dir.to_path_buf());
+    let outcome = run_prompt(&mut session, deps, options, &scenario.prompt, Box::new(sink)).await?;
     let events = std::mem::take(&mut *events.lock().expect("event log lock is never poisoned"));
     Ok(ScenarioRun { outcome, model, events })
 }

@@ -66,6 +66,25 @@ pub struct Scenario {
     /// built-in scenario against its own (`tests/it/transitions.rs`).
     #[serde(default)]
     pub outcome: Option<Outcome>,
+    /// A session to resume instead of a new one: an earlier prompt whose reply a kill cut off
+    /// in its tool phase, and the tool journal that run left. The run repairs it as
+    /// `--resume` does, and `prompt` is the resumed run's prompt.
+    #[serde(default)]
+    pub resume: Option<ResumeSpec>,
+}
+
+/// The conversation a scenario resumes ([`Scenario::resume`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeSpec {
+    /// The earlier prompt.
+    pub prompt: String,
+    /// The cut reply's content blocks, as the API sent them (`tool_use` blocks with their ids).
+    pub reply: Vec<crate::protocol::ContentBlock>,
+    /// The tool journal's lines the killed run wrote, in order
+    /// (`{"phase":"start","toolUseId":…,"name":…,"readOnly":…}`, `{"phase":"end","toolUseId":…,"result":…}`).
+    #[serde(default)]
+    pub journal: Vec<crate::session::JournalLine>,
 }
 
 /// The replies of one subagent's run.

@@ -274,7 +274,9 @@ pub(crate) fn facts_read(table: &Table, state: &str) -> BTreeSet<String> {
 
 /// A warning for every (leaf state, fact its guards read) where some edges into the state set
 /// the fact and other edges, or the start of a run, leave it free: the auditor then fixes it
-/// on some paths and not on others, which is usually a `sets` forgotten on an edge.
+/// on some paths and not on others, which is usually a `sets` forgotten on an edge. A fact
+/// declared `start_only` is meant to be free at the start alone: only an edge leaving it free
+/// is reported.
 pub fn partly_set_findings(table: &Table, path: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     for state in table.states.iter().filter(|s| s.kind == StateKind::Leaf) {
@@ -282,7 +284,8 @@ pub fn partly_set_findings(table: &Table, path: &str) -> Vec<Finding> {
         for fact in facts_read(table, &state.name) {
             let (setting, free): (Vec<&EdgeDecl>, Vec<&EdgeDecl>) =
                 incoming.iter().partition(|e| e.sets.contains_key(&fact));
-            let start = table.initial == state.name;
+            let start_only = table.fact(&fact).is_some_and(|f| f.start_only);
+            let start = table.initial == state.name && !start_only;
             if setting.is_empty() || (free.is_empty() && !start) {
                 continue;
             }
@@ -291,7 +294,7 @@ pub fn partly_set_findings(table: &Table, path: &str) -> Vec<Finding> {
             if start {
                 unset.push("the start of a run".into());
             }
-            let m = format!(
+            let mut m = format!(
                 "the guards of `{}` read `{fact}`, which {} set{} but {} leave{} free",
                 state.name,
                 quote(&setting).join(", "),
@@ -299,6 +302,12 @@ pub fn partly_set_findings(table: &Table, path: &str) -> Vec<Finding> {
                 unset.join(", "),
                 if unset.len() == 1 { "s" } else { "" }
             );
+            if start_only {
+                m.push_str(&format!(
+                    " (`{fact}` is `start_only`: every edge into `{}` sets it, `sets = {{ {fact} = false }}`)",
+                    state.name
+                ));
+            }
             out.push(Finding::new(Code::FactPartlySet, m, Location::at(path, Some(state.line)).state(&state.name)));
         }
     }

@@ -44,7 +44,7 @@ impl Machine {
             self.st.add_delegated(extra.usage);
             ctx.emit(EngineEvent::ToolUseResult { id, value: extra.tool_use_result });
         }
-        self.append(ctx, Message { role: Role::User, content: outcome.results });
+        self.answer_calls(ctx, outcome.results, false);
         self.st.hook_stop = outcome.hook_stop;
         self.st.structured = outcome.structured;
         self.proceed()
@@ -69,9 +69,33 @@ impl Machine {
             let text = if started(&call.id) { OUTCOME_UNKNOWN_RESULT } else { INTERRUPTED_RESULT };
             results.push(ContentBlock::tool_result(&call.id, text, true));
         }
-        results.push(ContentBlock::text(INTERRUPTED_TOOLS));
-        self.append(ctx, Message { role: Role::User, content: results });
+        self.answer_calls(ctx, results, true);
         self.st.error = Some("interrupted by the user while tools ran".into());
         self.proceed()
+    }
+
+    /// Append the phase's `results` (one per call it ran, in call order) as one user message,
+    /// with [`INTERRUPTED_TOOLS`] after them when the phase was `interrupted`. A phase that
+    /// finished a resumed session's cut reply ([`crate::engine::state::ResumeTools`]) answers
+    /// every call of that reply, the settled ones with what the journal gave them (and
+    /// [`INTERRUPTED_TOOLS`] when some call's outcome is unknown), and the run's prompt, held
+    /// back until now, follows the results.
+    fn answer_calls(&mut self, ctx: &mut Ctx, results: Vec<ContentBlock>, interrupted: bool) {
+        let resume = self.st.resume.take();
+        let (mut content, interrupted) = match &resume {
+            Some(resume) => (resume.pending.merge(results), interrupted || resume.pending.interrupted),
+            None => (results, interrupted),
+        };
+        if interrupted {
+            content.push(ContentBlock::text(INTERRUPTED_TOOLS));
+        }
+        self.append(ctx, Message { role: Role::User, content });
+        if let Some(resume) = resume {
+            if let Some(warning) = ctx.transcript.prompt(&resume.prompt, resume.uuid, resume.origin.as_ref()) {
+                ctx.emit(warning);
+            }
+            ctx.emit(EngineEvent::Message { message: resume.prompt.clone(), uuid: resume.uuid, reply: None });
+            self.st.push_message(resume.prompt);
+        }
     }
 }

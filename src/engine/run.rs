@@ -10,7 +10,7 @@ use crate::engine::machine::{Ctx, Deps, Event, Machine, State};
 use crate::engine::options::EngineOptions;
 use crate::engine::reason::TerminalReason;
 use crate::engine::session::{Session, TranscriptLog};
-use crate::engine::state::{LoopState, UsageTotals};
+use crate::engine::state::{LoopState, ResumeTools, UsageTotals};
 use crate::engine::table::{self, Counters};
 use crate::engine::trace::{TRACE_SCHEMA, TraceHeader, TraceRecord};
 use crate::protocol::Message;
@@ -225,7 +225,15 @@ pub async fn run_prompt_with(
     };
     // A tool a deny rule refuses whole is not offered (a call of it would still be refused).
     let offered = deps.tools.definitions().into_iter().filter(|d| !deps.policy.withholds(&d.name)).collect();
-    let mut st = LoopState::with_history(options, session.messages.clone(), prompt, offered, &table);
+    // A tool phase a kill cut off runs first; the prompt follows its results.
+    let pending = session.pending_tools.take();
+    let mut st = LoopState::with_history(
+        options,
+        session.messages.clone(),
+        pending.is_none().then_some(prompt),
+        offered,
+        &table,
+    );
     st.spent_before_usd = session.cost_usd;
     st.cached_prefix = session.cached_prefix.take();
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
@@ -269,10 +277,17 @@ pub async fn run_prompt_with(
     };
     let counters: Counters = st.counters.clone();
     let user = Message::user_text(prompt);
-    if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {
-        ctx.emit(warning);
+    match pending {
+        Some(pending) => {
+            st.resume = Some(ResumeTools { pending, prompt: user, uuid: prompt_uuid, origin: origin.cloned() });
+        }
+        None => {
+            if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {
+                ctx.emit(warning);
+            }
+            ctx.emit(EngineEvent::Message { message: user, uuid: prompt_uuid, reply: None });
+        }
     }
-    ctx.emit(EngineEvent::Message { message: user, uuid: prompt_uuid, reply: None });
     tracing::debug!(?counters, "run starts");
 
     let mut machine = Machine::new(st).uninitialized_state_machine().init_with_context(&mut ctx).await;

@@ -44,11 +44,16 @@ impl Machine {
         let tokens = self.estimate();
         let has_history = self.st.messages.iter().any(|m| m.role == Role::Assistant);
         let mut measured = Measured {
+            tools_pending: self.st.resume.is_some(),
             over_autocompact: tokens > thresholds.autocompact && has_history,
             over_blocking_limit: tokens > thresholds.blocking,
         };
         let Some(edge) = self.decide::<ContextReady>(ctx, &mut measured).await else { return Handled };
         match edge {
+            ContextReady::ResumeTools => {
+                // ExecuteTools runs what is left of the cut phase; the rest is answered there.
+                self.st.calls = self.st.resume.as_ref().map(|r| r.pending.to_run()).unwrap_or_default();
+            }
             ContextReady::Request => self.st.request = Some(self.st.build_request()),
             ContextReady::Autocompact => {}
             ContextReady::BlockingLimit => {
@@ -626,11 +631,16 @@ fn error_fact(class: ErrorClass) -> fact::Error {
 
 /// What Prepare measured, for the guards out of it on `context_ready`.
 struct Measured {
+    tools_pending: bool,
     over_autocompact: bool,
     over_blocking_limit: bool,
 }
 
 impl ContextReadyFacts for Measured {
+    async fn tools_pending(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
+        Some(self.tools_pending)
+    }
+
     async fn over_autocompact(&mut self, _: &mut Machine, _: &mut Ctx) -> Option<bool> {
         Some(self.over_autocompact)
     }

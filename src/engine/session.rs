@@ -48,6 +48,10 @@ pub struct Session {
     /// What resuming it recovered from the tool journal of a run a kill cut off in its tool
     /// phase, for the next run's trace header; `None` otherwise.
     pub recovered: Option<crate::session::RecoveredCalls>,
+    /// The tool phase a kill cut off that its next run finishes before sending its prompt
+    /// (`prepare.resume_tools`): the calls that never started, and the read-only ones that did
+    /// not finish, run then. Taken by that run.
+    pub pending_tools: Option<crate::session::PendingTools>,
 }
 
 impl Session {
@@ -65,6 +69,7 @@ impl Session {
             todos: Arc::default(),
             nested_memory: Arc::default(),
             recovered: None,
+            pending_tools: None,
         }
     }
 
@@ -83,6 +88,7 @@ impl Session {
             todos: Arc::default(),
             nested_memory: Arc::default(),
             recovered: None,
+            pending_tools: None,
         }
     }
 

@@ -132,21 +132,39 @@ pub struct LoopState {
     /// The model was told once to answer through `StructuredOutput` (at an end of turn
     /// without it).
     pub structured_nudged: bool,
+    /// A resumed session's cut tool phase, which the run finishes before its prompt
+    /// (`prepare.resume_tools`); taken when that edge is.
+    pub resume: Option<ResumeTools>,
+}
+
+/// A tool phase a kill cut off, and the prompt of the run that finishes it: the prompt
+/// follows the phase's results in the history and the transcript.
+#[derive(Debug, Clone)]
+pub struct ResumeTools {
+    /// The cut reply's calls: what the journal settled, and what is left to run.
+    pub pending: crate::session::PendingTools,
+    /// The prompt, held back until the results are in.
+    pub prompt: Message,
+    /// The prompt's transcript uuid.
+    pub uuid: crate::session::Uuid,
+    /// The prompt's `origin`, from the Agent SDK.
+    pub origin: Option<serde_json::Value>,
 }
 
 impl LoopState {
     /// The state at the start of a run on `prompt`.
     pub fn new(options: EngineOptions, prompt: &str, tools: Vec<ToolDefinition>, table: &Table) -> Self {
-        LoopState::with_history(options, Transcript::default(), prompt, tools, table)
+        LoopState::with_history(options, Transcript::default(), Some(prompt), tools, table)
     }
 
     /// The state at the start of a prompt on a session whose conversation so far is
     /// `history`: the prompt is appended to it (merged into a last user message, as the API
-    /// wants roles to alternate).
+    /// wants roles to alternate). `None` when the prompt waits for a resumed tool phase
+    /// ([`ResumeTools`]).
     pub fn with_history(
         options: EngineOptions,
         history: Transcript,
-        prompt: &str,
+        prompt: Option<&str>,
         tools: Vec<ToolDefinition>,
         table: &Table,
     ) -> Self {
@@ -168,7 +186,9 @@ impl LoopState {
             options,
             messages: {
                 let mut messages = history;
-                messages.push_merging(Message::user_text(prompt));
+                if let Some(prompt) = prompt {
+                    messages.push_merging(Message::user_text(prompt));
+                }
                 messages
             },
             tools,
@@ -202,6 +222,7 @@ impl LoopState {
             structured: None,
             structured_output: None,
             structured_nudged: false,
+            resume: None,
         }
     }
 

@@ -69,6 +69,9 @@ pub struct FactDecl {
     pub values: Vec<String>,
     /// What it means.
     pub doc: String,
+    /// It can hold only when a run starts: every edge into the initial state sets it, and the
+    /// start of a run leaves it to the handler.
+    pub start_only: bool,
 }
 
 /// One declared counter: a bounded budget that edges consume and reset.
@@ -292,7 +295,7 @@ impl Table {
             .fact
             .into_iter()
             .map(Spanned::into_inner)
-            .map(|f| FactDecl { name: f.name, values: f.values, doc: f.doc })
+            .map(|f| FactDecl { name: f.name, values: f.values, doc: f.doc, start_only: f.start_only })
             .collect();
         let counters: Vec<CounterDecl> = raw
             .counter

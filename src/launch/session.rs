@@ -148,11 +148,14 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
         Some(at) => crate::session::load_cut(&path, at, args.resume_drops_turn.as_deref()),
         None => crate::session::load(&path),
     }?;
-    let report = loaded.repair();
+    // A tool phase a kill cut off is finished by the resumed run: its calls that can run
+    // are left unanswered here and run first (`prepare.resume_tools`).
+    let (report, pending) = loaded.repair_resuming();
     warn_repairs(id, &loaded.path, &report.repairs);
     let recovered = crate::session::RecoveredCalls::of(&report.repairs);
     let with_recovered = |mut session: Session| {
         session.recovered = recovered.clone();
+        session.pending_tools = pending.clone();
         session
     };
     if args.fork_session {

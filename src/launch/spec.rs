@@ -161,6 +161,28 @@ pub fn session_tools(agents: &Arc<crate::agents::Agents>) -> Registry {
 /// The model `run` uses when `--model` is not given and an API key is set.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
+/// The session a scenario's run starts from: a new one, or the conversation its `resume`
+/// section describes, repaired as `--resume` repairs a transcript (the calls of the cut tool
+/// phase that can run are left for the run to finish).
+pub fn scenario_session(scenario: &Scenario, id: crate::session::Uuid, cwd: PathBuf) -> Session {
+    let mut session = Session::in_memory(id, cwd);
+    if let Some(resume) = &scenario.resume {
+        let mut messages = vec![
+            crate::protocol::Message::user_text(&resume.prompt),
+            crate::protocol::Message { role: crate::protocol::Role::Assistant, content: resume.reply.clone() },
+        ];
+        let mut journal = crate::session::Journaled::default();
+        for line in &resume.journal {
+            journal.note(line.clone());
+        }
+        let (report, pending) = crate::session::repair_resuming(&mut messages, &journal);
+        session.messages = messages.into();
+        session.recovered = crate::session::RecoveredCalls::of(&report.repairs);
+        session.pending_tools = pending;
+    }
+    session
+}
+
 /// A run of `scenario` with the scripted model in `cwd`.
 ///
 /// # Errors
@@ -182,7 +204,7 @@ pub fn spec_for_scenario(
     Ok(RunSpec {
         ask_context_window: false,
         prompt: scenario.prompt.clone(),
-        session: Session::in_memory(id, cwd.clone()),
+        session: scenario_session(scenario, id, cwd.clone()),
         tools: session_tools(&agents),
         partial_messages: false,
         mcp: crate::mcp::startup::Startup::default(),

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Mirror, Uuid};
 use crate::protocol::ContentBlock;
+use crate::tools::ToolCall;
 
 /// `type` of a journal line.
 pub const TOOL: &str = "agentloop-tool";
@@ -49,7 +50,7 @@ impl std::fmt::Debug for ToolJournal {
 /// One journal line, as written and read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct JournalLine {
+pub struct JournalLine {
     /// `start` or `end`.
     pub phase: Phase,
     /// The call.
@@ -68,7 +69,7 @@ pub(crate) struct JournalLine {
 /// A journal line's moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Phase {
+pub enum Phase {
     /// The call is about to start.
     Start,
     /// The call's result is known.
@@ -177,7 +178,7 @@ pub enum Recovered {
 
 impl Journaled {
     /// Take in one journal line.
-    pub(crate) fn note(&mut self, line: JournalLine) {
+    pub fn note(&mut self, line: JournalLine) {
         match line.phase {
             Phase::Start => {
                 self.calls.entry(line.tool_use_id).or_insert(Call { read_only: line.read_only, result: None });
@@ -216,6 +217,61 @@ impl Journaled {
     }
 }
 
+/// The cut tool phase a resumed run finishes before it sends its prompt: the last reply's
+/// calls, in call order, each with its result when the journal settles it, and without one
+/// when the resumed run is to run it (it never started, or it started and only reads).
+///
+/// A call that started, may have changed something and did not finish is never run again: it
+/// keeps [`OUTCOME_UNKNOWN_RESULT`](crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT) and the
+/// model decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingTools {
+    /// The calls, in call order.
+    pub calls: Vec<PendingCall>,
+    /// Some call's result was made up (it started, may have changed something, and did not
+    /// finish): the results are then followed by the interruption's text.
+    pub interrupted: bool,
+}
+
+/// One call of a [`PendingTools`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCall {
+    /// The call, as the model wrote it.
+    pub call: ToolCall,
+    /// Its result, when it is not to run: replayed from the journal, or made up for an
+    /// interrupted call that may have changed something.
+    pub result: Option<ContentBlock>,
+}
+
+impl PendingTools {
+    /// The calls the resumed run runs, in call order.
+    pub fn to_run(&self) -> Vec<ToolCall> {
+        self.calls.iter().filter(|c| c.result.is_none()).map(|c| c.call.clone()).collect()
+    }
+
+    /// Every call's result in call order: the settled ones as they are, the others from
+    /// `ran` (matched by `tool_use_id`); a call `ran` has no result for is answered as
+    /// interrupted with its outcome unknown.
+    pub fn merge(&self, ran: Vec<ContentBlock>) -> Vec<ContentBlock> {
+        let mut ran: HashMap<String, ContentBlock> = ran
+            .into_iter()
+            .filter_map(|block| match &block {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some((tool_use_id.clone(), block)),
+                _ => None,
+            })
+            .collect();
+        self.calls
+            .iter()
+            .map(|c| match &c.result {
+                Some(result) => result.clone(),
+                None => ran.remove(&c.call.id).unwrap_or_else(|| {
+                    ContentBlock::tool_result(&c.call.id, crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT, true)
+                }),
+            })
+            .collect()
+    }
+}
+
 /// What a resume recovered of the calls a kill cut off, by `tool_use` id: for the trace's
 /// header (`recovered_calls`) and the resume's message.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -224,8 +280,12 @@ pub struct RecoveredCalls {
     pub replayed: Vec<String>,
     /// Calls that started and did not finish: answered as interrupted, outcome unknown.
     pub interrupted: Vec<String>,
-    /// Calls that never started: answered as not run.
+    /// Calls that never started, answered as not run (a resume that runs nothing itself).
     pub not_started: Vec<String>,
+    /// Calls that started, only read and did not finish: the resumed run runs them again.
+    pub rerun: Vec<String>,
+    /// Calls that never started: the resumed run runs them now.
+    pub run: Vec<String>,
 }
 
 impl RecoveredCalls {
@@ -235,11 +295,13 @@ impl RecoveredCalls {
         let mut out = RecoveredCalls::default();
         let mut any = false;
         for repair in repairs {
-            if let super::Repair::RecoveredToolUses { replayed, interrupted, not_started, .. } = repair {
+            if let super::Repair::RecoveredToolUses { replayed, interrupted, not_started, rerun, run, .. } = repair {
                 any = true;
                 out.replayed.extend(replayed.iter().cloned());
                 out.interrupted.extend(interrupted.iter().cloned());
                 out.not_started.extend(not_started.iter().cloned());
+                out.rerun.extend(rerun.iter().cloned());
+                out.run.extend(run.iter().cloned());
             }
         }
         any.then_some(out)
@@ -260,6 +322,8 @@ impl RecoveredCalls {
                 "calls interrupted, their outcome unknown",
             ),
             counted(&self.not_started, "call never started", "calls never started"),
+            counted(&self.rerun, "read-only call to run again", "read-only calls to run again"),
+            counted(&self.run, "call never started, to run now", "calls never started, to run now"),
         ]
         .into_iter()
         .flatten()

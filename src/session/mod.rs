@@ -39,11 +39,11 @@ mod writer;
 mod tests;
 
 pub use id::{Uuid, UuidError};
-pub use journal::{Journaled, Recovered, RecoveredCalls, ToolJournal};
+pub use journal::{JournalLine, Journaled, PendingCall, PendingTools, Recovered, RecoveredCalls, ToolJournal};
 pub use line::{HistoryReason, LineInfo, ReplyInfo, SessionMeta};
 pub use lock::SessionLock;
 pub use reader::{LoadedSession, load, load_cut, load_sidechain};
-pub use repair::{Repair, RepairReport, Unpaired};
+pub use repair::{Repair, RepairReport, Unpaired, repair_resuming};
 pub use store::{SessionStore, SessionSummary};
 pub(crate) use writer::Mirror;
 pub use writer::TranscriptWriter;

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde::de::IgnoredAny;
 use serde_json::error::Category;
 
-use super::journal::{self, JournalLine, Journaled};
+use super::journal::{self, JournalLine, Journaled, PendingTools};
 use super::line::{self, Head, HistoryIn, MessageLineIn, MetaLineIn, PromptEndIn, WireMessage};
 use super::repair::{self, Repair, RepairReport, RepairWrite, Unpaired};
 use super::time::parse_rfc3339;
@@ -106,7 +106,20 @@ impl LoadedSession {
     /// returned report starts with [`LoadedSession::repairs`]. Record it with
     /// [`TranscriptWriter::record_repair`] so the file loads as the repaired history.
     pub fn repair(&mut self) -> RepairReport {
-        let mut report = repair::repair(&mut self.messages, &self.journal);
+        let report = repair::repair(&mut self.messages, &self.journal);
+        self.with_load_repairs(report)
+    }
+
+    /// [`LoadedSession::repair`] for a run that goes on from this history
+    /// (`repair::repair_resuming`): a tool phase a kill cut off, with calls that can run
+    /// still, is left unanswered and returned for the resumed run to finish.
+    pub fn repair_resuming(&mut self) -> (RepairReport, Option<PendingTools>) {
+        let (report, pending) = repair::repair_resuming(&mut self.messages, &self.journal);
+        (self.with_load_repairs(report), pending)
+    }
+
+    /// `report`, after the load's own repairs.
+    fn with_load_repairs(&self, mut report: RepairReport) -> RepairReport {
         report.repairs.splice(0..0, self.repairs.iter().cloned());
         // The file still holds the dropped blocks: a snapshot makes it load without them.
         if self.repairs.iter().any(|r| matches!(r, Repair::DroppedToolResult { .. })) {

@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::journal::{Journaled, Recovered};
+use super::journal::{Journaled, PendingCall, PendingTools, Recovered};
 use crate::engine::acting::INTERRUPTED_TOOLS;
 use crate::protocol::{ContentBlock, Message, Role};
+use crate::tools::ToolCall;
 use crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT;
 
 /// Result text of a call the tool journal shows never started: the run stopped first.
@@ -53,6 +54,11 @@ pub enum Repair {
         interrupted: Vec<String>,
         /// Calls that never started: answered as not run.
         not_started: Vec<String>,
+        /// Calls that started, only read and did not finish: left for the resumed run to run
+        /// again ([`repair_resuming`]).
+        rerun: Vec<String>,
+        /// Calls that never started: left for the resumed run to run ([`repair_resuming`]).
+        run: Vec<String>,
         /// Whether a new user message was inserted for them.
         new_message: bool,
     },
@@ -121,7 +127,26 @@ pub enum RepairWrite {
 /// [`load`](super::load), which merges them). A history ending with an assistant message
 /// without calls, or with a user message, is left as is.
 pub fn repair(messages: &mut Vec<Message>, journal: &Journaled) -> RepairReport {
+    repair_with(messages, journal, false).0
+}
+
+/// [`repair`] for a run that goes on from the history: when the history ends with a reply
+/// whose tool phase a kill cut off, the journal names its calls, and some of them can run
+/// (one never started, or one that only reads started and did not finish), that reply is
+/// left unanswered and returned as [`PendingTools`] for the resumed run to finish
+/// (`prepare.resume_tools`), which runs those calls and answers the others as [`repair`]
+/// would. Everything else is repaired as [`repair`] does.
+pub fn repair_resuming(messages: &mut Vec<Message>, journal: &Journaled) -> (RepairReport, Option<PendingTools>) {
+    repair_with(messages, journal, true)
+}
+
+fn repair_with(
+    messages: &mut Vec<Message>,
+    journal: &Journaled,
+    resuming: bool,
+) -> (RepairReport, Option<PendingTools>) {
     let mut repairs = Vec::new();
+    let mut pending = None;
     let mut append = None;
     let mut snapshot = false;
     let mut i = 0;
@@ -178,6 +203,11 @@ pub fn repair(messages: &mut Vec<Message>, journal: &Journaled) -> RepairReport 
             }
             messages[i + 1].content = content;
             repairs.push(answers.report(i, missing, false));
+        } else if let Some(left) =
+            (resuming && i + 1 == messages.len()).then(|| pending_of(&messages[i], i, &calls, journal)).flatten()
+        {
+            repairs.push(left.1);
+            pending = Some(left.0);
         } else {
             let mut answers = Answers::new(journal, &calls);
             let mut content: Vec<ContentBlock> = calls.iter().map(|id| answers.answer(id)).collect();
@@ -200,7 +230,56 @@ pub fn repair(messages: &mut Vec<Message>, journal: &Journaled) -> RepairReport 
         (false, Some(message)) => RepairWrite::Append(vec![message]),
         (false, None) => RepairWrite::Nothing,
     };
-    RepairReport { repairs, write }
+    (RepairReport { repairs, write }, pending)
+}
+
+/// The cut tool phase of `reply`, the history's last message (at `message`), with calls `calls`, when the
+/// journal names them all and some can run: with its repair for the report.
+fn pending_of(
+    reply: &Message,
+    message: usize,
+    calls: &[String],
+    journal: &Journaled,
+) -> Option<(PendingTools, Repair)> {
+    let mut pending = PendingTools { calls: Vec::new(), interrupted: false };
+    let (mut replayed, mut interrupted, mut rerun, mut run) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for id in calls {
+        let call: ToolCall = reply.tool_uses().find(|t| t.id == id)?.into();
+        let result = match journal.recover(id, calls) {
+            Recovered::Unknown => return None,
+            Recovered::Replayed(result) => {
+                replayed.push(id.clone());
+                Some(result)
+            }
+            Recovered::Interrupted { read_only: false } => {
+                interrupted.push(id.clone());
+                pending.interrupted = true;
+                Some(self::interrupted(id))
+            }
+            Recovered::Interrupted { read_only: true } => {
+                rerun.push(id.clone());
+                None
+            }
+            Recovered::NotStarted => {
+                run.push(id.clone());
+                None
+            }
+        };
+        pending.calls.push(PendingCall { call, result });
+    }
+    if rerun.is_empty() && run.is_empty() {
+        return None;
+    }
+    let repair = Repair::RecoveredToolUses {
+        message,
+        replayed,
+        interrupted,
+        not_started: Vec::new(),
+        rerun,
+        run,
+        new_message: false,
+    };
+    Some((pending, repair))
 }
 
 /// The results of one reply's calls left without one, and what the journal said of them.
@@ -261,6 +340,8 @@ impl<'a> Answers<'a> {
                 replayed: self.replayed,
                 interrupted: self.interrupted,
                 not_started: self.not_started,
+                rerun: Vec::new(),
+                run: Vec::new(),
                 new_message,
             }
         } else {

@@ -1151,6 +1151,8 @@ fn the_journal_replays_finished_results_and_tells_the_interrupted_from_the_never
             replayed: vec!["t1".into(), "t3".into()],
             interrupted: vec!["t2".into()],
             not_started: vec!["t4".into()],
+            rerun: vec![],
+            run: vec![],
             new_message: true,
         }]
     );
@@ -1160,6 +1162,79 @@ fn the_journal_replays_finished_results_and_tells_the_interrupted_from_the_never
     drop(w);
     assert_eq!(load(&path).unwrap().messages, loaded.messages);
     assert_chain(&path);
+}
+
+#[test]
+fn a_resuming_repair_leaves_the_calls_that_can_run_to_the_resumed_run() {
+    let (_dir, store) = store();
+    let path = cut_in_execute_tools(&store);
+    let mut loaded = load(&path).unwrap();
+    let before = loaded.messages.clone();
+    let (report, pending) = loaded.repair_resuming();
+    // The cut reply stays unanswered: the resumed run answers it.
+    assert_eq!(loaded.messages, before);
+    assert_eq!(report.write, RepairWrite::Nothing);
+    assert_eq!(
+        report.repairs,
+        vec![Repair::RecoveredToolUses {
+            message: 1,
+            replayed: vec!["t1".into(), "t3".into()],
+            interrupted: vec!["t2".into()],
+            not_started: vec![],
+            rerun: vec![],
+            run: vec!["t4".into()],
+            new_message: false,
+        }]
+    );
+    let pending = pending.unwrap();
+    assert!(pending.interrupted, "t2 may have changed something");
+    let to_run = pending.to_run();
+    let ids: Vec<&str> = to_run.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["t4"]);
+    // The results go back in call order, whatever order the run gave them in.
+    let merged = pending.merge(vec![ContentBlock::tool_result("t4", "ran now", false)]);
+    assert_eq!(
+        merged,
+        vec![result("t1"), interrupted("t2"), result("t3"), ContentBlock::tool_result("t4", "ran now", false)]
+    );
+    // A call the run gave no result for is answered as interrupted.
+    assert_eq!(pending.merge(vec![])[3], interrupted("t4"));
+    assert_eq!(
+        super::RecoveredCalls::of(&report.repairs).unwrap().describe(),
+        "2 results replayed (t1, t3), 1 call interrupted, its outcome unknown (t2), 1 call never started, to run now (t4)"
+    );
+}
+
+#[test]
+fn a_read_only_call_that_did_not_finish_runs_again_and_a_settled_phase_is_answered_at_once() {
+    let (_dir, store) = store();
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read")).unwrap();
+    w.append(&calls(&["t1", "t2"])).unwrap();
+    let journal = w.journal().unwrap();
+    journal.started("t1", "Read", true);
+    journal.started("t2", "Bash", false);
+    journal.finished("t2", &result("t2"));
+    let path = w.path().to_path_buf();
+    drop(w);
+    let mut loaded = load(&path).unwrap();
+    let (report, pending) = loaded.repair_resuming();
+    let pending = pending.unwrap();
+    assert!(!pending.interrupted);
+    assert_eq!(pending.calls[0].result, None);
+    assert_eq!(pending.calls[1].result, Some(result("t2")));
+    assert!(matches!(&report.repairs[..], [Repair::RecoveredToolUses { rerun, run, replayed, .. }]
+        if rerun == &["t1"] && run.is_empty() && replayed == &["t2"]));
+
+    // Once t1 finished too, nothing is left to run: the phase is answered at once.
+    let w = loaded.writer().unwrap();
+    w.journal().unwrap().finished("t1", &result("t1"));
+    drop(w);
+    let mut settled = load(&path).unwrap();
+    let (report, pending) = settled.repair_resuming();
+    assert_eq!(pending, None);
+    assert_eq!(settled.messages[2], results(vec![result("t1"), result("t2")]));
+    assert!(matches!(report.write, RepairWrite::Append(_)));
 }
 
 #[test]

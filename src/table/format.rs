@@ -115,6 +115,10 @@ pub struct RawFact {
     /// What it means.
     #[serde(default)]
     pub doc: String,
+    /// The fact can hold only when a run starts: every edge into the initial state sets it,
+    /// and the start leaves it to the handler (a resumed session's cut tool phase).
+    #[serde(default)]
+    pub start_only: bool,
 }
 
 /// One `[[counter]]`.

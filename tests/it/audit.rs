@@ -153,10 +153,9 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
         assert_eq!(shipped().edge(&w.path[0]).unwrap().from, shipped().initial, "{} starts at the start", w.reason);
     }
     let path = |reason: &str| &ex.witnesses.iter().find(|w| w.reason == reason).unwrap().path;
-    assert_eq!(
-        path("completed"),
-        &ids(&["prepare.request", "request.stream_opened", "consume.end_turn", "checkpoint.completed"])
-    );
+    // The shortest run to `completed` finishes a resumed session's cut tool phase, then ends
+    // on a structured answer it gave before the kill.
+    assert_eq!(path("completed"), &ids(&["prepare.resume_tools", "tools.done", "checkpoint.structured_output"]));
     // Facts an edge sets are fixed in the state it enters: Recover truncates only after a
     // truncated reply, and a turn goes on only after its tools ran.
     assert_eq!(
@@ -175,18 +174,13 @@ fn the_shipped_table_has_a_witness_for_every_reason() {
             "recover.max_output_tokens_recovery"
         ])
     );
-    assert_eq!(
-        path("next_turn"),
-        &ids(&["prepare.request", "request.stream_opened", "consume.tools", "tools.done", "checkpoint.next_turn"])
-    );
+    assert_eq!(path("next_turn"), &ids(&["prepare.resume_tools", "tools.done", "checkpoint.next_turn"]));
     assert_eq!(
         path("collapse_drain_retry"),
         &ids(&["prepare.request", "request.prompt_too_long", "recover.collapse_drain_retry"])
     );
-    assert_eq!(
-        path("aborted_tools"),
-        &ids(&["prepare.request", "request.stream_opened", "consume.tools", "acting.abort"])
-    );
+    // Ctrl+C while a resumed session's cut tool phase runs.
+    assert_eq!(path("aborted_tools"), &ids(&["prepare.resume_tools", "acting.abort"]));
     insta::assert_snapshot!("shipped_max_turns_witness", report::compress(path("max_turns")));
 }
 
@@ -397,7 +391,16 @@ fn a_fact_only_some_entering_edges_set_is_a_warning() {
     let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
     assert_eq!(codes(&r.findings), vec![("W_FACT_PARTLY_SET", Some(50))]);
     assert_eq!(r.exit_code(), 0);
-    // Where `consume.end_turn` leaves `tools_ran` free, the shortest `next_turn` skips the tools.
+    // Where `consume.end_turn` leaves `tools_ran` free, `next_turn` can follow an end of turn:
+    // without the resumed tool phase (whose way in is shorter still), the shortest
+    // `next_turn` skips the tools.
+    let resume = SHIPPED_TABLE.find("[[edge]]\nid = \"prepare.resume_tools\"").unwrap();
+    let resume_end = resume + SHIPPED_TABLE[resume..].find("\n\n").unwrap() + 2;
+    let text = format!("{}{}", &SHIPPED_TABLE[..resume], &SHIPPED_TABLE[resume_end..])
+        .replace("!tools_pending && ", "")
+        .replace("sets = { tools_pending = false }\n", "")
+        .replacen("sets = { tools_ran = false }\n", "", 1);
+    let r = audit_table("t.toml", &text, &AuditOptions::default()).unwrap();
     let ex = r.exploration.as_ref().unwrap();
     let next = ex.witnesses.iter().find(|w| w.reason == "next_turn").unwrap();
     assert_eq!(
@@ -909,7 +912,7 @@ fn extra_counters(n: usize) -> String {
         t.push_str(&format!(
             "\n[[reason]]\nname = \"{c}_retry\"\nkind = \"continue\"\ndoc = \"x\"\n\n[[fact]]\nname = \"{f}\"\ndoc = \"x\"\n\n\
              [[counter]]\nname = \"{c}\"\nbound = 1\ndoc = \"x\"\n\n[[edge]]\nid = \"consume.{c}_retry\"\nfrom = \"Consume\"\n\
-             on = \"message_complete\"\nguard = \"{guard}\"\nto = \"Prepare\"\nstatus = \"x\"\ncontinue = \"{c}_retry\"\n\
+             on = \"message_complete\"\nguard = \"{guard}\"\nto = \"Prepare\"\nsets = {{ tools_pending = false }}\nstatus = \"x\"\ncontinue = \"{c}_retry\"\n\
              consumes = [\"{c}\"]\nresets = [\"retries\"]\ndoc = \"x\"\n"
         ));
     }

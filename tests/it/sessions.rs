@@ -247,8 +247,9 @@ unknown (toolu_sleep)"
 
 /// A run killed in ExecuteTools, with one call finished, one running and one not started:
 /// the resume replays the finished call's result from the tool journal, tells the model the
-/// running one's outcome is unknown and that the last never ran, and does not run anything
-/// again.
+/// running command's outcome is unknown (it may have changed something: it is never run
+/// again), runs the call that never started (`prepare.resume_tools`), and only then sends the
+/// prompt.
 #[test]
 fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
     let home = tempfile::tempdir().unwrap();
@@ -281,16 +282,38 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
 
     let api = MockApi::start(vec![answer("Resumed.")]);
     let trace = home.path().join("resumed.jsonl");
+    // The calls the resumed run runs go through its permissions like any other.
     let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd, "--trace=jsonl"];
+    let allowed = ["--allowedTools", "Bash(touch:*)"];
     let trace_file = ["--trace-file", trace.to_str().unwrap()];
-    let (code, out, err) = run(home.path(), &api.base_url(), &[&args[..], &trace_file[..]].concat());
+    let (code, out, err) = run(home.path(), &api.base_url(), &[&args[..], &trace_file[..], &allowed[..]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "Resumed.\n");
     // The resumed run's trace says what the journal gave back.
     let header: Value = serde_json::from_str(std::fs::read_to_string(&trace).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(
         header["recovered_calls"],
-        json!({"replayed": ["toolu_read"], "interrupted": ["toolu_slow"], "not_started": ["toolu_next"]})
+        json!({"replayed": ["toolu_read"], "interrupted": ["toolu_slow"], "not_started": [], "rerun": [],
+               "run": ["toolu_next"]})
+    );
+    let edges: Vec<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "transition")
+        .map(|r| r["edge"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            "prepare.resume_tools",
+            "tools.done",
+            "checkpoint.next_turn",
+            "prepare.request",
+            "request.stream_opened",
+            "consume.end_turn",
+            "checkpoint.completed"
+        ]
     );
     let audit = Command::cargo_bin("agentloop")
         .unwrap()
@@ -301,7 +324,7 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
     assert!(
         err.contains(&format!(
             "session {id} was cut off while its tools ran; from the tool journal: 1 result replayed (toolu_read), \
-1 call interrupted, its outcome unknown (toolu_slow), 1 call never started (toolu_next)"
+1 call interrupted, its outcome unknown (toolu_slow), 1 call never started, to run now (toolu_next)"
         )),
         "{err}"
     );
@@ -311,13 +334,12 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
         json!({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_read", "content": "     1\tHello from the greeting file!\n"},
             {"type": "tool_result", "tool_use_id": "toolu_slow", "content": OUTCOME_UNKNOWN, "is_error": true},
-            {"type": "tool_result", "tool_use_id": "toolu_next",
-             "content": "Interrupted: the run stopped before this tool started; it did not run", "is_error": true},
+            {"type": "tool_result", "tool_use_id": "toolu_next", "content": "(no output)"},
             {"type": "text", "text": agentloop::engine::acting::INTERRUPTED_TOOLS},
             {"type": "text", "text": "Go on"}
         ]})
     );
-    assert!(!dir.path().join("never").exists(), "a call that never started was not run by the resume");
+    assert!(dir.path().join("never").exists(), "the call that never started ran in the resumed run");
     let lines = transcript(home.path(), id);
     assert_chain(&lines, id);
     let journal: Vec<(&str, &str)> = lines
@@ -325,7 +347,33 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
         .filter(|l| l["type"] == "agentloop-tool")
         .map(|l| (l["phase"].as_str().unwrap(), l["toolUseId"].as_str().unwrap()))
         .collect();
-    assert_eq!(journal, [("start", "toolu_read"), ("end", "toolu_read"), ("start", "toolu_slow")]);
+    assert_eq!(
+        journal,
+        [
+            ("start", "toolu_read"),
+            ("end", "toolu_read"),
+            ("start", "toolu_slow"),
+            ("start", "toolu_next"),
+            ("end", "toolu_next")
+        ]
+    );
+    // The results line comes before the prompt's, and loading the file gives what was sent.
+    let kinds: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "user" || l["type"] == "assistant")
+        .map(|l| {
+            let first = &l["message"]["content"][0];
+            format!("{}:{}", l["type"].as_str().unwrap(), first["type"].as_str().unwrap_or("text"))
+        })
+        .collect();
+    assert_eq!(kinds, ["user:text", "assistant:tool_use", "user:tool_result", "user:text", "assistant:text"]);
+    let api = MockApi::start(vec![answer("Again.")]);
+    let args = ["run", "--resume", id, "-p", "More", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+    let (code, _, err) = run(home.path(), &api.base_url(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("cut off"), "{err}");
+    let again = strip_cache_control(&api.bodies()[0]["messages"]);
+    assert_eq!(again[2], sent[2]);
 }
 
 #[test]
