@@ -56,6 +56,21 @@ pub const MAX_SUBAGENTS_PER_RUN: u32 = 16;
 /// turn of the parent (`checkpoint.task_notification`, which consumes a turn).
 pub const MAX_BACKGROUND_PER_RUN: u32 = 4;
 
+/// What the replies recorded in the sidechain transcripts of session `session_id` (written at
+/// `transcript`) cost, in US dollars: its subagents' spend, for `--max-budget-usd` across a
+/// resume. A transcript that cannot be read counts nothing.
+pub fn sidechains_spent_usd(transcript: &Path, session_id: Uuid) -> f64 {
+    let sidechains = Sidechains::of(transcript, session_id);
+    let Ok(entries) = std::fs::read_dir(&sidechains.dir) else { return 0.0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|p| crate::session::load_sidechain(&p).ok())
+        .map(|loaded| loaded.spent_usd)
+        .sum()
+}
+
 /// Repair the sidechain transcripts of session `session_id` (written at `transcript`) whose
 /// subagents were running when the process died: each gets a result for every call left
 /// unanswered (as the session's own transcript does) and its meta file says `interrupted`.

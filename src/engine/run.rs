@@ -234,7 +234,7 @@ pub async fn run_prompt_with(
         offered,
         &table,
     );
-    st.spent_before_usd = session.cost_usd;
+    st.spent_before_usd = session.cost_usd + session.spent_earlier_usd;
     st.cached_prefix = session.cached_prefix.take();
     let spill_dir = std::env::temp_dir().join(format!("agentloop-{}", st_run_id(&st)));
     // Removed, with the results spilled into it, when the run ends however it ends.

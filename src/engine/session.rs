@@ -52,6 +52,9 @@ pub struct Session {
     /// (`prepare.resume_tools`): the calls that never started, and the read-only ones that did
     /// not finish, run then. Taken by that run.
     pub pending_tools: Option<crate::session::PendingTools>,
+    /// What its transcript records as spent by earlier processes (a resumed session's replies
+    /// and its subagents'), in US dollars: `--max-budget-usd` counts it as already spent.
+    pub spent_earlier_usd: f64,
 }
 
 impl Session {
@@ -70,6 +73,7 @@ impl Session {
             nested_memory: Arc::default(),
             recovered: None,
             pending_tools: None,
+            spent_earlier_usd: 0.0,
         }
     }
 
@@ -89,6 +93,7 @@ impl Session {
             nested_memory: Arc::default(),
             recovered: None,
             pending_tools: None,
+            spent_earlier_usd: 0.0,
         }
     }
 

@@ -475,7 +475,15 @@ mod tests {
         assert_eq!(sets("consume.context_full"), one("cause", FactValue::Value("prompt_too_long".into())));
         assert_eq!(sets("tools.done"), one("tools_ran", FactValue::Bool(true)));
         assert_eq!(sets("consume.end_turn"), one("tools_ran", FactValue::Bool(false)));
-        let setting: Vec<&str> = t.edges.iter().filter(|e| !e.sets.is_empty()).map(|e| e.id.as_str()).collect();
+        assert_eq!(sets("checkpoint.next_turn"), one("tools_pending", FactValue::Bool(false)));
+        // Besides those, every edge into Prepare sets the start-only `tools_pending` false.
+        let no_resume = one("tools_pending", FactValue::Bool(false));
+        let setting: Vec<&str> = t
+            .edges
+            .iter()
+            .filter(|e| !e.sets.is_empty() && !(e.to == "Prepare" && e.sets == no_resume))
+            .map(|e| e.id.as_str())
+            .collect();
         assert_eq!(
             setting,
             vec![
@@ -487,6 +495,11 @@ mod tests {
                 "tools.done"
             ]
         );
+        let into_prepare: Vec<_> = t.edges.iter().filter(|e| e.to == "Prepare").collect();
+        assert_eq!(into_prepare.len(), 11);
+        for e in into_prepare {
+            assert_eq!(e.sets, no_resume, "{}", e.id);
+        }
     }
 
     #[test]

@@ -153,9 +153,12 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
     let (report, pending) = loaded.repair_resuming();
     warn_repairs(id, &loaded.path, &report.repairs);
     let recovered = crate::session::RecoveredCalls::of(&report.repairs);
+    // `--max-budget-usd` holds across processes: what the session spent before counts.
+    let spent = loaded.spent_usd + crate::agents::host::sidechains_spent_usd(&path, id);
     let with_recovered = |mut session: Session| {
         session.recovered = recovered.clone();
         session.pending_tools = pending.clone();
+        session.spent_earlier_usd = spent;
         session
     };
     if args.fork_session {

@@ -290,12 +290,23 @@ pub(crate) struct WireMessage {
     pub content: Vec<ContentBlock>,
     #[serde(default)]
     pub model: Option<String>,
+    /// The API's message id of a reply: Claude Code writes one line per block of a reply,
+    /// each with the reply's id and usage, so a reply's cost is counted once per id.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub id: Option<String>,
+    /// What the reply cost in tokens, as the API reported it.
+    #[serde(default, deserialize_with = "lenient_usage")]
+    pub usage: Option<crate::protocol::Usage>,
 }
 
 impl WireMessage {
     pub fn into_message(self) -> Message {
         Message { role: self.role, content: self.content }
     }
+}
+
+fn lenient_usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::protocol::Usage>, D::Error> {
+    Ok(serde_json::from_value(Value::deserialize(d)?).ok())
 }
 
 fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

@@ -57,6 +57,12 @@ pub struct LoadedSession {
     /// What the tool journal says of the calls (`agentloop-tool` lines): which started and
     /// which finished, with their results, for [`LoadedSession::repair`].
     pub journal: Journaled,
+    /// What the replies recorded in it cost, in US dollars, at the price table's (and the
+    /// settings' `modelPrices`) prices: what `--max-budget-usd` counts as already spent when
+    /// the session is resumed. Replies of models nobody prices count nothing.
+    pub spent_usd: f64,
+    /// The models of recorded replies whose price nobody knows.
+    pub unpriced_models: Vec<String>,
 }
 
 /// Load the transcript at `path` in one pass (`serde_json` per line).
@@ -174,6 +180,7 @@ fn scan_as(path: &Path, full: bool, cut: Option<Cut<'_>>, sidechain: bool) -> Re
         session_id: None,
         repairs: Vec::new(),
         journal: Journaled::default(),
+        spend: Spend::default(),
     };
     let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     let mut lines = body.split(|&b| b == b'\n').enumerate().peekable();
@@ -242,6 +249,36 @@ struct Scan<'p> {
     session_id: Option<Uuid>,
     repairs: Vec<Repair>,
     journal: Journaled,
+    spend: Spend,
+}
+
+/// What the replies recorded in a transcript cost, counted as it is read.
+#[derive(Default)]
+struct Spend {
+    usd: f64,
+    /// Replies already counted, by message id (Claude Code writes a reply as several lines).
+    counted: std::collections::HashSet<String>,
+    unpriced: std::collections::BTreeSet<String>,
+}
+
+impl Spend {
+    /// Count the reply `wire` (a main-chain assistant line), priced as its model, else as
+    /// `model` (the session's).
+    fn note(&mut self, wire: &WireMessage, model: Option<&str>) {
+        let Some(usage) = &wire.usage else { return };
+        if let Some(id) = &wire.id
+            && !self.counted.insert(id.clone())
+        {
+            return;
+        }
+        let Some(model) = wire.model.as_deref().filter(|m| *m != line::SYNTHETIC_MODEL).or(model) else { return };
+        match crate::model::anthropic::cost_usd(model, usage) {
+            Some(cost) => self.usd += cost,
+            None => {
+                self.unpriced.insert(model.to_owned());
+            }
+        }
+    }
 }
 
 impl Scan<'_> {
@@ -275,6 +312,9 @@ impl Scan<'_> {
                 if self.full || needs_prompt {
                     let parsed: MessageLineIn = serde_json::from_str(text)?;
                     self.note_cwd(parsed.cwd);
+                    if role == Role::Assistant {
+                        self.spend.note(&parsed.message, self.model.as_deref());
+                    }
                     let mut message = self.take_wire(parsed.message);
                     if self.full {
                         self.drop_unpaired_results(&mut message);
@@ -453,6 +493,8 @@ impl Scan<'_> {
             repairs: self.repairs,
             cut,
             journal: self.journal,
+            spent_usd: self.spend.usd,
+            unpriced_models: self.spend.unpriced.into_iter().collect(),
         })
     }
 }

@@ -1311,3 +1311,42 @@ fn a_journaled_result_answers_the_call_its_line_names() {
     drop(w);
     assert_eq!(load(&path).unwrap().messages, loaded.messages);
 }
+
+/// What a transcript's replies cost is read back for `--max-budget-usd` across a resume: a
+/// reply Claude Code wrote as several lines (one per block, each with the reply's id and
+/// usage) counts once, a reply nobody prices counts nothing and is named.
+#[test]
+fn the_spend_of_recorded_replies_is_counted_once_per_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("3f1e2d4c-5b6a-4789-8abc-def012345678.jsonl");
+    let reply = |uuid: &str, id: &str, model: &str, input: u64, block: Value| {
+        json!({"type": "assistant", "uuid": uuid, "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678",
+               "message": {"role": "assistant", "id": id, "model": model, "content": [block],
+                           "usage": {"input_tokens": input, "output_tokens": 0, "service_tier": "standard",
+                                     "server_tool_use": {"web_search_requests": 0}}}})
+    };
+    let lines = [
+        json!({"type": "user", "uuid": "u1", "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678",
+               "message": {"role": "user", "content": "go"}}),
+        // Haiku 4.5: $1 per million prompt tokens; the reply's two lines are one reply.
+        reply(
+            "a1",
+            "msg_1",
+            "claude-haiku-4-5",
+            1_000_000,
+            json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
+        ),
+        reply("a2", "msg_1", "claude-haiku-4-5", 1_000_000, json!({"type": "text", "text": "one"})),
+        json!({"type": "user", "uuid": "u2", "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678",
+               "message": {"role": "user", "content": "again"}}),
+        reply("a3", "msg_2", "claude-haiku-4-5", 500_000, json!({"type": "text", "text": "two"})),
+        json!({"type": "user", "uuid": "u3", "sessionId": "3f1e2d4c-5b6a-4789-8abc-def012345678",
+               "message": {"role": "user", "content": "more"}}),
+        reply("a4", "msg_3", "mystery-1", 500_000, json!({"type": "text", "text": "three"})),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&path, text).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.spent_usd, 1.5);
+    assert_eq!(loaded.unpriced_models, ["mystery-1"]);
+}

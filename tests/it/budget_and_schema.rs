@@ -215,3 +215,34 @@ fn the_cap_spans_the_prompts_of_a_session() {
     // would repeat them as cache writes, $0.075, with $0.04 left.
     assert_eq!(api.requests().len(), 1);
 }
+
+/// The cap holds across processes: a resumed session starts with what its transcript records
+/// as spent. The first process spends $0.06001 (60,000 uncached prompt tokens of Haiku 4.5 and
+/// two output tokens) with no cap; resumed under a $0.065 cap, less than $0.005 is left, not
+/// enough for the smallest output cap worth sending (1024 tokens at $5 per million), so the
+/// request is never sent. A new session under the same cap sends it.
+#[test]
+fn the_cap_spans_a_resumed_session() {
+    let answer = Reply::Sse(Sse::new(MODEL, 60_000).text("Done.").stop("end_turn"));
+    let api = MockApi::start(vec![answer]);
+    let dir = work_dir();
+    let id = "0b6c2c1e-9d4f-4b8e-8a61-5d1f0e2a7c3b";
+    let (code, result, err) = run(&api, dir.path(), "first", &["--session-id", id]);
+    assert_eq!(code, 0, "{err}");
+    // 60,000 prompt tokens at $1 and the reply's two output tokens at $5 per million.
+    assert_eq!(result["total_cost_usd"], json!(0.06001));
+
+    let (code, result, err) = run(&api, dir.path(), "second", &["--resume", id, "--max-budget-usd", "0.065"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(result["subtype"], "error_max_budget_usd", "{result}");
+    assert_eq!(api.requests().len(), 1, "the resumed run sent nothing");
+
+    // A fork carries the spend too; a new session under the same cap does not.
+    let (code, result, _) =
+        run(&api, dir.path(), "third", &["--resume", id, "--fork-session", "--max-budget-usd", "0.065"]);
+    assert_eq!((code, result["subtype"].as_str()), (1, Some("error_max_budget_usd")));
+    let api = MockApi::start(vec![Reply::Sse(Sse::new(MODEL, 100).text("Fine.").stop("end_turn"))]);
+    let (code, result, err) = run(&api, dir.path(), "fresh", &["--max-budget-usd", "0.065"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(result["result"], "Fine.");
+}

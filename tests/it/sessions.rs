@@ -748,3 +748,72 @@ dd if=/dev/zero of="$STORE/fill" bs=4096 2>/dev/null"#;
     assert!(err.starts_with("agentloop: warning: the session is not written ("), "{err}");
     assert!(err.ends_with(": No space left on device (os error 28))\n"), "{err}");
 }
+
+/// Waits until `api` has received `n` requests.
+fn wait_for_requests(api: &MockApi, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api.requests().len() < n {
+        assert!(Instant::now() < deadline, "only {} of {n} requests arrived", api.requests().len());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kill points without a durable engine, each checked against what the resumed run sends and
+/// how often each model attempt was made: a kill while a reply streams (the reply was never
+/// recorded, so the resumed run asks again, once) and a kill while a retry's backoff waits
+/// (the failed attempt left nothing; the resumed run sends the request once more). In both
+/// the resumed history is the prompt followed by the new one, and nothing is answered twice.
+#[test]
+fn a_run_killed_mid_reply_or_mid_backoff_resumes_with_one_more_attempt() {
+    for (name, first) in [
+        (
+            "mid-reply",
+            Reply::paused_before(
+                Sse::new("claude-sonnet-4-5", 1200).text("Half an answer").stop("end_turn"),
+                "message_stop",
+                Duration::from_secs(30),
+            ),
+        ),
+        ("mid-backoff", Reply::error(529, "overloaded_error", "Overloaded")),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().to_str().unwrap();
+        let id = "8c3f5c0e-4b7d-4c2a-9e8f-0123456789ab";
+        let api = MockApi::start(vec![first]);
+        // The backoff after the 529 is 30 s: the kill comes while it waits.
+        let mut child = command(home.path(), &api.base_url())
+            .args(["run", "-p", "Say something", "--model", "claude-sonnet-4-5", "--cwd", cwd])
+            .args(["--session-id", id, "--retry-base-delay-ms", "30000", "--retry-max-delay-ms", "30000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_requests(&api, 1);
+        std::thread::sleep(Duration::from_millis(300));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        assert_eq!(api.requests().len(), 1, "{name}: one attempt before the kill");
+
+        let api = MockApi::start(vec![answer("Whole answer.")]);
+        let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+        let (code, out, err) = run(home.path(), &api.base_url(), &args);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(out, "Whole answer.\n", "{name}");
+        assert_eq!(api.requests().len(), 1, "{name}: the resumed run asked once");
+        assert!(!err.contains("cut off"), "{name}: nothing to repair: {err}");
+        let sent = strip_cache_control(&api.bodies()[0]["messages"]);
+        assert_eq!(
+            sent,
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "Say something"},
+                {"type": "text", "text": "Go on"}
+            ]}]),
+            "{name}"
+        );
+        let lines = transcript(home.path(), id);
+        assert_chain(&lines, id);
+        let replies = lines.iter().filter(|l| l["type"] == "assistant").count();
+        assert_eq!(replies, 1, "{name}: only the resumed run's reply is recorded");
+    }
+}

@@ -448,6 +448,7 @@ mod tests {
                 "Done ",
                 "Compact ",
                 "ExecuteTools ",
+                "Prepare tools_pending=false",
                 "Consume ",
                 "Recover cause=prompt_too_long",
                 "Checkpoint tools_ran=false",
@@ -458,13 +459,16 @@ mod tests {
         let into = |id: &str| places[m.edges[t.edges.iter().position(|e| e.id == id).unwrap()].to].clone();
         assert_eq!(into("consume.prompt_too_long"), "Recover cause=prompt_too_long");
         assert_eq!(into("tools.done"), "Checkpoint tools_ran=true");
-        assert_eq!(into("checkpoint.next_turn"), "Prepare ");
+        assert_eq!(into("checkpoint.next_turn"), "Prepare tools_pending=false");
         // Each place enables only the edges its fixed facts allow.
         let everything = (1 << t.counters.len()) - 1;
         let at = |label: &str| places.iter().position(|p| p == label).unwrap();
         let ids =
             |label: &str| m.enabled(at(label), everything).iter().map(|&e| t.edges[e].id.as_str()).collect::<Vec<_>>();
         assert_eq!(ids("Recover cause=truncated"), vec!["recover.max_output_tokens_escalate"]);
+        // Only the run's start can finish a resumed tool phase.
+        assert!(ids("Prepare ").contains(&"prepare.resume_tools"));
+        assert!(!ids("Prepare tools_pending=false").contains(&"prepare.resume_tools"));
         assert_eq!(
             ids("Recover cause=prompt_too_long"),
             vec!["recover.collapse_drain_retry", "recover.reactive_compact_retry", "recover.prompt_too_long"]
