@@ -91,10 +91,7 @@ impl Machine {
         }
         self.append(ctx, Message { role: Role::User, content });
         if let Some(resume) = resume {
-            if let Some(warning) = ctx.transcript.prompt(&resume.prompt, resume.uuid, resume.origin.as_ref()) {
-                ctx.emit(warning);
-            }
-            ctx.emit(EngineEvent::Message { message: resume.prompt.clone(), uuid: resume.uuid, reply: None });
+            ctx.record_prompt(&resume.prompt, resume.uuid, resume.origin.as_ref());
             self.st.push_message(resume.prompt);
         }
     }

@@ -90,6 +90,20 @@ impl Ctx {
         self.sink.event(&event);
     }
 
+    /// Record the user's prompt: its transcript line (as `uuid`, with the Agent SDK's
+    /// `origin`) and its event.
+    pub fn record_prompt(
+        &mut self,
+        prompt: &crate::protocol::Message,
+        uuid: crate::session::Uuid,
+        origin: Option<&serde_json::Value>,
+    ) {
+        if let Some(warning) = self.transcript.prompt(prompt, uuid, origin) {
+            self.emit(warning);
+        }
+        self.emit(EngineEvent::Message { message: prompt.clone(), uuid, reply: None });
+    }
+
     /// The environment hooks run in.
     pub fn hook_env(&self, run_id: &str) -> HookEnv {
         HookEnv {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use statig::prelude::*;
 use tracing::Instrument;
 
-use crate::engine::events::{EngineEvent, EventSink};
+use crate::engine::events::EventSink;
 use crate::engine::machine::{Ctx, Deps, Event, Machine, State};
 use crate::engine::options::EngineOptions;
 use crate::engine::reason::TerminalReason;
@@ -281,12 +281,7 @@ pub async fn run_prompt_with(
         Some(pending) => {
             st.resume = Some(ResumeTools { pending, prompt: user, uuid: prompt_uuid, origin: origin.cloned() });
         }
-        None => {
-            if let Some(warning) = ctx.transcript.prompt(&user, prompt_uuid, origin) {
-                ctx.emit(warning);
-            }
-            ctx.emit(EngineEvent::Message { message: user, uuid: prompt_uuid, reply: None });
-        }
+        None => ctx.record_prompt(&user, prompt_uuid, origin),
     }
     tracing::debug!(?counters, "run starts");
 

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use super::journal::{Journaled, PendingCall, PendingTools, Recovered};
 use crate::engine::acting::INTERRUPTED_TOOLS;
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tools::ToolCall;
 use crate::tools::orchestrate::OUTCOME_UNKNOWN_RESULT;
 
 /// Result text of a call the tool journal shows never started: the run stopped first.
@@ -233,53 +232,26 @@ fn repair_with(
     (RepairReport { repairs, write }, pending)
 }
 
-/// The cut tool phase of `reply`, the history's last message (at `message`), with calls `calls`, when the
-/// journal names them all and some can run: with its repair for the report.
+/// The cut tool phase of `reply`, the history's last message (at `message`), with calls
+/// `calls`, when the journal names them all and some can run: with its repair for the report.
 fn pending_of(
     reply: &Message,
     message: usize,
     calls: &[String],
     journal: &Journaled,
 ) -> Option<(PendingTools, Repair)> {
-    let mut pending = PendingTools { calls: Vec::new(), interrupted: false };
-    let (mut replayed, mut interrupted, mut rerun, mut run) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for id in calls {
-        let call: ToolCall = reply.tool_uses().find(|t| t.id == id)?.into();
-        let result = match journal.recover(id, calls) {
-            Recovered::Unknown => return None,
-            Recovered::Replayed(result) => {
-                replayed.push(id.clone());
-                Some(result)
-            }
-            Recovered::Interrupted { read_only: false } => {
-                interrupted.push(id.clone());
-                pending.interrupted = true;
-                Some(self::interrupted(id))
-            }
-            Recovered::Interrupted { read_only: true } => {
-                rerun.push(id.clone());
-                None
-            }
-            Recovered::NotStarted => {
-                run.push(id.clone());
-                None
-            }
-        };
-        pending.calls.push(PendingCall { call, result });
-    }
-    if rerun.is_empty() && run.is_empty() {
+    let mut answers = Answers::new(journal, calls);
+    let settled: Vec<Option<ContentBlock>> = calls.iter().map(|id| answers.settle(id)).collect();
+    if !answers.unknown.is_empty() || (answers.rerun.is_empty() && answers.run.is_empty()) {
         return None;
     }
-    let repair = Repair::RecoveredToolUses {
-        message,
-        replayed,
-        interrupted,
-        not_started: Vec::new(),
-        rerun,
-        run,
-        new_message: false,
-    };
-    Some((pending, repair))
+    let calls = calls
+        .iter()
+        .zip(settled)
+        .map(|(id, result)| Some(PendingCall { call: reply.tool_uses().find(|t| t.id == id)?.into(), result }))
+        .collect::<Option<Vec<_>>>()?;
+    let pending = PendingTools { calls, interrupted: !answers.interrupted.is_empty() };
+    Some((pending, answers.report(message, Vec::new(), false)))
 }
 
 /// The results of one reply's calls left without one, and what the journal said of them.
@@ -289,6 +261,10 @@ struct Answers<'a> {
     replayed: Vec<String>,
     interrupted: Vec<String>,
     not_started: Vec<String>,
+    /// Calls a resumed run runs again: they only read and did not finish ([`Answers::settle`]).
+    rerun: Vec<String>,
+    /// Calls a resumed run runs: they never started ([`Answers::settle`]).
+    run: Vec<String>,
     /// Calls the journal knows nothing of (a transcript written without one).
     unknown: Vec<String>,
 }
@@ -301,13 +277,37 @@ impl<'a> Answers<'a> {
             replayed: Vec::new(),
             interrupted: Vec::new(),
             not_started: Vec::new(),
+            rerun: Vec::new(),
+            run: Vec::new(),
             unknown: Vec::new(),
         }
     }
 
     /// The result of call `id`, which has none in the history.
     fn answer(&mut self, id: &str) -> ContentBlock {
+        let recovered = self.journal.recover(id, self.calls);
+        self.answer_as(id, recovered)
+    }
+
+    /// [`Answers::answer`] for a resumed run that finishes the phase: `None` for a call it is
+    /// to run (one that never started, or one that only reads and did not finish).
+    fn settle(&mut self, id: &str) -> Option<ContentBlock> {
         match self.journal.recover(id, self.calls) {
+            Recovered::Interrupted { read_only: true } => {
+                self.rerun.push(id.to_owned());
+                None
+            }
+            Recovered::NotStarted => {
+                self.run.push(id.to_owned());
+                None
+            }
+            recovered => Some(self.answer_as(id, recovered)),
+        }
+    }
+
+    /// The result of call `id`, given what the journal says of it.
+    fn answer_as(&mut self, id: &str, recovered: Recovered) -> ContentBlock {
+        match recovered {
             Recovered::Replayed(result) => {
                 self.replayed.push(id.to_owned());
                 result
@@ -340,8 +340,8 @@ impl<'a> Answers<'a> {
                 replayed: self.replayed,
                 interrupted: self.interrupted,
                 not_started: self.not_started,
-                rerun: Vec::new(),
-                run: Vec::new(),
+                rerun: self.rerun,
+                run: self.run,
                 new_message,
             }
         } else {

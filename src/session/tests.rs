@@ -1127,6 +1127,16 @@ fn cut_in_execute_tools(store: &SessionStore) -> PathBuf {
     w.path().to_path_buf()
 }
 
+/// A new transcript of `store` cut after the prompt "Read" and a reply calling `t1` and `t2`,
+/// with its tool journal.
+fn reading_t1_and_t2(store: &SessionStore) -> (TranscriptWriter, ToolJournal) {
+    let mut w = store.create(Path::new(CWD)).unwrap();
+    w.append(&user("Read")).unwrap();
+    w.append(&calls(&["t1", "t2"])).unwrap();
+    let journal = w.journal().unwrap();
+    (w, journal)
+}
+
 #[test]
 fn the_journal_replays_finished_results_and_tells_the_interrupted_from_the_never_started() {
     let (_dir, store) = store();
@@ -1208,10 +1218,7 @@ fn a_resuming_repair_leaves_the_calls_that_can_run_to_the_resumed_run() {
 #[test]
 fn a_read_only_call_that_did_not_finish_runs_again_and_a_settled_phase_is_answered_at_once() {
     let (_dir, store) = store();
-    let mut w = store.create(Path::new(CWD)).unwrap();
-    w.append(&user("Read")).unwrap();
-    w.append(&calls(&["t1", "t2"])).unwrap();
-    let journal = w.journal().unwrap();
+    let (w, journal) = reading_t1_and_t2(&store);
     journal.started("t1", "Read", true);
     journal.started("t2", "Bash", false);
     journal.finished("t2", &result("t2"));
@@ -1240,10 +1247,7 @@ fn a_read_only_call_that_did_not_finish_runs_again_and_a_settled_phase_is_answer
 #[test]
 fn a_kill_after_the_last_result_leaves_the_history_of_an_uninterrupted_run() {
     let (_dir, store) = store();
-    let mut w = store.create(Path::new(CWD)).unwrap();
-    w.append(&user("Read")).unwrap();
-    w.append(&calls(&["t1", "t2"])).unwrap();
-    let journal = w.journal().unwrap();
+    let (w, journal) = reading_t1_and_t2(&store);
     for id in ["t1", "t2"] {
         journal.started(id, "Read", true);
     }
@@ -1284,10 +1288,7 @@ fn journal_lines_are_skipped_by_readers_of_messages_and_answer_only_calls_of_the
 #[test]
 fn a_journaled_result_answers_the_call_its_line_names() {
     let (_dir, store) = store();
-    let mut w = store.create(Path::new(CWD)).unwrap();
-    w.append(&user("Read")).unwrap();
-    w.append(&calls(&["t1", "t2"])).unwrap();
-    let journal = w.journal().unwrap();
+    let (w, journal) = reading_t1_and_t2(&store);
     journal.started("t1", "Read", true);
     journal.finished("t1", &result("t0"));
     journal.started("t2", "Read", true);
