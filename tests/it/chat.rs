@@ -258,18 +258,30 @@ fn tool_call_syntax_leaked_into_text_is_kept_as_text_and_reported() {
 
 /// The OpenAI providers read each body to its end too: one connection for a session whose
 /// bodies end 40 ms after their last chunk.
+///
+/// A drained connection goes back to the pool from a task of hyper's own, which a loaded
+/// machine may run after the next request has already opened a connection; so the session
+/// runs up to three times and one of them must use a single connection. A client that drops
+/// its bodies unread opens two every time.
 #[test]
 fn a_chat_session_uses_one_connection() {
     let late = |reply: Reply| match reply {
         Reply::Sse(body) => Reply::LateEnd { body, tail: std::time::Duration::from_millis(40) },
         other => other,
     };
-    let dir = work_dir();
-    let api = MockApi::start_chat(vec![late(read_call()), late(text("It says hello.", "stop"))]);
-    let (out, _) = run(dir.path(), &api, "What does greeting.txt say?", &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(api.bodies().len(), 2);
-    assert_eq!(api.connections(), 1);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let dir = work_dir();
+        let api = MockApi::start_chat(vec![late(read_call()), late(text("It says hello.", "stop"))]);
+        let (out, _) = run(dir.path(), &api, "What does greeting.txt say?", &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(api.bodies().len(), 2);
+        seen.push(api.connections());
+        if api.connections() == 1 {
+            return;
+        }
+    }
+    panic!("every run opened more than one connection: {seen:?}");
 }
 
 /// A model no price table knows costs "unknown" (`total_cost_usd: null`, the model named in
