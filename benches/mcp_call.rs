@@ -91,6 +91,7 @@ impl Bench {
             result_cap: 100_000,
             spill_dir: cwd.join("spill"),
             approvals: Approvals::unattended(),
+            effects: Arc::new(agentloop::SystemClock::new()),
         };
         let input = json!({"message": MESSAGE});
         let call = ToolCall { id: "toolu_bench".into(), name: tool.name().to_owned(), input: input.clone() };

@@ -107,7 +107,7 @@ async fn embed(prompt: &str, cwd: &std::path::Path) -> (RunOutcome, Vec<EngineEv
         model: Arc::new(Relay),
         tools,
         hooks: Arc::new(NoHooks),
-        clock: Arc::new(SystemClock::new()),
+        effects: Arc::new(SystemClock::new()),
         cancel: CancellationToken::new(),
         cwd: cwd.to_path_buf(),
         policy: Arc::new(Policy::new(Mode::Default, cwd.to_path_buf())),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::clock::Clock;
+use crate::engine::effects::Effects;
 use crate::engine::events::EngineEvent;
 use crate::engine::machine::Deps;
 use crate::engine::options::EngineOptions;
@@ -124,7 +124,11 @@ pub fn policy(
 ///
 /// # Errors
 /// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
-pub async fn run_scenario(scenario: &Scenario, dir: &Path, clock: Arc<dyn Clock>) -> Result<ScenarioRun, HarnessError> {
+pub async fn run_scenario(
+    scenario: &Scenario,
+    dir: &Path,
+    clock: Arc<dyn Effects>,
+) -> Result<ScenarioRun, HarnessError> {
     run_scenario_with(scenario, dir, clock, scenario_tools(scenario), scenario_options(scenario)).await
 }
 
@@ -142,7 +146,7 @@ pub fn scenario_tools(scenario: &Scenario) -> Registry {
 pub async fn run_scenario_with(
     scenario: &Scenario,
     dir: &Path,
-    clock: Arc<dyn Clock>,
+    clock: Arc<dyn Effects>,
     tools: Registry,
     options: EngineOptions,
 ) -> Result<ScenarioRun, HarnessError> {
@@ -157,7 +161,7 @@ pub async fn run_scenario_with(
 pub async fn run_scenario_approved(
     scenario: &Scenario,
     dir: &Path,
-    clock: Arc<dyn Clock>,
+    clock: Arc<dyn Effects>,
     tools: Registry,
     options: EngineOptions,
     approver: Arc<dyn Approver>,
@@ -170,7 +174,7 @@ pub async fn run_scenario_approved(
         model: model.clone(),
         tools,
         hooks: Arc::new(CommandHooks::new(settings.hooks)),
-        clock,
+        effects: clock,
         cancel,
         cwd: dir.to_path_buf(),
         policy: Arc::new(policy(&settings.permissions, None, &[], &[], dir)?),

@@ -23,7 +23,7 @@
 //!     model: Arc::new(Relay),                         // impl Model for Relay
 //!     tools,
 //!     hooks: Arc::new(NoHooks),
-//!     clock: Arc::new(SystemClock::new()),
+//!     effects: Arc::new(SystemClock::new()),
 //!     cancel: CancellationToken::new(),
 //!     cwd: cwd.clone(),
 //!     policy: Arc::new(Policy::new(Mode::Default, cwd)),

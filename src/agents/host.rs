@@ -751,6 +751,12 @@ fn child_deps(parent: &Parent, definition: &AgentDefinition, agent: &SubagentRun
             inner: parent.deps.approver.clone(),
             agent: format!("{} {}", agent.agent_type, agent.agent_id),
         }),
+        // Under a journal the whole child run is one step, its parent's `Agent` call: its own
+        // model attempts and tool calls run directly inside it.
+        effects: match parent.deps.effects.journal() {
+            Some(_) => Arc::new(crate::engine::clock::SystemClock::new()),
+            None => parent.deps.effects.clone(),
+        },
         ..parent.deps.clone()
     }
 }

@@ -796,7 +796,7 @@ pub async fn execute(mut spec: RunSpec) -> ExitStatus {
         model: spec.model,
         tools,
         hooks: Arc::new(CommandHooks::new(spec.settings.hooks)),
-        clock: Arc::new(SystemClock::new()),
+        effects: Arc::new(SystemClock::new()),
         cancel: spec.cancel.clone(),
         cwd: spec.cwd,
         policy: Arc::new(spec.policy),

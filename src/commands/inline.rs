@@ -273,6 +273,7 @@ impl ToolboxCaller {
             result_cap: crate::tools::orchestrate::DEFAULT_RESULT_CAP,
             spill_dir: std::env::temp_dir().join(format!("agentloop-{session_id}")),
             approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),
+            effects: deps.effects.clone(),
         };
         let ctx = ToolContext {
             cancel: deps.cancel.clone(),

@@ -172,7 +172,7 @@ mod tests {
             model: Arc::new(crate::model::scripted::ScriptedModel::new(&scenario, cancel.clone())),
             tools: crate::tools::Registry::standard(),
             hooks: Arc::new(crate::hooks::NoHooks),
-            clock: Arc::new(crate::engine::clock::SystemClock::new()),
+            effects: Arc::new(crate::engine::clock::SystemClock::new()),
             cancel,
             cwd: dir.to_path_buf(),
             policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.into())),

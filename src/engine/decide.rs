@@ -3,6 +3,7 @@
 use statig::prelude::*;
 
 use crate::context;
+use crate::engine::effects::{Effects, Step, StepResult, run_step};
 use crate::engine::events::EngineEvent;
 use crate::engine::generated::choice::checkpoint::{self, TurnChecked, TurnCheckedFacts};
 use crate::engine::generated::choice::recover::{RecoveryChecked, RecoveryCheckedFacts};
@@ -132,7 +133,7 @@ impl Machine {
     async fn run_stop_hooks(&mut self, ctx: &mut Ctx) -> Option<StopDecision> {
         let env = ctx.hook_env(&self.st.options.run_id);
         let active = self.st.used(counter::STOP_HOOK_BLOCKS) > 0;
-        let hooks = ctx.deps.hooks.clone();
+        let (hooks, effects) = (ctx.deps.hooks.clone(), ctx.deps.effects.clone());
         let cancel = ctx.deps.cancel.clone();
         ctx.emit(EngineEvent::StopHooksStarted);
         if !hooks.runs_stop() {
@@ -150,7 +151,7 @@ impl Machine {
                 ctx.emit(EngineEvent::Warning(format!("{INTERRUPTED_HOOKS}: Stop")));
                 return None;
             }
-            decided = hooks.stop(&env, active) => decided,
+            decided = stop_step(&*effects, hooks.stop(&env, active)) => decided,
         };
         for w in warnings {
             ctx.emit(EngineEvent::Warning(w));
@@ -334,6 +335,20 @@ impl RecoveryCheckedFacts for RecoveryFacts<'_> {
         match self.withheld {
             Withheld::PromptTooLong(_) => Some(m.try_reactive_compaction(ctx).await),
             Withheld::Truncated { .. } => Some(false),
+        }
+    }
+}
+
+/// The Stop hooks' run as a step of the run's effects. A journal's value this version cannot
+/// read lets the turn end as if no hook ran, with a warning.
+async fn stop_step(
+    effects: &dyn Effects,
+    hooks: futures::future::BoxFuture<'_, (StopDecision, Vec<String>)>,
+) -> (StopDecision, Vec<String>) {
+    match run_step(effects, Step::Hooks { event: "Stop", tool_use_id: None }, hooks).await {
+        StepResult::Ran(decided) => decided,
+        StepResult::Interrupted | StepResult::Unreadable(_) => {
+            (StopDecision::Pass, vec!["the journal's Stop hook result is unreadable; no hook applied".to_owned()])
         }
     }
 }

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use statig::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::clock::Clock;
 use crate::engine::events::{EngineEvent, EventSink};
 pub use crate::engine::generated::StateName;
 use crate::engine::reason::TerminalReason;
@@ -43,8 +42,10 @@ pub struct Deps {
     pub tools: Registry,
     /// The hooks.
     pub hooks: Arc<dyn Hooks>,
-    /// The clock (trace times and backoff).
-    pub clock: Arc<dyn Clock>,
+    /// Where the loop meets the world ([`crate::engine::effects`]): the clock (trace times
+    /// and backoff), message ids, and for a durable run the journal its model attempts, tool
+    /// calls and hook runs go through.
+    pub effects: Arc<dyn crate::engine::effects::Effects>,
     /// Cancelled on Ctrl+C or a scenario's abort.
     pub cancel: CancellationToken,
     /// The run's working directory.
@@ -98,7 +99,8 @@ impl Ctx {
         uuid: crate::session::Uuid,
         origin: Option<&serde_json::Value>,
     ) {
-        if let Some(warning) = self.transcript.prompt(prompt, uuid, origin) {
+        let prompt_id = self.deps.effects.new_id();
+        if let Some(warning) = self.transcript.prompt(prompt, uuid, prompt_id, origin) {
             self.emit(warning);
         }
         self.emit(EngineEvent::Message { message: prompt.clone(), uuid, reply: None });
@@ -338,7 +340,7 @@ impl Machine {
         let record = TraceRecord {
             record_type: "transition",
             seq: ctx.transitions + 1,
-            t_ms: (ctx.deps.clock.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            t_ms: (ctx.deps.effects.elapsed().as_secs_f64() * 1e6).round() / 1e3,
             turn: pending.turn,
             from,
             to,

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod compact;
 pub mod decide;
 pub mod edge;
+pub mod effects;
 pub mod events;
 pub mod generated;
 pub mod machine;

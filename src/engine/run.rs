@@ -176,7 +176,7 @@ pub async fn run_prompt_with(
     prompt: &Prompt,
     sink: Box<dyn EventSink>,
 ) -> Result<RunOutcome, EngineError> {
-    let (prompt_uuid, origin) = (prompt.uuid.unwrap_or_else(Uuid::new_v4), prompt.origin.as_ref());
+    let (prompt_uuid, origin) = (prompt.uuid.unwrap_or_else(|| deps.effects.new_id()), prompt.origin.as_ref());
     let prompt = prompt.text.as_str();
     options.validate().map_err(EngineError::Options)?;
     if let Some(schema) = &options.json_schema {
@@ -260,6 +260,7 @@ pub async fn run_prompt_with(
         result_cap: st.options.tool_result_cap,
         spill_dir,
         approvals: Approvals::new(deps.approver.clone(), deps.cancel.clone()),
+        effects: deps.effects.clone(),
     });
     let transcript = TranscriptLog::new(session.transcript.take());
     let tasks = children.as_ref().map(Children::tasks);

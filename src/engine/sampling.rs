@@ -25,7 +25,7 @@ use crate::model::anthropic::pricing;
 use crate::model::assemble::{Assembled, Assembler, Step};
 use crate::model::{ErrorClass, ModelError, reply};
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use crate::session::{HistoryReason, ReplyInfo, Uuid};
+use crate::session::{HistoryReason, ReplyInfo};
 use crate::tools::ToolCall;
 use crate::tools::streaming::Executor;
 use std::collections::HashMap;
@@ -119,7 +119,8 @@ and nothing is left to compact",
                 Admission::Over(over) => return Err(CompactFailed::Budget(over)),
             }
         }
-        let model = ctx.deps.model.clone();
+        let n = u64::from(self.st.model_calls);
+        let model = crate::engine::effects::through(ctx.deps.effects.clone(), ctx.deps.model.clone(), n);
         let summary = compact::summarize(&*model, self.st.model(), &self.st.messages[..], None, max_tokens).await?;
         self.account(ctx, &summary.usage, None);
         self.st.messages = summary.history()?.into();
@@ -134,7 +135,7 @@ and nothing is left to compact",
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Handled,
-                _ = ctx.deps.clock.sleep(delay) => {}
+                _ = ctx.deps.effects.sleep(delay) => {}
             }
         }
         let Some(mut request) = self.st.request.clone() else {
@@ -157,11 +158,13 @@ and nothing is left to compact",
             max_tokens: request.max_tokens,
             attempt: self.st.used(counter::RETRIES) + 1,
         });
-        let model = ctx.deps.model.clone();
+        let (model, effects) = (ctx.deps.model.clone(), ctx.deps.effects.clone());
+        let attempt =
+            crate::engine::effects::model_attempt(&*effects, &*model, request, u64::from(self.st.model_calls));
         let opened = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Handled,
-            opened = model.stream(request) => opened,
+            opened = attempt => opened,
         };
         match opened {
             Ok(stream) => {
@@ -192,7 +195,7 @@ and nothing is left to compact",
             }
             return Ok(max_tokens);
         };
-        let now = ctx.deps.clock.elapsed();
+        let now = ctx.deps.effects.elapsed();
         let prompt = budget::Prompt::project(
             self.st.model(),
             self.st.prompt_chars(),
@@ -384,7 +387,7 @@ and nothing is left to compact",
             cached_tokens: done.usage.cache_read_input_tokens.unwrap_or(0)
                 + done.usage.cache_creation_input_tokens.unwrap_or(0),
             uncached_tokens: done.usage.input_tokens.unwrap_or(0),
-            at: ctx.deps.clock.elapsed(),
+            at: ctx.deps.effects.elapsed(),
         });
         let truncation = truncation(done.stop_reason.as_ref(), done.usage.output_tokens, self.st.sent_max_tokens);
         let paused = done.stop_reason == Some(StopReason::PauseTurn);
@@ -546,7 +549,7 @@ and nothing is left to compact",
     /// [`Self::append`] for a reply of the model, with what the API said about it: its line
     /// in the transcript and on stdout carry the same uuid, message id, usage and request id.
     pub(crate) fn append_reply(&mut self, ctx: &mut Ctx, message: Message, reply: Option<Box<ReplyInfo>>) {
-        let uuid = Uuid::new_v4();
+        let uuid = ctx.deps.effects.new_id();
         if let Some(warning) = ctx.transcript.message(&message, uuid, reply.as_deref()) {
             ctx.emit(warning);
         }
@@ -817,7 +820,7 @@ mod tests {
             model: Arc::new(model),
             tools,
             hooks: Arc::new(crate::hooks::NoHooks),
-            clock: Arc::new(crate::engine::clock::SystemClock::new()),
+            effects: Arc::new(crate::engine::clock::SystemClock::new()),
             cancel,
             cwd: dir.path().to_path_buf(),
             policy: Arc::new(crate::permissions::Policy::new(crate::permissions::Mode::Default, dir.path().into())),

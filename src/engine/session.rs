@@ -126,9 +126,14 @@ impl TranscriptLog {
 
     /// Write the prompt that starts a turn sequence: its line has uuid `uuid`, its text as a
     /// plain string (as Claude Code stores a prompt), its `origin` if it has one, and a fresh
-    /// `promptId` that the lines after it (until the next prompt) carry too.
-    pub fn prompt(&mut self, message: &Message, uuid: Uuid, origin: Option<&serde_json::Value>) -> Option<EngineEvent> {
-        let prompt_id = Uuid::new_v4();
+    /// `promptId` (`prompt_id`) that the lines after it (until the next prompt) carry too.
+    pub fn prompt(
+        &mut self,
+        message: &Message,
+        uuid: Uuid,
+        prompt_id: Uuid,
+        origin: Option<&serde_json::Value>,
+    ) -> Option<EngineEvent> {
         self.prompt_id = Some(prompt_id);
         let info = LineInfo { uuid: Some(uuid), prompt_id: Some(prompt_id), text_prompt: true, origin, reply: None };
         let result = self.writer.as_mut()?.append_with(message, &info).map(|_| ());

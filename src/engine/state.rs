@@ -34,7 +34,7 @@ pub enum Withheld {
 }
 
 /// Token totals of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct UsageTotals {
     /// Prompt tokens.
     pub input_tokens: u64,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::tools::shell_env::ShellEnv;
 
 /// What the Stop hooks decided at the end of a turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopDecision {
     /// Let the turn end.
     Pass,
@@ -31,7 +31,7 @@ pub enum StopDecision {
 }
 
 /// What PreToolUse hooks decided for one call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PreToolDecision {
     /// `Some(reason)`: do not run the tool; the reason becomes its error result.
     pub deny: Option<String>,
@@ -44,7 +44,7 @@ pub struct PreToolDecision {
 /// What a PreToolUse hook's `hookSpecificOutput.permissionDecision` asks of the permission
 /// check (Claude Code's semantics, with agentloop's rules kept): deny rules and plan mode
 /// still refuse a call whatever a hook says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HookPermission {
     /// `allow`: the call runs without asking anyone.
     Allow,
@@ -53,7 +53,7 @@ pub enum HookPermission {
 }
 
 /// What PostToolUse hooks decided for one call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PostToolDecision {
     /// Extra text for the model, appended to the tool result.
     pub feedback: Option<String>,

@@ -472,7 +472,7 @@ impl Interactive {
             model: self.model.clone(),
             tools: self.tools.clone(),
             hooks: Arc::new(CommandHooks::new(self.settings.hooks.clone())),
-            clock: Arc::new(SystemClock::new()),
+            effects: Arc::new(SystemClock::new()),
             cancel: cancel.clone(),
             cwd: self.cwd.clone(),
             policy: Arc::new(self.policy.clone()),

@@ -123,6 +123,13 @@ pub trait Model: Send + Sync {
         Box::pin(std::future::ready(None))
     }
 
+    /// A journal answered `request` from its record of an earlier life of the run, without
+    /// sending it ([`crate::engine::effects`]). A model that plays a script in order (the
+    /// scripted model) moves past the reply it would have given; others do nothing.
+    fn replayed(&self, request: &ModelRequest) {
+        let _ = request;
+    }
+
     /// Who answers, as the OpenTelemetry GenAI conventions name providers
     /// (`gen_ai.provider.name`): `anthropic` for the Messages API (the default), `openai` for
     /// the OpenAI APIs, something of the model's own otherwise.

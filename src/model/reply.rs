@@ -90,7 +90,7 @@ pub async fn read_to_end<F: FnMut(Step<'_>) + ?Sized>(
 /// A reply made of owned events, each pushed as it comes; the stream is not polled again after
 /// `message_stop`, an `error` event or a failure.
 pub fn from_events(events: EventStream) -> ReplyStream {
-    Box::pin(Events { events, over: false })
+    Box::pin(Events { events, over: false, exhausted: false })
 }
 
 /// A reply that is one whole message, streamed as the Messages API would stream it: each block
@@ -141,6 +141,8 @@ pub fn whole(message: &Message, stop_reason: StopReason) -> ReplyStream {
 struct Events {
     events: EventStream,
     over: bool,
+    /// The stream returned `None`: it is not polled again.
+    exhausted: bool,
 }
 
 impl Reply for Events {
@@ -157,6 +159,7 @@ impl Reply for Events {
         let pushed = match std::task::ready!(this.events.as_mut().poll_next(cx)) {
             None => {
                 this.over = true;
+                this.exhausted = true;
                 return Poll::Ready(None);
             }
             Some(event) => event.and_then(|event| asm.push(event)),
@@ -178,7 +181,9 @@ impl Reply for Events {
     /// end there ([`crate::model::translate::reply`]), so the connection can be reused.
     fn poll_finish(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        while let Some(_rest) = std::task::ready!(this.events.as_mut().poll_next(cx)) {}
+        while !this.exhausted {
+            this.exhausted = std::task::ready!(this.events.as_mut().poll_next(cx)).is_none();
+        }
         Poll::Ready(())
     }
 }

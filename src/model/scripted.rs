@@ -185,6 +185,24 @@ impl ScriptedModel {
         Ok((route, index, response))
     }
 
+    /// Move past the reply `request` would be answered with, as if it had been served.
+    fn skip(&self, request: &ModelRequest) {
+        let route = self.route(request);
+        let mut log = self.lock();
+        match route {
+            Route::Main => {
+                log.main_received += 1;
+                log.last_main = Some(log.main_served);
+                log.main_served += 1;
+            }
+            Route::Aux => {
+                log.aux_received += 1;
+                log.aux_served += 1;
+            }
+            Route::Subagent(k) => log.subagents_served[k] += 1,
+        }
+    }
+
     /// Everything of [`Model::stream`] but the future: the reply's owned events.
     fn answer(&self, request: ModelRequest) -> Result<EventStream, ModelError> {
         let (route, index, response) = self.take(&request)?;
@@ -231,6 +249,10 @@ impl ScriptedModel {
 impl Model for ScriptedModel {
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ReplyStream, ModelError>> {
         Box::pin(std::future::ready(self.answer(request).map(reply::from_events)))
+    }
+
+    fn replayed(&self, request: &ModelRequest) {
+        self.skip(request);
     }
 }
 

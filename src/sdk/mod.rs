@@ -503,7 +503,7 @@ impl Host {
             model: self.model.clone(),
             tools: self.tools.clone(),
             hooks: Arc::new(CommandHooks::with_callbacks(self.settings.hooks.clone(), self.controller.clone())),
-            clock: Arc::new(SystemClock::new()),
+            effects: Arc::new(SystemClock::new()),
             cancel,
             cwd: self.cwd.clone(),
             policy: Arc::new(policy),

@@ -72,7 +72,7 @@ impl From<crate::protocol::ToolUse<'_>> for ToolCall {
 }
 
 /// What a tool call produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolOutput {
     /// The text the model reads.
     pub content: String,
@@ -90,7 +90,7 @@ pub struct ToolOutput {
 }
 
 /// What a call gives besides the text the model reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CallExtra {
     /// stream-json's `tool_use_result` beside the call's `tool_result`.
     pub tool_use_result: Value,
@@ -101,7 +101,7 @@ pub struct CallExtra {
 }
 
 /// An image in a tool result, sent to the model as an image block of the `tool_result`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolImage {
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
     pub media_type: String,

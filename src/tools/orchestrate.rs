@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+
+use crate::engine::effects::{Effects, Step, StepResult, run_step};
 
 use crate::hooks::{HookEnv, HookPermission, Hooks};
 use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Unattended};
@@ -56,6 +59,8 @@ pub struct Toolbox {
     pub spill_dir: PathBuf,
     /// Who is asked when the policy cannot decide a call alone.
     pub approvals: Approvals,
+    /// The run's effects: tool calls and hook runs are steps of its journal, if it has one.
+    pub effects: Arc<dyn Effects>,
 }
 
 /// The run's [`Approver`], asked one question at a time.
@@ -152,7 +157,8 @@ impl Toolbox {
             return ToolOutput::error(INTERRUPTED_RESULT);
         }
         // An interrupt drops the hooks' future, which kills their process groups at once.
-        let pre_hooks = self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input);
+        let pre_hooks =
+            self.hook_step("PreToolUse", call, self.hooks.pre_tool_use(&self.env, &call.name, &call.id, &call.input));
         let (pre, pre_warnings) = tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => {
@@ -241,9 +247,20 @@ impl Toolbox {
         }
         let cancel = ctx.cancel.clone();
         let (cwd, nested) = (ctx.cwd.clone(), ctx.nested_memory.clone());
-        let mut output = tool.call(call.input.clone(), ctx).await;
-        let post_hooks =
-            self.hooks.post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error);
+        let mutating = !(read_only || tool.is_read_only(&call.input));
+        let step = Step::ToolCall { id: call.id.clone(), name: call.name.clone(), mutating };
+        let mut output = match run_step(&*self.effects, step, tool.call(call.input.clone(), ctx)).await {
+            StepResult::Ran(output) => output,
+            StepResult::Interrupted => ToolOutput::error(OUTCOME_UNKNOWN_RESULT),
+            StepResult::Unreadable(e) => {
+                ToolOutput::error(format!("the journal's result of this call is unreadable: {e}"))
+            }
+        };
+        let post_hooks = self.hook_step(
+            "PostToolUse",
+            &call,
+            self.hooks.post_tool_use(&self.env, &call.name, &call.id, &call.input, &output.content, output.is_error),
+        );
         let (post, post_warnings) = tokio::select! {
             biased;
             () = cancel.cancelled() => {
@@ -269,6 +286,31 @@ impl Toolbox {
             attach_memory(tool.as_ref(), &call.input, &cwd, nested, &mut output, &mut notes.warnings).await;
         }
         output
+    }
+
+    /// Run one tool hook event's hooks for `call` as a step of the run's effects (when a hook
+    /// command would run for it: no hook, nothing to journal). A journal's value that does not
+    /// read back (another version's) lets the call go on as if no hook ran, with a warning.
+    async fn hook_step<T>(
+        &self,
+        event: &'static str,
+        call: &ToolCall,
+        hooks: BoxFuture<'_, (T, Vec<String>)>,
+    ) -> (T, Vec<String>)
+    where
+        T: Default + serde::Serialize + serde::de::DeserializeOwned + Send,
+    {
+        if !self.hooks.runs_for_tool(&call.name) {
+            return hooks.await;
+        }
+        let step = Step::Hooks { event, tool_use_id: Some(call.id.clone()) };
+        match run_step(&*self.effects, step, hooks).await {
+            StepResult::Ran(decided) => decided,
+            StepResult::Interrupted | StepResult::Unreadable(_) => (
+                T::default(),
+                vec![format!("the journal's {event} hook result for {} is unreadable; no hook applied", call.id)],
+            ),
+        }
     }
 
     /// Put a call the policy cannot decide to the approver, one question at a time. `Ok` with
@@ -428,6 +470,7 @@ mod tests {
             result_cap: cap,
             spill_dir: dir.join("spill"),
             approvals: Approvals::unattended(),
+            effects: Arc::new(crate::engine::clock::VirtualClock::new()),
         }
     }
 

@@ -379,6 +379,7 @@ mod tests {
             result_cap: 1000,
             spill_dir: dir.clone(),
             approvals: crate::tools::orchestrate::Approvals::unattended(),
+            effects: Arc::new(crate::engine::clock::VirtualClock::new()),
         };
         Rig { executor: Executor::new(Arc::new(toolbox), ToolContext::new(dir), limit), log, max }
     }

@@ -23,7 +23,7 @@ pub const ACCEPTED: &str = "Structured output accepted: it is the final result o
 const SHOWN_VIOLATIONS: usize = 10;
 
 /// What a `StructuredOutput` call came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Answer {
     /// The input matched the schema: the run's structured result.
     Valid(Value),

@@ -63,7 +63,7 @@ async fn run_against(api: &MockApi, options: EngineOptions, prompt: &str) -> Fin
         model: Arc::new(AnthropicModel::new(config).unwrap()),
         tools: Registry::standard(),
         hooks: Arc::new(NoHooks),
-        clock: clock.clone(),
+        effects: clock.clone(),
         cancel: CancellationToken::new(),
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(policy(&Permissions::default(), None, &[], &[], dir.path()).unwrap()),

@@ -33,6 +33,7 @@ mod cli;
 mod cli_http;
 mod cli_output;
 mod coverage;
+mod effects;
 mod engine_http;
 mod harbor;
 mod interactive;

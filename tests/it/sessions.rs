@@ -446,7 +446,7 @@ async fn prompts_in_a_row_on_one_session_send_the_growing_history() {
         model: model.clone(),
         tools: Registry::standard(),
         hooks: Arc::new(CommandHooks::new(Default::default())),
-        clock: Arc::new(VirtualClock::new()),
+        effects: Arc::new(VirtualClock::new()),
         cancel,
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(Policy::new(Mode::Default, dir.path().to_path_buf())),

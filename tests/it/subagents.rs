@@ -362,7 +362,7 @@ async fn an_interrupt_while_two_children_run_ends_them_first() {
         model,
         tools: scenario_tools(&scenario),
         hooks: Arc::new(CommandHooks::new(Default::default())),
-        clock: Arc::new(VirtualClock::new()),
+        effects: Arc::new(VirtualClock::new()),
         cancel: cancel.clone(),
         cwd: dir.path().to_path_buf(),
         policy: Arc::new(Policy::new(Mode::BypassPermissions, dir.path().to_path_buf())),
