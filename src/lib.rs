@@ -4,7 +4,8 @@
 //! # Embedding the engine
 //!
 //! A run needs a [`Model`] (what answers the requests), a [`Registry`] of [`Tool`]s (what the
-//! model may call), and the rest of its [`Deps`]: the hooks, the clock, the permission
+//! model may call), and the rest of its [`Deps`]: the hooks, the effects (the clock, message
+//! ids, and the journal of a durable run: [`engine::effects`]), the permission
 //! policy, the shell environment and sandbox of commands, and who is asked when the policy
 //! cannot decide. [`run`] drives the machine on a prompt with [`EngineOptions`] until it
 //! reaches a terminal reason; every [`EngineEvent`] goes to the [`EventSink`] given (a
@@ -129,6 +130,7 @@ pub mod trace_view;
 
 pub use cli::{Cli, main as run_cli};
 pub use engine::clock::{Clock, SystemClock};
+pub use engine::effects::Effects;
 pub use engine::events::{EngineEvent, EventSink};
 pub use engine::machine::Deps;
 pub use engine::options::EngineOptions;
