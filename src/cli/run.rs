@@ -410,7 +410,9 @@ fn resolve_with(prompt: Option<String>, args: &RunFlags, needs_prompt: bool) -> 
     let cwd = std::fs::canonicalize(&spec.cwd)
         .map_err(|error| ResolveError::Canonicalize { cwd: spec.cwd.clone(), error })?;
     let nested_memory = spec.session.nested_memory.clone();
-    spec.session = session::open(&args.session.options(), &cwd).inspect_err(|error| {
+    let session_options =
+        session::SessionOptions { sums_subagent_spend: args.max_budget_usd.is_some(), ..args.session.options() };
+    spec.session = session::open(&session_options, &cwd).inspect_err(|error| {
         // As Claude Code does: a result the Claude Agent SDK raises, before the process ends.
         if matches!(args.output_format, OutputFormatArg::Json | OutputFormatArg::StreamJson) {
             println!("{}", session::open_failure_result(&error.to_string()));

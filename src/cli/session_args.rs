@@ -46,6 +46,7 @@ impl SessionArgs {
             no_session_persistence: self.no_session_persistence,
             resume_session_at: self.resume_session_at.clone(),
             resume_drops_turn: self.resume_drops_turn.clone(),
+            sums_subagent_spend: false,
         }
     }
 }

@@ -27,6 +27,10 @@ pub struct SessionOptions {
     pub resume_session_at: Option<String>,
     /// With `resume_session_at`: the uuid of the prompt whose turn the cut means to drop.
     pub resume_drops_turn: Option<String>,
+    /// A spend cap is set (`--max-budget-usd`): a resumed session's subagent sidechains are
+    /// read for what they spent, which then counts against it. Without a cap nothing needs
+    /// the sum, and a resume reads none of them.
+    pub sums_subagent_spend: bool,
 }
 
 /// Why the session a run asks for cannot be opened.
@@ -154,7 +158,8 @@ pub fn open(args: &SessionOptions, cwd: &Path) -> Result<Session, OpenError> {
     warn_repairs(id, &loaded.path, &report.repairs);
     let recovered = crate::session::RecoveredCalls::of(&report.repairs);
     // `--max-budget-usd` holds across processes: what the session spent before counts.
-    let spent = loaded.spent_usd + crate::agents::host::sidechains_spent_usd(&path, id);
+    let sidechains = if args.sums_subagent_spend { crate::agents::host::sidechains_spent_usd(&path, id) } else { 0.0 };
+    let spent = loaded.spent_usd + sidechains;
     let with_recovered = |mut session: Session| {
         session.recovered = recovered.clone();
         session.pending_tools = pending.clone();
