@@ -295,3 +295,84 @@ impl Reply for Replay {
         self.request_id.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::assemble::Assembler;
+    use crate::protocol::{ContentBlock, Message};
+
+    /// What a replayed reply assembles to, and how its reading ended.
+    async fn read_back(attempt: RecordedAttempt) -> (Result<(), ModelError>, crate::model::assemble::Assembled) {
+        let mut stream = attempt.replay().unwrap();
+        let mut asm = Assembler::new();
+        let ended = reply::read_to_end(&mut stream, &mut asm, &mut |_: Step<'_>| {}).await;
+        (ended, asm.finish())
+    }
+
+    #[test]
+    fn a_refusal_comes_back_as_the_same_error_with_its_class() {
+        let refused = ModelError::Http {
+            status: 529,
+            kind: "overloaded_error".into(),
+            message: "Overloaded".into(),
+            request_id: Some("req_1".into()),
+            retry_after: Some(Duration::from_millis(1500)),
+        };
+        let attempt =
+            RecordedAttempt { refused: Some(Failure::from(&refused)), request_id: None, reply: None, failed: None };
+        let stored: RecordedAttempt = serde_json::from_value(serde_json::to_value(&attempt).unwrap()).unwrap();
+        let Err(again) = stored.replay() else { panic!("a refusal replays as one") };
+        assert_eq!(again, refused);
+        assert_eq!(again.class(), refused.class());
+    }
+
+    #[tokio::test]
+    async fn a_whole_reply_and_a_cut_one_assemble_as_they_did() {
+        let message = Message {
+            role: crate::protocol::Role::Assistant,
+            content: vec![
+                ContentBlock::Text { text: "Reading.".into(), citations: None },
+                ContentBlock::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "Read".into(),
+                    input: serde_json::json!({"file_path": "a.txt"}),
+                },
+            ],
+        };
+        let mut asm = Assembler::new();
+        let mut live = reply::whole(&message, StopReason::ToolUse);
+        reply::read_to_end(&mut live, &mut asm, &mut |_: Step<'_>| {}).await.unwrap();
+        let whole = asm.finish();
+        let recording = Recording {
+            id: whole.id.clone(),
+            model: whole.model.clone(),
+            content: whole.content.clone(),
+            stop_reason: whole.stop_reason.clone(),
+            stop_sequence: None,
+            usage: whole.usage,
+            complete: true,
+            error: None,
+        };
+        let attempt =
+            RecordedAttempt { refused: None, request_id: Some("req_2".into()), reply: Some(recording), failed: None };
+        let (ended, again) = read_back(attempt.clone()).await;
+        assert_eq!(ended, Ok(()));
+        assert_eq!(again.content, whole.content);
+        assert_eq!(again.stop_reason, Some(StopReason::ToolUse));
+        assert!(again.complete);
+        assert_eq!(attempt.clone().replay().unwrap().request_id(), Some("req_2"));
+
+        // The same reply cut off by a dropped connection after its blocks.
+        let mut cut = attempt;
+        if let Some(reply) = cut.reply.as_mut() {
+            reply.complete = false;
+            reply.stop_reason = None;
+        }
+        cut.failed = Some(Failure::from(&ModelError::Connection("reset by peer".into())));
+        let (ended, again) = read_back(cut).await;
+        assert_eq!(ended, Err(ModelError::Connection("reset by peer".into())));
+        assert_eq!(again.content, whole.content);
+        assert!(!again.complete);
+    }
+}
