@@ -167,8 +167,37 @@ pub async fn run_scenario_approved(
     approver: Arc<dyn Approver>,
 ) -> Result<ScenarioRun, HarnessError> {
     scenario.write_files(dir)?;
+    let setup = Setup { effects: clock, tools, options, approver, cancel: CancellationToken::new() };
+    run_scenario_prepared(scenario, dir, setup, crate::session::Uuid::new_v4()).await
+}
+
+/// How [`run_scenario_prepared`] runs a scenario.
+pub struct Setup {
+    /// The run's effects (its clock, ids and journal).
+    pub effects: Arc<dyn Effects>,
+    /// The tools offered.
+    pub tools: Registry,
+    /// The engine's options.
+    pub options: EngineOptions,
+    /// Who answers the calls the policy cannot decide alone.
+    pub approver: Arc<dyn Approver>,
+    /// The run's interrupt: cancelling it takes the abort edges.
+    pub cancel: CancellationToken,
+}
+
+/// Run `scenario` in `dir`, whose files were written already (a durable runner writes them
+/// once, not again when it replays the run), in a session with id `session_id`.
+///
+/// # Errors
+/// [`HarnessError`] when the scenario cannot be set up or the engine breaks its table.
+pub async fn run_scenario_prepared(
+    scenario: &Scenario,
+    dir: &Path,
+    setup: Setup,
+    session_id: crate::session::Uuid,
+) -> Result<ScenarioRun, HarnessError> {
+    let Setup { effects: clock, tools, options, approver, cancel } = setup;
     let settings = scenario_settings(scenario)?;
-    let cancel = CancellationToken::new();
     let model = Arc::new(ScriptedModel::new(scenario, cancel.clone()));
     let deps = Deps {
         model: model.clone(),
@@ -193,8 +222,7 @@ pub async fn run_scenario_approved(
         }
         sink_events.lock().expect("event log lock is never poisoned").push(event.clone());
     };
-    let mut session =
-        crate::launch::spec::scenario_session(scenario, crate::session::Uuid::new_v4(), dir.to_path_buf());
+    let mut session = crate::launch::spec::scenario_session(scenario, session_id, dir.to_path_buf());
     let outcome = run_prompt(&mut session, deps, options, &scenario.prompt, Box::new(sink)).await?;
     let events = std::mem::take(&mut *events.lock().expect("event log lock is never poisoned"));
     Ok(ScenarioRun { outcome, model, events })

@@ -1,0 +1,231 @@
+//! The loop's effects over Restate's journal.
+//!
+//! The engine's futures are not `Send` (a run's subagents share its event sink), while a Restate
+//! handler's must be; so the engine runs on a thread of its own and every step it takes reaches
+//! the handler as a [`Request`] over a channel. The handler journals it with `ctx.run`:
+//!
+//! - On the first life of the invocation the closure runs: it asks the engine to run the step's
+//!   work ([`Request::Step::exec`]), waits for its value and returns it to be journaled.
+//! - On a replay the journal already holds the value: the closure does not run, the engine's
+//!   work is dropped unrun, and the value comes back as if it had.
+//! - A mutating tool call gets a marker entry of its own first. If the marker comes from the
+//!   journal but the call's value does not, the call started in a life that was killed: it is
+//!   journaled as [`Entry::Interrupted`] and the engine answers it as such, never running it a
+//!   second time.
+//!
+//! Every settled step advances the run's clock by the time its work took (journaled with it),
+//! and a backoff is a durable sleep, so a replayed trace has the same times.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use agentloop::engine::clock::Clock;
+use agentloop::engine::effects::{Effects, Journal, Replayed, Step};
+use agentloop::session::Uuid;
+use futures::future::BoxFuture;
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::ids::Ids;
+
+/// What the engine asks of the handler.
+pub enum Request {
+    /// Journal one step.
+    Step {
+        /// The step.
+        step: Step,
+        /// Taken by the journal's closure when the step has to run now: the engine runs the
+        /// work and sends its value on the sender it is given.
+        exec: oneshot::Sender<oneshot::Sender<Value>>,
+        /// The step's outcome once it is journaled.
+        settled: oneshot::Sender<Settled>,
+    },
+    /// Sleep durably.
+    Sleep {
+        /// How long.
+        duration: Duration,
+        /// Sent when the sleep is over.
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// A journaled step's outcome, for the engine.
+pub struct Settled {
+    replayed: Replayed,
+    ms: u64,
+}
+
+/// A step's entry in the journal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    /// The step's value and how long its work took.
+    Value {
+        /// The value.
+        value: Value,
+        /// Milliseconds.
+        ms: u64,
+    },
+    /// A mutating call that started in a killed life of the invocation.
+    Interrupted,
+}
+
+/// The engine's side: the run's [`Effects`].
+pub struct Bridged {
+    requests: mpsc::UnboundedSender<Request>,
+    elapsed_ms: AtomicU64,
+    ids: Ids,
+}
+
+impl Bridged {
+    /// Effects whose steps go to `requests`, with the ids of `ids`.
+    pub fn new(requests: mpsc::UnboundedSender<Request>, ids: Ids) -> Bridged {
+        Bridged { requests, elapsed_ms: AtomicU64::new(0), ids }
+    }
+}
+
+impl Clock for Bridged {
+    fn elapsed(&self) -> Duration {
+        Duration::from_millis(self.elapsed_ms.load(Ordering::SeqCst))
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let (done, slept) = oneshot::channel();
+            if self.requests.send(Request::Sleep { duration, done }).is_err() || slept.await.is_err() {
+                // The handler is gone: the invocation ended; nothing more runs.
+                futures::future::pending::<()>().await;
+            }
+            let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            self.elapsed_ms.fetch_add(ms, Ordering::SeqCst);
+        })
+    }
+}
+
+impl Effects for Bridged {
+    fn new_id(&self) -> Uuid {
+        self.ids.next()
+    }
+
+    fn journal(&self) -> Option<&dyn Journal> {
+        Some(self)
+    }
+}
+
+impl Journal for Bridged {
+    fn step<'a>(&'a self, step: Step, work: BoxFuture<'a, Value>) -> BoxFuture<'a, Replayed> {
+        Box::pin(async move {
+            let (exec, asked) = oneshot::channel();
+            let (settled, outcome) = oneshot::channel();
+            if self.requests.send(Request::Step { step, exec, settled }).is_err() {
+                return futures::future::pending().await;
+            }
+            // The journal's closure asks for the work only when the step has to run now.
+            if let Ok(value_to) = asked.await {
+                let _ = value_to.send(work.await);
+            }
+            match outcome.await {
+                Ok(Settled { replayed, ms }) => {
+                    self.elapsed_ms.fetch_add(ms, Ordering::SeqCst);
+                    replayed
+                }
+                Err(_) => futures::future::pending().await,
+            }
+        })
+    }
+}
+
+/// Where the worker notes every step it runs (not those a replay answers): the effects log
+/// (`AGENTLOOP_EFFECTS_LOG`), one JSON line as a step starts and one as it ends, for tests
+/// and operators to count what ran.
+#[derive(Debug, Clone, Default)]
+pub struct EffectsLog {
+    path: Option<PathBuf>,
+}
+
+impl EffectsLog {
+    /// The log `AGENTLOOP_EFFECTS_LOG` names, if it names one.
+    pub fn from_env() -> EffectsLog {
+        EffectsLog { path: std::env::var_os("AGENTLOOP_EFFECTS_LOG").map(PathBuf::from) }
+    }
+
+    /// Note that `step` is at `at` (`start` or `end`).
+    pub fn note(&self, step: &str, at: &str) {
+        let Some(path) = &self.path else { return };
+        let line = serde_json::json!({"step": step, "at": at, "pid": std::process::id()});
+        if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+}
+
+/// The handler's side: journal one request of the engine. `Err` when the invocation was
+/// cancelled (or its journal failed): the caller stops journaling.
+pub async fn serve(ctx: &ObjectContext<'_>, request: Request, log: &EffectsLog) -> Result<(), TerminalError> {
+    match request {
+        Request::Sleep { duration, done } => {
+            ctx.sleep(duration).await?;
+            let _ = done.send(());
+            Ok(())
+        }
+        Request::Step { step, exec, settled } => {
+            let label = step.label();
+            let mutating = matches!(step, Step::ToolCall { mutating: true, .. });
+            let mut started_before = false;
+            if mutating {
+                let marked = Arc::new(AtomicBool::new(false));
+                let mark = marked.clone();
+                ctx.run(move || async move {
+                    mark.store(true, Ordering::SeqCst);
+                    Ok(())
+                })
+                .name(format!("start {label}"))
+                .await?;
+                started_before = !marked.load(Ordering::SeqCst);
+            }
+            let (log, noted) = (log.clone(), label.clone());
+            let Json(entry) = ctx
+                .run(move || async move {
+                    if started_before {
+                        log.note(&noted, "interrupted");
+                        return Ok(Json(Entry::Interrupted));
+                    }
+                    log.note(&noted, "start");
+                    let began = Instant::now();
+                    let (value_to, value) = oneshot::channel();
+                    exec.send(value_to).map_err(|_| TerminalError::new("the run ended before its step"))?;
+                    let value = value.await.map_err(|_| TerminalError::new("the run ended during its step"))?;
+                    log.note(&noted, "end");
+                    let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    Ok(Json(Entry::Value { value, ms }))
+                })
+                .name(label)
+                .await?;
+            let outcome = match entry {
+                Entry::Value { value, ms } => Settled { replayed: Replayed::Value(value), ms },
+                Entry::Interrupted => Settled { replayed: Replayed::Interrupted, ms: 0 },
+            };
+            let _ = settled.send(outcome);
+            Ok(())
+        }
+    }
+}
+
+/// Answer a request without the journal, once the invocation was cancelled: a step is
+/// interrupted without running, a sleep is over at once (the engine is on its abort edges).
+pub fn refuse(request: Request) {
+    match request {
+        Request::Sleep { done, .. } => {
+            let _ = done.send(());
+        }
+        Request::Step { settled, .. } => {
+            let _ = settled.send(Settled { replayed: Replayed::Interrupted, ms: 0 });
+        }
+    }
+}

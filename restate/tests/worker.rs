@@ -1,0 +1,316 @@
+//! The worker under a real Restate server (`.ci/install-restate` installs it from npm): a
+//! scripted scenario runs through the ingress, the worker is killed with SIGKILL at each kind
+//! of step, started again, and the run goes on. The effects log says what ran: a finished step
+//! once, a step cut off again (a model attempt) or never (a mutating call, answered as
+//! interrupted); the transcript is the uninterrupted run's, with the same uuids; the trace
+//! passes the auditor's replay.
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The repository's root (the engine crate's directory).
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The Restate server binary, installed by `.ci/install-restate` when missing.
+fn restate_server() -> PathBuf {
+    static READY: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let binary =
+                repo().join(".ci/cache/restate/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server");
+            let status = Command::new("bash")
+                .arg(repo().join(".ci/install-restate"))
+                .stdin(Stdio::null())
+                .status()
+                .map_err(|e| format!("cannot run .ci/install-restate: {e}"))?;
+            if !status.success() || !binary.exists() {
+                return Err(format!(".ci/install-restate failed ({status}): these tests need npm access once"));
+            }
+            Ok(binary)
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A Restate server of its own, on free ports of 127.0.0.1, with its data in a temp dir.
+struct Server {
+    _process: Process,
+    _data: tempfile::TempDir,
+    ingress: u16,
+    admin: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let (ingress, admin, node) = (free_port(), free_port(), free_port());
+        let process = Command::new(restate_server())
+            .args(["--no-logo", "--node-name", "n1"])
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_BASE_DIR", data.path())
+            .env("RESTATE_LISTEN_MODE", "tcp")
+            .env("RESTATE_BIND_IP", "127.0.0.1")
+            .env("RESTATE_BIND_PORT", node.to_string())
+            .env("RESTATE_INGRESS__BIND_ADDRESS", format!("127.0.0.1:{ingress}"))
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            // A killed worker is tried again soon.
+            .env("RESTATE_DEFAULT_RETRY_POLICY__INITIAL_INTERVAL", "100ms")
+            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "500ms")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Server { _process: Process(process), _data: data, ingress, admin };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http(admin, "GET", "/health", None).map(|(status, _)| status) != Some(200) {
+            assert!(Instant::now() < deadline, "the Restate server did not become healthy");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+/// One HTTP/1.1 exchange with 127.0.0.1:`port`: the status and the body.
+fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let (head, rest) = response.split_once("\r\n\r\n")?;
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(rest) } else { rest.to_owned() };
+    Some((status, body))
+}
+
+fn dechunk(mut text: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = text.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        text = &rest[size + 2..];
+    }
+    out
+}
+
+/// The worker, serving on `port`, noting what it runs in `log`.
+fn start_worker(port: u16, log: &Path) -> Process {
+    let process = Command::new(env!("CARGO_BIN_EXE_agentloop-restate"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("AGENTLOOP_EFFECTS_LOG", log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the worker did not start listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Process(process)
+}
+
+/// A backoff (a 529, retried after 1.5 s), a Read, a mutating Bash call, and two slow replies.
+const SCENARIO: &str = r#"{
+  "name": "durable",
+  "prompt": "Read the notes, log the run, then answer.",
+  "files": {"notes.txt": "ship on friday\n"},
+  "settings": {"permissions": {"defaultMode": "bypassPermissions"}},
+  "options": {"retry_base_delay_ms": 1500},
+  "responses": [
+    {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}},
+    {"content": [{"type": "tool_use", "id": "toolu_notes", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+    {"content": [{"type": "text", "text": "Logging."},
+                 {"type": "tool_use", "id": "toolu_log", "name": "Bash", "input": {"command": "echo ran >> log.txt; sleep 2"}}],
+     "chunk_delay_ms": 300},
+    {"content": [{"type": "text", "text": "Logged; "}, {"type": "text", "text": "the notes say "}, {"type": "text", "text": "ship on friday."}],
+     "chunk_delay_ms": 300}
+  ]
+}"#;
+
+/// Where the worker is killed: after the effects log's entry for `step` at `at` appears, and
+/// `then` later.
+struct KillPoint {
+    step: &'static str,
+    at: &'static str,
+    then: Duration,
+}
+
+/// One run of the scenario on a fresh server, killed at `kill` (if any).
+struct Run {
+    result: Value,
+    /// Per step: how often it started, ended, and was answered as interrupted.
+    counts: BTreeMap<String, (usize, usize, usize)>,
+    transcript: Vec<Value>,
+    trace: String,
+    log_lines: usize,
+}
+
+fn run(kill: Option<KillPoint>) -> Run {
+    let server = Server::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, out, log) =
+        (scratch.path().join("work"), scratch.path().join("out"), scratch.path().join("effects.jsonl"));
+    let scenario = scratch.path().join("durable.json");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let port = free_port();
+    let mut worker = Some(start_worker(port, &log));
+    let (status, body) =
+        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+
+    let ingress = server.ingress;
+    let request = json!({"scenario": scenario, "dir": dir, "out": out});
+    let call = std::thread::spawn(move || http(ingress, "POST", "/Session/durable-session/prompt", Some(&request)));
+    if let Some(KillPoint { step, at, then }) = kill {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .any(|e| e["step"] == step && e["at"] == at)
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the run never reached {step} {at}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(then);
+        let mut killed = worker.take().unwrap();
+        // SIGKILL: nothing of the worker runs after this.
+        killed.0.kill().unwrap();
+        killed.0.wait().unwrap();
+        worker = Some(start_worker(port, &log));
+    }
+    let (status, body) = call.join().unwrap().expect("the ingress answered");
+    assert_eq!(status, 200, "{body}");
+    drop(worker);
+
+    let mut counts: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let count = counts.entry(entry["step"].as_str().unwrap().to_owned()).or_default();
+        match entry["at"].as_str().unwrap() {
+            "start" => count.0 += 1,
+            "end" => count.1 += 1,
+            _ => count.2 += 1,
+        }
+    }
+    let transcript = std::fs::read_to_string(out.join("0.transcript.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    Run {
+        result: serde_json::from_str(&body).unwrap(),
+        counts,
+        transcript,
+        trace: std::fs::read_to_string(out.join("0.trace.jsonl")).unwrap(),
+        log_lines: std::fs::read_to_string(dir.join("log.txt")).map(|t| t.lines().count()).unwrap_or(0),
+    }
+}
+
+fn counts(entries: &[(&str, (usize, usize, usize))]) -> BTreeMap<String, (usize, usize, usize)> {
+    entries.iter().map(|(step, n)| ((*step).to_owned(), *n)).collect()
+}
+
+/// The uninterrupted run's counts with `changes`.
+fn once_each_but(changes: &[(&str, (usize, usize, usize))]) -> BTreeMap<String, (usize, usize, usize)> {
+    let mut all = counts(&[
+        ("model attempt 1", (1, 1, 0)),
+        ("model attempt 2", (1, 1, 0)),
+        ("tool Read toolu_notes", (1, 1, 0)),
+        ("model attempt 3", (1, 1, 0)),
+        ("tool Bash toolu_log", (1, 1, 0)),
+        ("model attempt 4", (1, 1, 0)),
+    ]);
+    all.extend(counts(changes));
+    all
+}
+
+fn audited(trace: &str) {
+    let report = agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "0.trace.jsonl", trace);
+    assert_eq!(report.findings, Vec::new(), "{trace}");
+    assert_eq!(report.terminal.as_deref(), Some("completed"));
+}
+
+/// The Bash call's result in a transcript.
+fn bash_result(transcript: &[Value]) -> Value {
+    transcript
+        .iter()
+        .flat_map(|line| line["message"]["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["tool_use_id"] == "toolu_log")
+        .unwrap()
+}
+
+#[test]
+fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice() {
+    let whole = run(None);
+    assert_eq!(whole.result["reason"], "completed");
+    assert_eq!(whole.result["result"], "Logged; the notes say ship on friday.");
+    assert_eq!(whole.counts, once_each_but(&[]));
+    assert_eq!(whole.log_lines, 1);
+    assert_eq!(whole.transcript.len(), 6);
+    audited(&whole.trace);
+
+    let during_backoff = run(Some(KillPoint { step: "model attempt 1", at: "end", then: Duration::from_millis(400) }));
+    assert_eq!(during_backoff.counts, once_each_but(&[]));
+    assert_eq!(during_backoff.transcript, whole.transcript);
+    assert_eq!(during_backoff.log_lines, 1);
+    audited(&during_backoff.trace);
+
+    // After the Read's result (the attempt after it has started): the attempt is sent again.
+    let after_a_result = run(Some(KillPoint { step: "model attempt 3", at: "start", then: Duration::ZERO }));
+    assert_eq!(after_a_result.counts, once_each_but(&[("model attempt 3", (2, 1, 0))]));
+    assert_eq!(after_a_result.transcript, whole.transcript);
+    audited(&after_a_result.trace);
+
+    // During the mutating call: it is never run again, and its result says so.
+    let during_bash =
+        run(Some(KillPoint { step: "tool Bash toolu_log", at: "start", then: Duration::from_millis(300) }));
+    assert_eq!(during_bash.counts, once_each_but(&[("tool Bash toolu_log", (1, 0, 1))]));
+    assert_eq!(during_bash.log_lines, 1, "the Bash call ran once");
+    let interrupted = bash_result(&during_bash.transcript);
+    assert_eq!(interrupted["content"], agentloop::tools::OUTCOME_UNKNOWN_RESULT);
+    assert_eq!(interrupted["is_error"], true);
+    let uuids = |t: &[Value]| t.iter().map(|l| l["uuid"].clone()).collect::<Vec<_>>();
+    assert_eq!(uuids(&during_bash.transcript), uuids(&whole.transcript));
+    audited(&during_bash.trace);
+
+    // During a model attempt (its reply streaming): that attempt is sent again.
+    let during_reply = run(Some(KillPoint { step: "model attempt 4", at: "start", then: Duration::from_millis(400) }));
+    assert_eq!(during_reply.counts, once_each_but(&[("model attempt 4", (2, 1, 0))]));
+    assert_eq!(during_reply.transcript, whole.transcript);
+    audited(&during_reply.trace);
+}
