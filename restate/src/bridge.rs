@@ -31,6 +31,7 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::ids::Ids;
 
@@ -166,55 +167,81 @@ impl EffectsLog {
 }
 
 /// The handler's side: journal one request of the engine. `Err` when the invocation was
-/// cancelled (or its journal failed): the caller stops journaling.
-pub async fn serve(ctx: &ObjectContext<'_>, request: Request, log: &EffectsLog) -> Result<(), TerminalError> {
+/// cancelled (or its journal failed): `cancel`, the run's interrupt, is cancelled before the
+/// engine gets its answer (a step interrupted, a sleep over), so the engine takes its abort
+/// edges; the caller journals nothing more.
+pub async fn serve(
+    ctx: &ObjectContext<'_>,
+    request: Request,
+    log: &EffectsLog,
+    cancel: &CancellationToken,
+) -> Result<(), TerminalError> {
     match request {
         Request::Sleep { duration, done } => {
-            ctx.sleep(duration).await?;
-            let _ = done.send(());
-            Ok(())
-        }
-        Request::Step { step, exec, settled } => {
-            let label = step.label();
-            let mutating = matches!(step, Step::ToolCall { mutating: true, .. });
-            let mut started_before = false;
-            if mutating {
-                let marked = Arc::new(AtomicBool::new(false));
-                let mark = marked.clone();
-                ctx.run(move || async move {
-                    mark.store(true, Ordering::SeqCst);
-                    Ok(())
-                })
-                .name(format!("start {label}"))
-                .await?;
-                started_before = !marked.load(Ordering::SeqCst);
+            let slept = ctx.sleep(duration).await;
+            if slept.is_err() {
+                cancel.cancel();
             }
-            let (log, noted) = (log.clone(), label.clone());
-            let Json(entry) = ctx
-                .run(move || async move {
-                    if started_before {
-                        log.note(&noted, "interrupted");
-                        return Ok(Json(Entry::Interrupted));
-                    }
-                    log.note(&noted, "start");
-                    let began = Instant::now();
-                    let (value_to, value) = oneshot::channel();
-                    exec.send(value_to).map_err(|_| TerminalError::new("the run ended before its step"))?;
-                    let value = value.await.map_err(|_| TerminalError::new("the run ended during its step"))?;
-                    log.note(&noted, "end");
-                    let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    Ok(Json(Entry::Value { value, ms }))
-                })
-                .name(label)
-                .await?;
-            let outcome = match entry {
-                Entry::Value { value, ms } => Settled { replayed: Replayed::Value(value), ms },
-                Entry::Interrupted => Settled { replayed: Replayed::Interrupted, ms: 0 },
-            };
-            let _ = settled.send(outcome);
-            Ok(())
+            let _ = done.send(());
+            slept
         }
+        Request::Step { step, exec, settled } => match journal_step(ctx, step, exec, log).await {
+            Ok(outcome) => {
+                let _ = settled.send(outcome);
+                Ok(())
+            }
+            Err(error) => {
+                cancel.cancel();
+                let _ = settled.send(Settled { replayed: Replayed::Interrupted, ms: 0 });
+                Err(error)
+            }
+        },
     }
+}
+
+/// Journal one step: its marker first if it is mutating, then its value.
+async fn journal_step(
+    ctx: &ObjectContext<'_>,
+    step: Step,
+    exec: oneshot::Sender<oneshot::Sender<Value>>,
+    log: &EffectsLog,
+) -> Result<Settled, TerminalError> {
+    let label = step.label();
+    let mutating = matches!(step, Step::ToolCall { mutating: true, .. });
+    let mut started_before = false;
+    if mutating {
+        let marked = Arc::new(AtomicBool::new(false));
+        let mark = marked.clone();
+        ctx.run(move || async move {
+            mark.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .name(format!("start {label}"))
+        .await?;
+        started_before = !marked.load(Ordering::SeqCst);
+    }
+    let (log, noted) = (log.clone(), label.clone());
+    let Json(entry) = ctx
+        .run(move || async move {
+            if started_before {
+                log.note(&noted, "interrupted");
+                return Ok(Json(Entry::Interrupted));
+            }
+            log.note(&noted, "start");
+            let began = Instant::now();
+            let (value_to, value) = oneshot::channel();
+            exec.send(value_to).map_err(|_| TerminalError::new("the run ended before its step"))?;
+            let value = value.await.map_err(|_| TerminalError::new("the run ended during its step"))?;
+            log.note(&noted, "end");
+            let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+            Ok(Json(Entry::Value { value, ms }))
+        })
+        .name(label)
+        .await?;
+    Ok(match entry {
+        Entry::Value { value, ms } => Settled { replayed: Replayed::Value(value), ms },
+        Entry::Interrupted => Settled { replayed: Replayed::Interrupted, ms: 0 },
+    })
 }
 
 /// Answer a request without the journal, once the invocation was cancelled: a step is

@@ -111,10 +111,9 @@ impl Session {
                 Some(request) = asked.recv() => {
                     if cancelled {
                         bridge::refuse(request);
-                    } else if bridge::serve(&ctx, request, &log).await.is_err() {
+                    } else if bridge::serve(&ctx, request, &log, &cancel).await.is_err() {
                         // Cancelled: the engine takes its abort edges; nothing more is journaled.
                         cancelled = true;
-                        cancel.cancel();
                     }
                 }
             }
@@ -122,6 +121,14 @@ impl Session {
         let finished = outcome.map_err(|_| TerminalError::new("the engine's thread ended without an outcome"))?;
         let finished = finished.map_err(TerminalError::new)?;
 
+        if cancelled {
+            // Nothing can be journaled any more: the outputs are written as they stand, and the
+            // invocation ends cancelled.
+            let _ = emit(request.out.as_deref(), n, &finished);
+            return Err(
+                TerminalError::new_with_code(409, format!("cancelled: the run ended as {}", finished.reason)).into()
+            );
+        }
         // Emitted once: a replay after this step reads it from the journal.
         let out = request.out.clone();
         let written = finished.clone();

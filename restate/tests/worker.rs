@@ -94,10 +94,22 @@ impl Server {
 
 /// One HTTP/1.1 exchange with 127.0.0.1:`port`: the status and the body.
 fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, String)> {
+    http_with(port, method, path, &[], body)
+}
+
+/// [`http`] with extra request headers.
+fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let body = body.map(Value::to_string).unwrap_or_default();
+    let extra: String = headers.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).ok()?;
@@ -313,4 +325,84 @@ fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice(
     assert_eq!(during_reply.counts, once_each_but(&[("model attempt 4", (2, 1, 0))]));
     assert_eq!(during_reply.transcript, whole.transcript);
     audited(&during_reply.trace);
+}
+
+/// An idempotency key on the invocation: the same key answers with the run it started, whose
+/// steps ran once; a prompt without it is the session's next one.
+#[test]
+fn an_idempotency_key_returns_the_existing_run() {
+    let server = Server::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, log) = (scratch.path().join("work"), scratch.path().join("effects.jsonl"));
+    let port = free_port();
+    let _worker = start_worker(port, &log);
+    let (status, body) =
+        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let request = json!({"scenario": "flaky-network", "dir": dir});
+    let prompt = |key: Option<&str>| {
+        let headers: Vec<(&str, &str)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
+        let (status, body) =
+            http_with(server.ingress, "POST", "/Session/fleet-7/prompt", &headers, Some(&request)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let attempts = || std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains(r#""at":"end""#)).count();
+    let first = prompt(Some("run-fleet-7-a"));
+    assert_eq!(first["prompt"], 0);
+    assert_eq!(first["reason"], "completed");
+    assert_eq!(attempts(), 4);
+    let again = prompt(Some("run-fleet-7-a"));
+    assert_eq!(again, first);
+    assert_eq!(attempts(), 4, "nothing ran for the second request");
+    let next = prompt(None);
+    assert_eq!(next["prompt"], 1);
+    assert_eq!(attempts(), 8);
+}
+
+/// Cancelling an invocation (the admin API's `PATCH /invocations/{id}/cancel`) ends the run on
+/// its abort edge at its next step: the tool running finishes, its result is not kept, and
+/// the trace ends in `aborted_tools`.
+#[test]
+fn a_cancelled_invocation_ends_on_an_abort_edge() {
+    let server = Server::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, out, log) =
+        (scratch.path().join("work"), scratch.path().join("out"), scratch.path().join("effects.jsonl"));
+    let scenario = scratch.path().join("slow.json");
+    std::fs::write(
+        &scenario,
+        r#"{"name": "slow", "prompt": "Wait.", "settings": {"permissions": {"defaultMode": "bypassPermissions"}},
+            "responses": [{"content": [{"type": "tool_use", "id": "toolu_wait", "name": "Bash", "input": {"command": "sleep 2"}}]},
+                          {"content": [{"type": "text", "text": "Done."}]}]}"#,
+    )
+    .unwrap();
+    let port = free_port();
+    let _worker = start_worker(port, &log);
+    let (status, body) =
+        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let request = json!({"scenario": scenario, "dir": dir, "out": out});
+    let (status, body) = http(server.ingress, "POST", "/Session/slow-1/prompt/send", Some(&request)).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let id = serde_json::from_str::<Value>(&body).unwrap()["invocationId"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains(r#""step":"tool Bash toolu_wait""#) {
+        assert!(Instant::now() < deadline, "the Bash call never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, body) = http(server.admin, "PATCH", &format!("/invocations/{id}/cancel"), None).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let trace = out.join("0.trace.jsonl");
+    while !trace.exists() {
+        assert!(Instant::now() < deadline, "the run never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let report = agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "0.trace.jsonl", &text);
+    assert_eq!(report.findings, Vec::new(), "{text}");
+    assert_eq!(report.terminal.as_deref(), Some("aborted_tools"));
+    let transcript = std::fs::read_to_string(out.join("0.transcript.jsonl")).unwrap();
+    assert!(!transcript.contains("Done."), "no model request after the cancel: {transcript}");
 }
