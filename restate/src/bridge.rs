@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use agentloop::engine::clock::Clock;
 use agentloop::engine::effects::{Effects, Journal, Replayed, Step};
+use agentloop::permissions::{Approval, ApprovalRequest, Approver};
 use agentloop::session::Uuid;
 use futures::future::BoxFuture;
 use restate_sdk::prelude::*;
@@ -46,6 +47,14 @@ pub enum Request {
         exec: oneshot::Sender<oneshot::Sender<Value>>,
         /// The step's outcome once it is journaled.
         settled: oneshot::Sender<Settled>,
+    },
+    /// A permission question nobody is attached to answer: the invocation parks on an
+    /// awakeable until an HTTP call resolves it.
+    Ask {
+        /// The question.
+        question: ApprovalRequest,
+        /// The answer, once given.
+        answer: oneshot::Sender<Approval>,
     },
     /// Sleep durably.
     Sleep {
@@ -142,6 +151,31 @@ impl Journal for Bridged {
     }
 }
 
+/// The run's approver: each question goes to the handler, which parks the invocation on an
+/// awakeable ([`Request::Ask`]).
+pub struct Parked {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl Parked {
+    /// Questions sent to `requests`.
+    pub fn new(requests: mpsc::UnboundedSender<Request>) -> Parked {
+        Parked { requests }
+    }
+}
+
+impl Approver for Parked {
+    fn approve<'a>(&'a self, question: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let (answer, answered) = oneshot::channel();
+            if self.requests.send(Request::Ask { question: question.clone(), answer }).is_err() {
+                return futures::future::pending().await;
+            }
+            answered.await.unwrap_or(Approval::Deny { message: "the invocation ended before an answer".to_owned() })
+        })
+    }
+}
+
 /// Where the worker notes every step it runs (not those a replay answers): the effects log
 /// (`AGENTLOOP_EFFECTS_LOG`), one JSON line as a step starts and one as it ends, for tests
 /// and operators to count what ran.
@@ -158,8 +192,16 @@ impl EffectsLog {
 
     /// Note that `step` is at `at` (`start` or `end`).
     pub fn note(&self, step: &str, at: &str) {
+        self.note_with(step, at, None);
+    }
+
+    /// [`Self::note`] with the awakeable a parked question waits on.
+    pub fn note_with(&self, step: &str, at: &str, awakeable: Option<&str>) {
         let Some(path) = &self.path else { return };
-        let line = serde_json::json!({"step": step, "at": at, "pid": std::process::id()});
+        let mut line = serde_json::json!({"step": step, "at": at, "pid": std::process::id()});
+        if let Some(id) = awakeable {
+            line["awakeable"] = Value::String(id.to_owned());
+        }
         if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
             let _ = writeln!(file, "{line}");
         }
@@ -185,6 +227,17 @@ pub async fn serve(
             let _ = done.send(());
             slept
         }
+        Request::Ask { question, answer } => match park(ctx, &question, log).await {
+            Ok(approval) => {
+                let _ = answer.send(approval);
+                Ok(())
+            }
+            Err(error) => {
+                cancel.cancel();
+                let _ = answer.send(Approval::Deny { message: "the invocation was cancelled".to_owned() });
+                Err(error)
+            }
+        },
         Request::Step { step, exec, settled } => match journal_step(ctx, step, exec, log).await {
             Ok(outcome) => {
                 let _ = settled.send(outcome);
@@ -197,6 +250,33 @@ pub async fn serve(
             }
         },
     }
+}
+
+/// Park the invocation on an awakeable until someone answers `question`: `POST
+/// /restate/awakeables/<id>/resolve` on the ingress with an answer as the body
+/// (`{"answer": "allow_once"}`, `{"answer": "deny", "message": "…"}`, …). The awakeable's id is
+/// said once, when the question is first asked (stderr and the effects log), not again on a
+/// replay.
+async fn park(
+    ctx: &ObjectContext<'_>,
+    question: &ApprovalRequest,
+    log: &EffectsLog,
+) -> Result<Approval, TerminalError> {
+    let (id, answered) = ctx.awakeable::<Json<Approval>>();
+    let label = format!("question {} {}", question.tool, question.tool_use_id);
+    let (log, said, awakeable) = (log.clone(), label.clone(), id.clone());
+    let reason = question.reason.clone();
+    ctx.run(move || async move {
+        eprintln!(
+            "agentloop-restate: {said} is waiting for an answer ({reason}): POST /restate/awakeables/{awakeable}/resolve"
+        );
+        log.note_with(&said, "parked", Some(&awakeable));
+        Ok(())
+    })
+    .name(label)
+    .await?;
+    let Json(approval) = answered.await?;
+    Ok(approval)
 }
 
 /// Journal one step: its marker first if it is mutating, then its value.
@@ -253,6 +333,9 @@ pub fn refuse(request: Request) {
         }
         Request::Step { settled, .. } => {
             let _ = settled.send(Settled { replayed: Replayed::Interrupted, ms: 0 });
+        }
+        Request::Ask { answer, .. } => {
+            let _ = answer.send(Approval::Deny { message: "the invocation was cancelled".to_owned() });
         }
     }
 }

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use agentloop::engine::effects::Effects;
 use agentloop::engine::events::EngineEvent;
 use agentloop::harness::{Setup, run_scenario_prepared, scenario_options, scenario_tools};
-use agentloop::permissions::Unattended;
 use agentloop::scenario::Scenario;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -90,13 +89,16 @@ impl Session {
         let (requests, mut asked) = mpsc::unbounded_channel();
         let (done, finished) = oneshot::channel();
         let cancel = CancellationToken::new();
+        let approver = bridge::Parked::new(requests.clone());
         let effects = Bridged::new(requests, ids);
         let engine_cancel = cancel.clone();
         let dir = request.dir.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
             let outcome = match runtime {
-                Ok(runtime) => runtime.block_on(run(scenario, dir, effects, engine_cancel, run_id, session_id)),
+                Ok(runtime) => {
+                    runtime.block_on(run(scenario, dir, effects, approver, engine_cancel, run_id, session_id))
+                }
                 Err(e) => Err(format!("cannot start the engine's runtime: {e}")),
             };
             let _ = done.send(outcome);
@@ -161,6 +163,7 @@ async fn run(
     scenario: Scenario,
     dir: PathBuf,
     effects: Bridged,
+    approver: bridge::Parked,
     cancel: CancellationToken,
     run_id: agentloop::session::Uuid,
     session_id: agentloop::session::Uuid,
@@ -170,7 +173,7 @@ async fn run(
     let header = agentloop::engine::run::header(&options);
     let effects: std::sync::Arc<dyn Effects> = std::sync::Arc::new(effects);
     let setup =
-        Setup { effects, tools: scenario_tools(&scenario), options, approver: std::sync::Arc::new(Unattended), cancel };
+        Setup { effects, tools: scenario_tools(&scenario), options, approver: std::sync::Arc::new(approver), cancel };
     let done = run_scenario_prepared(&scenario, &dir, setup, session_id).await.map_err(|e| e.to_string())?;
     let json = |value: &dyn erased::Json| value.line();
     let mut trace = vec![json(&header)];

@@ -406,3 +406,67 @@ fn a_cancelled_invocation_ends_on_an_abort_edge() {
     let transcript = std::fs::read_to_string(out.join("0.transcript.jsonl")).unwrap();
     assert!(!transcript.contains("Done."), "no model request after the cancel: {transcript}");
 }
+
+/// A permission question nobody is attached to answer parks the invocation on an awakeable:
+/// a worker killed while it waits comes back to the same question (asked once), and the HTTP
+/// call that resolves the awakeable lets the call run, once.
+#[test]
+fn a_parked_permission_question_survives_a_kill_and_an_http_call_answers_it() {
+    let server = Server::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, out, log) =
+        (scratch.path().join("work"), scratch.path().join("out"), scratch.path().join("effects.jsonl"));
+    let scenario = scratch.path().join("ask.json");
+    std::fs::write(
+        &scenario,
+        r#"{"name": "ask", "prompt": "Note that you asked.",
+            "responses": [{"content": [{"type": "tool_use", "id": "toolu_note", "name": "Bash", "input": {"command": "echo asked >> asked.txt"}}]},
+                          {"content": [{"type": "text", "text": "Noted."}], "expect": {"tool_result_is_error": [false]}}]}"#,
+    )
+    .unwrap();
+    let port = free_port();
+    let mut worker = start_worker(port, &log);
+    let (status, body) =
+        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let ingress = server.ingress;
+    let request = json!({"scenario": scenario, "dir": dir, "out": out});
+    let call = std::thread::spawn(move || http(ingress, "POST", "/Session/ask-1/prompt", Some(&request)));
+    let parked = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["at"] == "parked")
+            .collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while parked().is_empty() {
+        assert!(Instant::now() < deadline, "the question was never parked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    worker.0.kill().unwrap();
+    worker.0.wait().unwrap();
+    drop(worker);
+    let _worker = start_worker(port, &log);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!dir.join("asked.txt").exists(), "nothing ran before the answer");
+    let id = parked()[0]["awakeable"].as_str().unwrap().to_owned();
+    let (status, body) = http(
+        server.ingress,
+        "POST",
+        &format!("/restate/awakeables/{id}/resolve"),
+        Some(&json!({"answer": "allow_once"})),
+    )
+    .unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let (status, body) = call.join().unwrap().expect("the ingress answered");
+    assert_eq!(status, 200, "{body}");
+    let result: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(result["reason"], "completed");
+    assert_eq!(result["result"], "Noted.");
+    assert_eq!(parked().len(), 1, "the question was asked once");
+    assert_eq!(std::fs::read_to_string(dir.join("asked.txt")).unwrap(), "asked\n");
+    let trace = std::fs::read_to_string(out.join("0.trace.jsonl")).unwrap();
+    assert_eq!(agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "t", &trace).findings, Vec::new());
+}

@@ -39,7 +39,7 @@ pub struct ApprovalRequest {
 }
 
 /// The approver's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Approval {
     /// Run this call; ask again next time.
