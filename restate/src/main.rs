@@ -27,8 +27,23 @@ struct Args {
     listen: SocketAddr,
 }
 
+fn main() -> std::process::ExitCode {
+    // Bash commands start through the sandbox helper: `agentloop-sandbox` beside this
+    // program when it is installed there, else this program under the helper's subcommand.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == agentloop::sandbox::helper::SUBCOMMAND) {
+        let code = agentloop::sandbox::helper::main(&argv[2..]);
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // SAFETY: no other thread exists yet (the runtime starts in `serve`): the model
+    // credentials move out of the environment, so no tool or hook command inherits them.
+    unsafe { agentloop::credentials::seal() };
+    serve();
+    std::process::ExitCode::SUCCESS
+}
+
 #[tokio::main]
-async fn main() {
+async fn serve() {
     tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     let args = Args::parse();
     eprintln!("agentloop-restate: serving on {}", args.listen);

@@ -3,10 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::{Arc, Mutex};
+
 use agentloop::engine::effects::Effects;
 use agentloop::engine::events::EngineEvent;
+use agentloop::engine::run::{Prompt, run_prompt_with};
+use agentloop::engine::trace::TraceHeader;
 use agentloop::harness::{Setup, run_scenario_prepared, scenario_options, scenario_tools};
+use agentloop::hooks::NoHooks;
+use agentloop::hooks::settings::Permissions;
+use agentloop::model::anthropic::{AnthropicConfig, AnthropicModel};
+use agentloop::protocol::Message;
+use agentloop::sandbox::{Sandbox, SandboxSettings};
 use agentloop::scenario::Scenario;
+use agentloop::tools::ShellEnv;
+use agentloop::{Deps, EngineOptions, Registry, RunOutcome};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -17,20 +28,48 @@ use crate::ids::Ids;
 
 /// How many prompts the session has run (object state).
 const PROMPTS: &str = "prompts";
+/// The conversation of a session that talks to the Messages API (object state).
+const MESSAGES: &str = "messages";
 
-/// One prompt.
+/// One prompt: a scripted scenario, or a prompt for the Messages API model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromptRequest {
     /// The scripted scenario that plays the model: a built-in scenario's name or a scenario
-    /// file's path.
-    pub scenario: String,
-    /// The working directory (the scenario's files are written there once).
+    /// file's path. Without it, `prompt` goes to the Messages API.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// The prompt, for the Messages API model (`ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`,
+    /// and `ANTHROPIC_BASE_URL`, from the worker's environment). The session's earlier
+    /// prompts and replies are its history.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The model (default: the engine's).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    /// Allow rules (`Bash(git diff:*)`), as `--allowedTools` takes them.
+    #[serde(default)]
+    pub allowed_tools: Vec<String>,
+    /// Deny rules, as `--disallowedTools` takes them.
+    #[serde(default)]
+    pub disallowed_tools: Vec<String>,
+    /// The working directory (a scenario's files are written there once).
     pub dir: PathBuf,
     /// Where the run's trace (`<n>.trace.jsonl`) and transcript (`<n>.transcript.jsonl`) are
     /// written, once, when it ends; `n` counts the session's prompts from 0.
     #[serde(default)]
     pub out: Option<PathBuf>,
+}
+
+/// What a prompt runs.
+enum Work {
+    /// A scripted scenario.
+    Scenario(Box<Scenario>),
+    /// A prompt for the Messages API model, after the session's history.
+    Model { prompt: String, history: Vec<Message> },
 }
 
 /// How a prompt ended.
@@ -60,6 +99,8 @@ struct Finished {
     trace: Vec<String>,
     /// The transcript: one line per message, with its uuid.
     transcript: Vec<String>,
+    /// The session's conversation after the prompt (kept as object state for the next one).
+    messages: Vec<Message>,
 }
 
 /// A session.
@@ -71,19 +112,33 @@ impl Session {
     #[handler]
     async fn prompt(&self, ctx: ObjectContext<'_>, request: Json<PromptRequest>) -> HandlerResult<Json<PromptResult>> {
         let Json(request) = request;
-        let scenario = load(&request.scenario).map_err(TerminalError::new)?;
         let n = ctx.get::<u64>(PROMPTS).await?.unwrap_or(0);
+        let work = match (&request.scenario, &request.prompt) {
+            (Some(scenario), None) => Work::Scenario(Box::new(load(scenario).map_err(TerminalError::new)?)),
+            (None, Some(prompt)) => {
+                let history = ctx.get::<Json<Vec<Message>>>(MESSAGES).await?.map(|Json(m)| m).unwrap_or_default();
+                Work::Model { prompt: prompt.clone(), history }
+            }
+            _ => return Err(TerminalError::new("a prompt request has either `scenario` or `prompt`").into()),
+        };
         let ids = Ids::new(ctx.key(), n);
         let (run_id, session_id) = (ids.named("run"), ids.named("session"));
         let log = EffectsLog::from_env();
-        // The scenario's files, written once: a replay finds them as the steps left them.
-        let (files, dir) = (scenario.clone(), request.dir.clone());
+        // The directory, and a scenario's files, written once: a replay finds them as the
+        // steps left them.
+        let files = match &work {
+            Work::Scenario(scenario) => Some(scenario.clone()),
+            Work::Model { .. } => None,
+        };
+        let dir = request.dir.clone();
         ctx.run(move || async move {
             std::fs::create_dir_all(&dir).map_err(|e| TerminalError::new(format!("{}: {e}", dir.display())))?;
-            files.write_files(&dir).map_err(|e| TerminalError::new(format!("{}: {e}", dir.display())))?;
+            if let Some(files) = files {
+                files.write_files(&dir).map_err(|e| TerminalError::new(format!("{}: {e}", dir.display())))?;
+            }
             Ok(())
         })
-        .name("write the scenario's files")
+        .name("prepare the working directory")
         .await?;
 
         let (requests, mut asked) = mpsc::unbounded_channel();
@@ -93,11 +148,20 @@ impl Session {
         let effects = Bridged::new(requests, ids);
         let engine_cancel = cancel.clone();
         let dir = request.dir.clone();
+        let run_request = request.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
             let outcome = match runtime {
                 Ok(runtime) => {
-                    runtime.block_on(run(scenario, dir, effects, approver, engine_cancel, run_id, session_id))
+                    let engine = Engine { effects, approver, cancel: engine_cancel, run_id, session_id };
+                    runtime.block_on(async move {
+                        match work {
+                            Work::Scenario(scenario) => run(*scenario, dir, engine).await,
+                            Work::Model { prompt, history } => {
+                                run_model(&run_request, &prompt, history, dir, engine).await
+                            }
+                        }
+                    })
                 }
                 Err(e) => Err(format!("cannot start the engine's runtime: {e}")),
             };
@@ -139,6 +203,9 @@ impl Session {
             .name("write the trace and the transcript")
             .await?;
         ctx.set(PROMPTS, n + 1);
+        if request.prompt.is_some() {
+            ctx.set(MESSAGES, Json(finished.messages.clone()));
+        }
         Ok(Json(PromptResult {
             prompt: n,
             reason: finished.reason,
@@ -158,28 +225,88 @@ fn load(scenario: &str) -> Result<Scenario, String> {
     Scenario::load(Path::new(scenario)).map_err(|e| e.to_string())
 }
 
-/// Run `scenario` in `dir` on the engine's thread.
-async fn run(
-    scenario: Scenario,
-    dir: PathBuf,
+/// What a run on the engine's thread is given.
+struct Engine {
     effects: Bridged,
     approver: bridge::Parked,
     cancel: CancellationToken,
     run_id: agentloop::session::Uuid,
     session_id: agentloop::session::Uuid,
-) -> Result<Finished, String> {
+}
+
+/// Run `scenario` in `dir` on the engine's thread.
+async fn run(scenario: Scenario, dir: PathBuf, engine: Engine) -> Result<Finished, String> {
+    let Engine { effects, approver, cancel, run_id, session_id } = engine;
     let mut options = scenario_options(&scenario);
     options.run_id = run_id.to_string();
     let header = agentloop::engine::run::header(&options);
-    let effects: std::sync::Arc<dyn Effects> = std::sync::Arc::new(effects);
-    let setup =
-        Setup { effects, tools: scenario_tools(&scenario), options, approver: std::sync::Arc::new(approver), cancel };
+    let effects: Arc<dyn Effects> = Arc::new(effects);
+    let setup = Setup { effects, tools: scenario_tools(&scenario), options, approver: Arc::new(approver), cancel };
     let done = run_scenario_prepared(&scenario, &dir, setup, session_id).await.map_err(|e| e.to_string())?;
+    Ok(finished(&header, &done.outcome, &done.events))
+}
+
+/// Run `prompt` after `history` against the Messages API, on the engine's thread: the
+/// standard tools, the permission mode and rules of `request`, Bash in the kernel sandbox as
+/// the command line runs it.
+async fn run_model(
+    request: &PromptRequest,
+    prompt: &str,
+    history: Vec<Message>,
+    dir: PathBuf,
+    engine: Engine,
+) -> Result<Finished, String> {
+    let Engine { effects, approver, cancel, run_id, session_id } = engine;
+    let config = AnthropicConfig::from_env().map_err(|e| e.to_string())?;
+    let model = Arc::new(AnthropicModel::new(config).map_err(|e| e.to_string())?);
+    let mut options = EngineOptions { run_id: run_id.to_string(), ..EngineOptions::default() };
+    if let Some(name) = &request.model {
+        options.model = name.clone();
+    }
+    let header = agentloop::engine::run::header(&options);
+    let policy = agentloop::harness::policy(
+        &Permissions::default(),
+        request.permission_mode.as_deref(),
+        &request.allowed_tools,
+        &request.disallowed_tools,
+        &dir,
+    )
+    .map_err(|e| e.to_string())?;
+    let sandbox = Sandbox::for_session(SandboxSettings::default(), &dir, None).map_err(|e| e.to_string())?;
+    let deps = Deps {
+        model,
+        tools: Registry::standard(),
+        hooks: Arc::new(NoHooks),
+        effects: Arc::new(effects),
+        cancel,
+        cwd: dir.clone(),
+        policy: Arc::new(policy),
+        shell_env: ShellEnv::inherited_default(),
+        sandbox: Arc::new(sandbox),
+        approver: Arc::new(approver),
+    };
+    let mut session = agentloop::Session::in_memory(session_id, dir);
+    session.messages = history.into();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let sink = move |event: &EngineEvent| {
+        if let EngineEvent::Message { .. } = event {
+            seen.lock().expect("the event log's lock is never poisoned").push(event.clone());
+        }
+    };
+    let outcome = run_prompt_with(&mut session, deps, options, &Prompt::text(prompt), Box::new(sink))
+        .await
+        .map_err(|e| e.to_string())?;
+    let events = std::mem::take(&mut *events.lock().expect("the event log's lock is never poisoned"));
+    Ok(finished(&header, &outcome, &events))
+}
+
+/// What a run hands back: its ending, its trace (header first) and its transcript.
+fn finished(header: &TraceHeader, outcome: &RunOutcome, events: &[EngineEvent]) -> Finished {
     let json = |value: &dyn erased::Json| value.line();
-    let mut trace = vec![json(&header)];
-    trace.extend(done.outcome.trace.iter().map(|r| json(r)));
-    let transcript = done
-        .events
+    let mut trace = vec![json(header)];
+    trace.extend(outcome.trace.iter().map(|r| json(r)));
+    let transcript = events
         .iter()
         .filter_map(|event| match event {
             EngineEvent::Message { message, uuid, .. } => {
@@ -188,13 +315,14 @@ async fn run(
             _ => None,
         })
         .collect();
-    Ok(Finished {
-        reason: done.outcome.terminal.as_str().to_owned(),
-        result: done.outcome.final_text.clone(),
-        edges: done.outcome.edge_ids().into_iter().map(str::to_owned).collect(),
+    Finished {
+        reason: outcome.terminal.as_str().to_owned(),
+        result: outcome.final_text.clone(),
+        edges: outcome.edge_ids().into_iter().map(str::to_owned).collect(),
         trace,
         transcript,
-    })
+        messages: outcome.messages.clone(),
+    }
 }
 
 /// One JSON line of anything serializable.

@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "../../tests/common/mock_api.rs"]
+mod mock_api;
+
+use mock_api::{MockApi, Reply, Sse};
+
 /// The repository's root (the engine crate's directory).
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -137,9 +142,15 @@ fn dechunk(mut text: &str) -> String {
 
 /// The worker, serving on `port`, noting what it runs in `log`.
 fn start_worker(port: u16, log: &Path) -> Process {
+    start_worker_with(port, log, &[])
+}
+
+/// [`start_worker`] with more environment variables.
+fn start_worker_with(port: u16, log: &Path, envs: &[(&str, String)]) -> Process {
     let process = Command::new(env!("CARGO_BIN_EXE_agentloop-restate"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .env("AGENTLOOP_EFFECTS_LOG", log)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -469,4 +480,79 @@ fn a_parked_permission_question_survives_a_kill_and_an_http_call_answers_it() {
     assert_eq!(std::fs::read_to_string(dir.join("asked.txt")).unwrap(), "asked\n");
     let trace = std::fs::read_to_string(out.join("0.trace.jsonl")).unwrap();
     assert_eq!(agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "t", &trace).findings, Vec::new());
+}
+
+/// A session on the Messages API (a local mock over real HTTP and SSE): its second prompt
+/// carries the first one's conversation, and a worker killed while that prompt's reply
+/// streams sends the same request again on the next life.
+#[test]
+fn a_model_session_keeps_its_history_and_a_reply_cut_by_a_kill_is_requested_again() {
+    let [read, answer] = <[Reply; 2]>::try_from(mock_api::read_round_trip()).ok().unwrap();
+    let again = Sse::new("claude-sonnet-4-5", 1500).text("Again: Hello from the greeting file!").stop("end_turn");
+    let api = MockApi::start(vec![
+        read,
+        answer,
+        Reply::paused_before(again.clone(), "message_delta", Duration::from_secs(5)),
+        Reply::Sse(again),
+    ]);
+    let server = Server::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let (dir, log) = (scratch.path().join("work"), scratch.path().join("effects.jsonl"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("greeting.txt"), "Hello from the greeting file!\n").unwrap();
+    let envs = [("ANTHROPIC_API_KEY", "sk-ant-test".to_owned()), ("ANTHROPIC_BASE_URL", api.base_url())];
+    let port = free_port();
+    let worker = start_worker_with(port, &log, &envs);
+    let (status, body) =
+        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
+    assert!((200..300).contains(&status), "{status} {body}");
+    let ingress = server.ingress;
+    let prompt = move |text: &str| {
+        let request = json!({"prompt": text, "dir": dir, "model": "claude-sonnet-4-5"});
+        let (status, body) = http(ingress, "POST", "/Session/model-1/prompt", Some(&request)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let first = prompt("What does greeting.txt say?");
+    assert_eq!(first["reason"], "completed");
+    assert_eq!(first["result"], mock_api::ROUND_TRIP_ANSWER);
+
+    let second = std::thread::spawn(move || prompt("Say it again."));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api.bodies().len() < 3 {
+        assert!(Instant::now() < deadline, "the second prompt's request never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    drop(worker);
+    let _worker = start_worker_with(port, &log, &envs);
+    let second = second.join().unwrap();
+    assert_eq!(second["prompt"], 1);
+    assert_eq!(second["result"], "Again: Hello from the greeting file!");
+    let bodies = api.bodies();
+    assert_eq!(bodies.len(), 4);
+    // The second prompt's request holds the first prompt's conversation, and the request the
+    // kill cut off is sent again as it was.
+    assert_eq!(bodies[2]["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(bodies[3]["messages"], bodies[2]["messages"]);
+    let attempts: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| format!("{} {}", e["step"].as_str().unwrap(), e["at"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            "model attempt 1 start",
+            "model attempt 1 end",
+            "tool Read toolu_01 start",
+            "tool Read toolu_01 end",
+            "model attempt 2 start",
+            "model attempt 2 end",
+            "model attempt 1 start",
+            "model attempt 1 start",
+            "model attempt 1 end",
+        ]
+    );
 }
