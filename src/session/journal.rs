@@ -70,6 +70,9 @@ pub struct JournalLine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    /// The run has the call and it has not started: it may wait for its turn, its hooks or
+    /// a permission question's answer.
+    Queued,
     /// The call is about to start.
     Start,
     /// The call's result is known.
@@ -92,6 +95,17 @@ impl ToolJournal {
     /// are copied to `mirror` as the transcript's are.
     pub(crate) fn new(file: File, path: PathBuf, session_id: Uuid, mirror: Option<Mirror>) -> ToolJournal {
         ToolJournal { file: Arc::new(file), path, session_id: session_id.to_string(), mirror }
+    }
+
+    /// The run has the call `tool_use_id` of `name`; it has not started.
+    pub fn queued(&self, tool_use_id: &str, name: &str) {
+        self.write(&JournalLine {
+            phase: Phase::Queued,
+            tool_use_id: tool_use_id.to_owned(),
+            name: Some(name.to_owned()),
+            read_only: false,
+            result: None,
+        });
     }
 
     /// The call `tool_use_id` of `name` is about to start; `read_only` when running it again
@@ -147,6 +161,8 @@ impl ToolJournal {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Journaled {
     calls: HashMap<String, Call>,
+    /// Calls the run had that had not started (a `queued` line and no `start`).
+    queued: std::collections::HashSet<String>,
 }
 
 /// What the journal says of one call.
@@ -180,6 +196,9 @@ impl Journaled {
     /// Take in one journal line.
     pub fn note(&mut self, line: JournalLine) {
         match line.phase {
+            Phase::Queued => {
+                self.queued.insert(line.tool_use_id);
+            }
             Phase::Start => {
                 self.calls.entry(line.tool_use_id).or_insert(Call { read_only: line.read_only, result: None });
             }
@@ -202,7 +221,7 @@ impl Journaled {
 
     /// Whether no call was journaled.
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.calls.is_empty() && self.queued.is_empty()
     }
 
     /// What is known of the call `id`, one of `calls` (the ids of one reply's calls): a call
@@ -211,7 +230,9 @@ impl Journaled {
         match self.calls.get(id) {
             Some(Call { result: Some(result), .. }) => Recovered::Replayed(result.clone()),
             Some(Call { result: None, read_only }) => Recovered::Interrupted { read_only: *read_only },
-            None if calls.iter().any(|c| self.calls.contains_key(c)) => Recovered::NotStarted,
+            None if calls.iter().any(|c| self.calls.contains_key(c) || self.queued.contains(c)) => {
+                Recovered::NotStarted
+            }
             None => Recovered::Unknown,
         }
     }

@@ -1175,6 +1175,32 @@ fn the_journal_replays_finished_results_and_tells_the_interrupted_from_the_never
 }
 
 #[test]
+fn calls_that_were_only_queued_never_started_even_when_no_call_did() {
+    let (_dir, store) = store();
+    let (w, journal) = reading_t1_and_t2(&store);
+    // Killed while both waited (a permission question, their hooks): queued, never started.
+    journal.queued("t1", "Read");
+    journal.queued("t2", "Read");
+    let mut loaded = load(w.path()).unwrap();
+    drop(w);
+    assert!(!loaded.journal.is_empty());
+    let (report, pending) = loaded.repair_resuming();
+    assert_eq!(
+        report.repairs,
+        vec![Repair::RecoveredToolUses {
+            message: 1,
+            replayed: vec![],
+            interrupted: vec![],
+            not_started: vec![],
+            rerun: vec![],
+            run: vec!["t1".into(), "t2".into()],
+            new_message: false,
+        }]
+    );
+    assert!(!pending.unwrap().interrupted);
+}
+
+#[test]
 fn a_resuming_repair_leaves_the_calls_that_can_run_to_the_resumed_run() {
     let (_dir, store) = store();
     let path = cut_in_execute_tools(&store);

@@ -119,6 +119,11 @@ impl Executor {
         // A hook command that runs for the call could change anything: it waits too.
         let early = safe && self.toolbox.may_start_early(&call) && !self.toolbox.hooks.runs_for_tool(&call.name);
         let mcp = self.toolbox.mcp_origin(&call);
+        // Journaled before anything can hold it up (its turn, its hooks, a permission
+        // question): a kill before its `start` line leaves a call a resume knows never started.
+        if let Some(journal) = &self.base.journal {
+            journal.queued(&call.id, &call.name);
+        }
         self.entries.push(Entry { call, safe, cancels_siblings, early, mcp, status: Status::Queued });
         self.start_eligible()
     }

@@ -342,21 +342,18 @@ fn a_run_killed_in_execute_tools_resumes_with_the_finished_results_kept() {
     assert!(dir.path().join("never").exists(), "the call that never started ran in the resumed run");
     let lines = transcript(home.path(), id);
     assert_chain(&lines, id);
-    let journal: Vec<(&str, &str)> = lines
-        .iter()
-        .filter(|l| l["type"] == "agentloop-tool")
-        .map(|l| (l["phase"].as_str().unwrap(), l["toolUseId"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        journal,
-        [
-            ("start", "toolu_read"),
-            ("end", "toolu_read"),
-            ("start", "toolu_slow"),
-            ("start", "toolu_next"),
-            ("end", "toolu_next")
-        ]
-    );
+    // Each call's journal lines, in order (the calls' lines interleave as they ran): the call
+    // that never started was queued in the killed run and again in the resumed one.
+    let phases = |id: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter(|l| l["type"] == "agentloop-tool" && l["toolUseId"] == id)
+            .map(|l| l["phase"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(phases("toolu_read"), ["queued", "start", "end"]);
+    assert_eq!(phases("toolu_slow"), ["queued", "start"]);
+    assert_eq!(phases("toolu_next"), ["queued", "queued", "start", "end"]);
     // The results line comes before the prompt's, and loading the file gives what was sent.
     let kinds: Vec<String> = lines
         .iter()
@@ -816,4 +813,63 @@ fn a_run_killed_mid_reply_or_mid_backoff_resumes_with_one_more_attempt() {
         let replies = lines.iter().filter(|l| l["type"] == "assistant").count();
         assert_eq!(replies, 1, "{name}: only the resumed run's reply is recorded");
     }
+}
+
+/// A permission question still waiting for its answer when the run is killed (the SDK mode,
+/// `--permission-prompt-tool stdio`): the call never started, so the resumed run puts it to
+/// its own permissions and runs it once, and nothing ran before.
+#[test]
+fn a_run_killed_while_a_permission_question_waits_runs_the_call_once_on_resume() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let id = "5d1c2b3a-4e5f-4a6b-8c7d-0123456789cd";
+    let ask = Reply::Sse(
+        Sse::new("claude-sonnet-4-5", 1200)
+            .tool_use("toolu_ask", "Bash", &json!({"command": "touch asked.txt"}))
+            .stop("tool_use"),
+    );
+    let api = MockApi::start(vec![ask]);
+    let mut child = command(home.path(), &api.base_url())
+        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args(["--model", "claude-sonnet-4-5", "--session-id", id, "--permission-prompt-tool", "stdio"])
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for frame in [
+        json!({"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}}),
+        json!({"type": "user", "message": {"role": "user", "content": "Note it."}, "parent_tool_use_id": null, "session_id": ""}),
+    ] {
+        writeln!(stdin, "{frame}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let asked = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
+        .find(|frame| frame["type"] == "control_request" && frame["request"]["subtype"] == "can_use_tool")
+        .expect("the question was put to the SDK");
+    assert_eq!(asked["request"]["tool_use_id"], "toolu_ask");
+    child.kill().unwrap(); // SIGKILL while the question waits
+    child.wait().unwrap();
+    drop(stdin);
+    assert!(!dir.path().join("asked.txt").exists(), "nothing ran before an answer");
+
+    let api = MockApi::start(vec![answer("Noted.")]);
+    let args = ["run", "--resume", id, "-p", "Go on", "--model", "claude-sonnet-4-5", "--cwd", cwd];
+    let (code, out, err) =
+        run(home.path(), &api.base_url(), &[&args[..], &["--allowedTools", "Bash(touch:*)"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Noted.\n");
+    assert!(err.contains("1 call never started, to run now (toolu_ask)"), "{err}");
+    assert!(dir.path().join("asked.txt").exists(), "the call ran in the resumed run");
+    let sent = strip_cache_control(&api.bodies()[0]["messages"]);
+    assert_eq!(
+        sent[2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_ask", "content": "(no output)"})
+    );
 }
