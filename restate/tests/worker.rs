@@ -181,11 +181,12 @@ const SCENARIO: &str = r#"{
   ]
 }"#;
 
-/// Where the worker is killed: after the effects log's entry for `step` at `at` appears, and
-/// `then` later.
+/// Where the worker is killed: after the effects log's entry for `step` at `at` appears (and
+/// the file `made`, if any, exists in the working directory), and `then` later.
 struct KillPoint {
     step: &'static str,
     at: &'static str,
+    made: Option<&'static str>,
     then: Duration,
 }
 
@@ -215,7 +216,7 @@ fn run(kill: Option<KillPoint>) -> Run {
     let ingress = server.ingress;
     let request = json!({"scenario": scenario, "dir": dir, "out": out});
     let call = std::thread::spawn(move || http(ingress, "POST", "/Session/durable-session/prompt", Some(&request)));
-    if let Some(KillPoint { step, at, then }) = kill {
+    if let Some(KillPoint { step, at, made, then }) = kill {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -227,6 +228,10 @@ fn run(kill: Option<KillPoint>) -> Run {
                 break;
             }
             assert!(Instant::now() < deadline, "the run never reached {step} {at}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while made.is_some_and(|file| !dir.join(file).exists()) {
+            assert!(Instant::now() < deadline, "the run never made {made:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
         std::thread::sleep(then);
@@ -307,21 +312,27 @@ fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice(
     assert_eq!(whole.transcript.len(), 6);
     audited(&whole.trace);
 
-    let during_backoff = run(Some(KillPoint { step: "model attempt 1", at: "end", then: Duration::from_millis(400) }));
+    let during_backoff =
+        run(Some(KillPoint { step: "model attempt 1", at: "end", made: None, then: Duration::from_millis(400) }));
     assert_eq!(during_backoff.counts, once_each_but(&[]));
     assert_eq!(during_backoff.transcript, whole.transcript);
     assert_eq!(during_backoff.log_lines, 1);
     audited(&during_backoff.trace);
 
     // After the Read's result (the attempt after it has started): the attempt is sent again.
-    let after_a_result = run(Some(KillPoint { step: "model attempt 3", at: "start", then: Duration::ZERO }));
+    let after_a_result =
+        run(Some(KillPoint { step: "model attempt 3", at: "start", made: None, then: Duration::ZERO }));
     assert_eq!(after_a_result.counts, once_each_but(&[("model attempt 3", (2, 1, 0))]));
     assert_eq!(after_a_result.transcript, whole.transcript);
     audited(&after_a_result.trace);
 
     // During the mutating call: it is never run again, and its result says so.
-    let during_bash =
-        run(Some(KillPoint { step: "tool Bash toolu_log", at: "start", then: Duration::from_millis(300) }));
+    let during_bash = run(Some(KillPoint {
+        step: "tool Bash toolu_log",
+        at: "start",
+        made: Some("log.txt"),
+        then: Duration::from_millis(100),
+    }));
     assert_eq!(during_bash.counts, once_each_but(&[("tool Bash toolu_log", (1, 0, 1))]));
     assert_eq!(during_bash.log_lines, 1, "the Bash call ran once");
     let interrupted = bash_result(&during_bash.transcript);
@@ -332,7 +343,8 @@ fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice(
     audited(&during_bash.trace);
 
     // During a model attempt (its reply streaming): that attempt is sent again.
-    let during_reply = run(Some(KillPoint { step: "model attempt 4", at: "start", then: Duration::from_millis(400) }));
+    let during_reply =
+        run(Some(KillPoint { step: "model attempt 4", at: "start", made: None, then: Duration::from_millis(400) }));
     assert_eq!(during_reply.counts, once_each_but(&[("model attempt 4", (2, 1, 0))]));
     assert_eq!(during_reply.transcript, whole.transcript);
     audited(&during_reply.trace);
