@@ -303,9 +303,8 @@ async fn run_model(
 
 /// What a run hands back: its ending, its trace (header first) and its transcript.
 fn finished(header: &TraceHeader, outcome: &RunOutcome, events: &[EngineEvent]) -> Finished {
-    let json = |value: &dyn erased::Json| value.line();
-    let mut trace = vec![json(header)];
-    trace.extend(outcome.trace.iter().map(|r| json(r)));
+    let mut trace = vec![json_line(header)];
+    trace.extend(outcome.trace.iter().map(json_line));
     let transcript = events
         .iter()
         .filter_map(|event| match event {
@@ -325,19 +324,9 @@ fn finished(header: &TraceHeader, outcome: &RunOutcome, events: &[EngineEvent]) 
     }
 }
 
-/// One JSON line of anything serializable.
-mod erased {
-    /// A value written as one JSON line.
-    pub trait Json {
-        /// The line.
-        fn line(&self) -> String;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn line(&self) -> String {
-            serde_json::to_string(self).unwrap_or_default()
-        }
-    }
+/// `value` as one JSON line.
+fn json_line(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// Write prompt `n`'s trace and transcript under `out`; the paths written.

@@ -97,6 +97,20 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Register the worker serving on `port` with the server's admin API.
+    fn register(&self, port: u16) {
+        let uri = json!({"uri": format!("http://127.0.0.1:{port}")});
+        let (status, body) = http(self.admin, "POST", "/deployments", Some(&uri)).unwrap();
+        assert!((200..300).contains(&status), "{status} {body}");
+    }
+}
+
+/// The entries of the effects log at `log`, so far (none before the first).
+fn effects(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
 /// One HTTP/1.1 exchange with 127.0.0.1:`port`: the status and the body.
 fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, String)> {
     http_with(port, method, path, &[], body)
@@ -209,24 +223,14 @@ fn run(kill: Option<KillPoint>) -> Run {
     std::fs::write(&scenario, SCENARIO).unwrap();
     let port = free_port();
     let mut worker = Some(start_worker(port, &log));
-    let (status, body) =
-        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
-    assert!((200..300).contains(&status), "{status} {body}");
+    server.register(port);
 
     let ingress = server.ingress;
     let request = json!({"scenario": scenario, "dir": dir, "out": out});
     let call = std::thread::spawn(move || http(ingress, "POST", "/Session/durable-session/prompt", Some(&request)));
     if let Some(KillPoint { step, at, made, then }) = kill {
         let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .any(|e| e["step"] == step && e["at"] == at)
-            {
-                break;
-            }
+        while !effects(&log).iter().any(|e| e["step"] == step && e["at"] == at) {
             assert!(Instant::now() < deadline, "the run never reached {step} {at}");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -287,10 +291,11 @@ fn once_each_but(changes: &[(&str, (usize, usize, usize))]) -> BTreeMap<String, 
     all
 }
 
-fn audited(trace: &str) {
+/// The auditor's replay of `trace` finds nothing, and the trace ends in `terminal`.
+fn audited(trace: &str, terminal: &str) {
     let report = agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "0.trace.jsonl", trace);
     assert_eq!(report.findings, Vec::new(), "{trace}");
-    assert_eq!(report.terminal.as_deref(), Some("completed"));
+    assert_eq!(report.terminal.as_deref(), Some(terminal));
 }
 
 /// The Bash call's result in a transcript.
@@ -310,21 +315,21 @@ fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice(
     assert_eq!(whole.counts, once_each_but(&[]));
     assert_eq!(whole.log_lines, 1);
     assert_eq!(whole.transcript.len(), 6);
-    audited(&whole.trace);
+    audited(&whole.trace, "completed");
 
     let during_backoff =
         run(Some(KillPoint { step: "model attempt 1", at: "end", made: None, then: Duration::from_millis(400) }));
     assert_eq!(during_backoff.counts, once_each_but(&[]));
     assert_eq!(during_backoff.transcript, whole.transcript);
     assert_eq!(during_backoff.log_lines, 1);
-    audited(&during_backoff.trace);
+    audited(&during_backoff.trace, "completed");
 
     // After the Read's result (the attempt after it has started): the attempt is sent again.
     let after_a_result =
         run(Some(KillPoint { step: "model attempt 3", at: "start", made: None, then: Duration::ZERO }));
     assert_eq!(after_a_result.counts, once_each_but(&[("model attempt 3", (2, 1, 0))]));
     assert_eq!(after_a_result.transcript, whole.transcript);
-    audited(&after_a_result.trace);
+    audited(&after_a_result.trace, "completed");
 
     // During the mutating call: it is never run again, and its result says so.
     let during_bash = run(Some(KillPoint {
@@ -340,14 +345,14 @@ fn a_worker_killed_at_each_kind_of_step_finishes_the_run_with_nothing_run_twice(
     assert_eq!(interrupted["is_error"], true);
     let uuids = |t: &[Value]| t.iter().map(|l| l["uuid"].clone()).collect::<Vec<_>>();
     assert_eq!(uuids(&during_bash.transcript), uuids(&whole.transcript));
-    audited(&during_bash.trace);
+    audited(&during_bash.trace, "completed");
 
     // During a model attempt (its reply streaming): that attempt is sent again.
     let during_reply =
         run(Some(KillPoint { step: "model attempt 4", at: "start", made: None, then: Duration::from_millis(400) }));
     assert_eq!(during_reply.counts, once_each_but(&[("model attempt 4", (2, 1, 0))]));
     assert_eq!(during_reply.transcript, whole.transcript);
-    audited(&during_reply.trace);
+    audited(&during_reply.trace, "completed");
 }
 
 /// An idempotency key on the invocation: the same key answers with the run it started, whose
@@ -359,9 +364,7 @@ fn an_idempotency_key_returns_the_existing_run() {
     let (dir, log) = (scratch.path().join("work"), scratch.path().join("effects.jsonl"));
     let port = free_port();
     let _worker = start_worker(port, &log);
-    let (status, body) =
-        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
-    assert!((200..300).contains(&status), "{status} {body}");
+    server.register(port);
     let request = json!({"scenario": "flaky-network", "dir": dir});
     let prompt = |key: Option<&str>| {
         let headers: Vec<(&str, &str)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
@@ -370,7 +373,7 @@ fn an_idempotency_key_returns_the_existing_run() {
         assert_eq!(status, 200, "{body}");
         serde_json::from_str::<Value>(&body).unwrap()
     };
-    let attempts = || std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains(r#""at":"end""#)).count();
+    let attempts = || effects(&log).iter().filter(|e| e["at"] == "end").count();
     let first = prompt(Some("run-fleet-7-a"));
     assert_eq!(first["prompt"], 0);
     assert_eq!(first["reason"], "completed");
@@ -402,15 +405,13 @@ fn a_cancelled_invocation_ends_on_an_abort_edge() {
     .unwrap();
     let port = free_port();
     let _worker = start_worker(port, &log);
-    let (status, body) =
-        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
-    assert!((200..300).contains(&status), "{status} {body}");
+    server.register(port);
     let request = json!({"scenario": scenario, "dir": dir, "out": out});
     let (status, body) = http(server.ingress, "POST", "/Session/slow-1/prompt/send", Some(&request)).unwrap();
     assert!((200..300).contains(&status), "{status} {body}");
     let id = serde_json::from_str::<Value>(&body).unwrap()["invocationId"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains(r#""step":"tool Bash toolu_wait""#) {
+    while !effects(&log).iter().any(|e| e["step"] == "tool Bash toolu_wait") {
         assert!(Instant::now() < deadline, "the Bash call never started");
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -422,10 +423,7 @@ fn a_cancelled_invocation_ends_on_an_abort_edge() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(100));
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let report = agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "0.trace.jsonl", &text);
-    assert_eq!(report.findings, Vec::new(), "{text}");
-    assert_eq!(report.terminal.as_deref(), Some("aborted_tools"));
+    audited(&std::fs::read_to_string(&trace).unwrap(), "aborted_tools");
     let transcript = std::fs::read_to_string(out.join("0.transcript.jsonl")).unwrap();
     assert!(!transcript.contains("Done."), "no model request after the cancel: {transcript}");
 }
@@ -449,20 +447,11 @@ fn a_parked_permission_question_survives_a_kill_and_an_http_call_answers_it() {
     .unwrap();
     let port = free_port();
     let mut worker = start_worker(port, &log);
-    let (status, body) =
-        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
-    assert!((200..300).contains(&status), "{status} {body}");
+    server.register(port);
     let ingress = server.ingress;
     let request = json!({"scenario": scenario, "dir": dir, "out": out});
     let call = std::thread::spawn(move || http(ingress, "POST", "/Session/ask-1/prompt", Some(&request)));
-    let parked = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["at"] == "parked")
-            .collect::<Vec<_>>()
-    };
+    let parked = || effects(&log).into_iter().filter(|e| e["at"] == "parked").collect::<Vec<_>>();
     let deadline = Instant::now() + Duration::from_secs(30);
     while parked().is_empty() {
         assert!(Instant::now() < deadline, "the question was never parked");
@@ -491,7 +480,7 @@ fn a_parked_permission_question_survives_a_kill_and_an_http_call_answers_it() {
     assert_eq!(parked().len(), 1, "the question was asked once");
     assert_eq!(std::fs::read_to_string(dir.join("asked.txt")).unwrap(), "asked\n");
     let trace = std::fs::read_to_string(out.join("0.trace.jsonl")).unwrap();
-    assert_eq!(agentloop::audit::trace::replay(agentloop::engine::table::shipped(), "t", &trace).findings, Vec::new());
+    audited(&trace, "completed");
 }
 
 /// A session on the Messages API (a local mock over real HTTP and SSE): its second prompt
@@ -515,9 +504,7 @@ fn a_model_session_keeps_its_history_and_a_reply_cut_by_a_kill_is_requested_agai
     let envs = [("ANTHROPIC_API_KEY", "sk-ant-test".to_owned()), ("ANTHROPIC_BASE_URL", api.base_url())];
     let port = free_port();
     let worker = start_worker_with(port, &log, &envs);
-    let (status, body) =
-        http(server.admin, "POST", "/deployments", Some(&json!({"uri": format!("http://127.0.0.1:{port}")}))).unwrap();
-    assert!((200..300).contains(&status), "{status} {body}");
+    server.register(port);
     let ingress = server.ingress;
     let prompt = move |text: &str| {
         let request = json!({"prompt": text, "dir": dir, "model": "claude-sonnet-4-5"});
@@ -547,10 +534,8 @@ fn a_model_session_keeps_its_history_and_a_reply_cut_by_a_kill_is_requested_agai
     // kill cut off is sent again as it was.
     assert_eq!(bodies[2]["messages"].as_array().unwrap().len(), 5);
     assert_eq!(bodies[3]["messages"], bodies[2]["messages"]);
-    let attempts: Vec<String> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let attempts: Vec<String> = effects(&log)
+        .iter()
         .map(|e| format!("{} {}", e["step"].as_str().unwrap(), e["at"].as_str().unwrap()))
         .collect();
     assert_eq!(

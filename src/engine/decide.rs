@@ -3,7 +3,7 @@
 use statig::prelude::*;
 
 use crate::context;
-use crate::engine::effects::{Effects, Step, StepResult, run_step};
+use crate::engine::effects::hooks_step;
 use crate::engine::events::EngineEvent;
 use crate::engine::generated::choice::checkpoint::{self, TurnChecked, TurnCheckedFacts};
 use crate::engine::generated::choice::recover::{RecoveryChecked, RecoveryCheckedFacts};
@@ -151,7 +151,7 @@ impl Machine {
                 ctx.emit(EngineEvent::Warning(format!("{INTERRUPTED_HOOKS}: Stop")));
                 return None;
             }
-            decided = stop_step(&*effects, hooks.stop(&env, active)) => decided,
+            decided = hooks_step(&*effects, "Stop", None, hooks.stop(&env, active)) => decided,
         };
         for w in warnings {
             ctx.emit(EngineEvent::Warning(w));
@@ -335,20 +335,6 @@ impl RecoveryCheckedFacts for RecoveryFacts<'_> {
         match self.withheld {
             Withheld::PromptTooLong(_) => Some(m.try_reactive_compaction(ctx).await),
             Withheld::Truncated { .. } => Some(false),
-        }
-    }
-}
-
-/// The Stop hooks' run as a step of the run's effects. A journal's value this version cannot
-/// read lets the turn end as if no hook ran, with a warning.
-async fn stop_step(
-    effects: &dyn Effects,
-    hooks: futures::future::BoxFuture<'_, (StopDecision, Vec<String>)>,
-) -> (StopDecision, Vec<String>) {
-    match run_step(effects, Step::Hooks { event: "Stop", tool_use_id: None }, hooks).await {
-        StepResult::Ran(decided) => decided,
-        StepResult::Interrupted | StepResult::Unreadable(_) => {
-            (StopDecision::Pass, vec!["the journal's Stop hook result is unreadable; no hook applied".to_owned()])
         }
     }
 }

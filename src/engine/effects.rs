@@ -125,6 +125,28 @@ where
     }
 }
 
+/// One run of the hooks of `event` (about the call `tool_use_id`, if any) as a step of
+/// `effects`: their decision and warnings. A journal's value this version cannot read lets
+/// the run go on as if no hook ran (`T::default()`), with a warning.
+pub async fn hooks_step<'a, T>(
+    effects: &'a dyn Effects,
+    event: &'static str,
+    tool_use_id: Option<&str>,
+    hooks: BoxFuture<'a, (T, Vec<String>)>,
+) -> (T, Vec<String>)
+where
+    T: Default + Serialize + DeserializeOwned + Send + 'a,
+{
+    let step = Step::Hooks { event, tool_use_id: tool_use_id.map(str::to_owned) };
+    match run_step(effects, step, hooks).await {
+        StepResult::Ran(decided) => decided,
+        StepResult::Interrupted | StepResult::Unreadable(_) => {
+            let about = tool_use_id.map(|id| format!(" for {id}")).unwrap_or_default();
+            (T::default(), vec![format!("the journal's {event} hook result{about} is unreadable; no hook applied")])
+        }
+    }
+}
+
 /// What [`run_step`] got for a step.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepResult<T> {

@@ -14,9 +14,10 @@ use serde_json::Value;
 use crate::tools::shell_env::ShellEnv;
 
 /// What the Stop hooks decided at the end of a turn.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum StopDecision {
     /// Let the turn end.
+    #[default]
     Pass,
     /// Keep the model working; the feedback becomes a user message.
     Block {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::effects::{Effects, Step, StepResult, run_step};
+use crate::engine::effects::{Effects, Step, StepResult, hooks_step, run_step};
 
 use crate::hooks::{HookEnv, HookPermission, Hooks};
 use crate::permissions::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Unattended};
@@ -288,9 +288,8 @@ impl Toolbox {
         output
     }
 
-    /// Run one tool hook event's hooks for `call` as a step of the run's effects (when a hook
-    /// command would run for it: no hook, nothing to journal). A journal's value that does not
-    /// read back (another version's) lets the call go on as if no hook ran, with a warning.
+    /// Run one tool hook event's hooks for `call` as a step of the run's effects
+    /// ([`hooks_step`]), when a hook command would run for it: no hook, nothing to journal.
     async fn hook_step<T>(
         &self,
         event: &'static str,
@@ -303,14 +302,7 @@ impl Toolbox {
         if !self.hooks.runs_for_tool(&call.name) {
             return hooks.await;
         }
-        let step = Step::Hooks { event, tool_use_id: Some(call.id.clone()) };
-        match run_step(&*self.effects, step, hooks).await {
-            StepResult::Ran(decided) => decided,
-            StepResult::Interrupted | StepResult::Unreadable(_) => (
-                T::default(),
-                vec![format!("the journal's {event} hook result for {} is unreadable; no hook applied", call.id)],
-            ),
-        }
+        hooks_step(&*self.effects, event, Some(&call.id), hooks).await
     }
 
     /// Put a call the policy cannot decide to the approver, one question at a time. `Ok` with
